@@ -1,0 +1,40 @@
+// File primitives shared by every component: whole-file reads, atomic replace (temp file in the same
+// directory, fsync, rename; the old file's mode is kept) and an advisory exclusive lock. All functions are
+// thread-safe; FileLock is an RAII guard that must not be shared between threads.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "ascend/common/error.h"
+#include "ascend/common/unique_fd.h"
+
+namespace ascend {
+
+// Reads a whole file. Fails with EFBIG when it is larger than `max_bytes`.
+Result<std::string> read_file(const std::string& path, std::size_t max_bytes = 64U << 20);
+
+// Replaces `path` with `content` atomically: readers see the old or the new file, never a mix. The new file
+// gets the old file's mode, or `mode` when the file did not exist.
+Status atomic_replace(const std::string& path, std::string_view content, mode_t mode = 0644);
+
+// Creates every missing directory of `path` (like mkdir -p) with `mode`.
+Status make_dirs(const std::string& path, mode_t mode = 0755);
+
+// An exclusive flock(2) on a lock file, created if missing, held until destruction.
+class FileLock {
+ public:
+  static Result<FileLock> acquire(const std::string& lock_path);
+  FileLock(FileLock&&) noexcept = default;
+  FileLock& operator=(FileLock&&) noexcept = default;
+  ~FileLock();
+
+ private:
+  explicit FileLock(UniqueFd fd) : fd_(std::move(fd)) {}
+  UniqueFd fd_;
+};
+
+}  // namespace ascend

@@ -1,0 +1,106 @@
+#include "ascend/common/fs.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+
+namespace ascend {
+
+Result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return Error::from_errno(errno, "open " + path);
+  std::string out;
+  char buf[16384];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Error::from_errno(errno, "read " + path);
+    }
+    if (n == 0) break;
+    if (out.size() + static_cast<std::size_t>(n) > max_bytes) {
+      return Error(EFBIG, "read " + path + ": larger than " + std::to_string(max_bytes) + " bytes");
+    }
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
+namespace {
+
+Status write_all(int fd, std::string_view data, const std::string& what) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Error::from_errno(errno, "write " + what);
+    }
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return {};
+}
+
+std::string dir_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+}  // namespace
+
+Status atomic_replace(const std::string& path, std::string_view content, mode_t mode) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) == 0) mode = st.st_mode & 07777;
+  std::string tmp = path + ".tmp.XXXXXX";
+  UniqueFd fd(::mkostemp(tmp.data(), O_CLOEXEC));
+  if (!fd.valid()) return Error::from_errno(errno, "create temporary file " + tmp);
+  auto fail = [&](Error e) {
+    ::unlink(tmp.c_str());
+    return e;
+  };
+  if (::fchmod(fd.get(), mode) != 0) return fail(Error::from_errno(errno, "chmod " + tmp));
+  if (auto s = write_all(fd.get(), content, tmp); !s) return fail(s.error());
+  if (::fsync(fd.get()) != 0) return fail(Error::from_errno(errno, "fsync " + tmp));
+  fd.reset();
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail(Error::from_errno(errno, "rename to " + path));
+  // Make the rename itself durable.
+  UniqueFd dir(::open(dir_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir.valid()) ::fsync(dir.get());
+  return {};
+}
+
+Status make_dirs(const std::string& path, mode_t mode) {
+  if (path.empty()) return Error::invalid("make_dirs: empty path");
+  std::string cur;
+  std::size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    cur = path.substr(0, pos);
+    if (cur.empty()) continue;
+    if (::mkdir(cur.c_str(), mode) != 0 && errno != EEXIST) return Error::from_errno(errno, "mkdir " + cur);
+  }
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) return Error::from_errno(errno, "stat " + path);
+  if (!S_ISDIR(st.st_mode)) return Error(ENOTDIR, "mkdir " + path + ": exists and is not a directory");
+  return {};
+}
+
+Result<FileLock> FileLock::acquire(const std::string& lock_path) {
+  UniqueFd fd(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (!fd.valid()) return Error::from_errno(errno, "open lock " + lock_path);
+  while (::flock(fd.get(), LOCK_EX) != 0) {
+    if (errno != EINTR) return Error::from_errno(errno, "lock " + lock_path);
+  }
+  return FileLock(std::move(fd));
+}
+
+FileLock::~FileLock() {
+  if (fd_.valid()) ::flock(fd_.get(), LOCK_UN);
+}
+
+}  // namespace ascend

@@ -1,0 +1,44 @@
+#include "ascend/common/log.h"
+
+#include <spdlog/sinks/rotating_file_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <memory>
+#include <vector>
+
+#include "ascend/common/fs.h"
+
+namespace ascend {
+
+Status setup_logging(const LogOptions& opts) {
+  auto level = spdlog::level::from_str(opts.level);
+  if (level == spdlog::level::off && opts.level != "off") {
+    return Error::invalid("unknown log level '" + opts.level + "' (use trace, debug, info, warn, error or off)");
+  }
+  std::vector<spdlog::sink_ptr> sinks;
+  std::string warning;
+  if (!opts.file.empty()) {
+    auto slash = opts.file.rfind('/');
+    if (slash != std::string::npos && slash > 0) (void)make_dirs(opts.file.substr(0, slash), 0750);
+    try {
+      sinks.push_back(
+          std::make_shared<spdlog::sinks::rotating_file_sink_mt>(opts.file, opts.max_bytes, opts.max_files));
+    } catch (const spdlog::spdlog_ex& e) {
+      warning = std::string("cannot open log file, logging to stderr only: ") + e.what();
+    }
+  }
+  if (opts.also_stderr || sinks.empty()) {
+    auto err = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+    if (!sinks.empty()) err->set_level(spdlog::level::warn);
+    sinks.push_back(err);
+  }
+  auto logger = std::make_shared<spdlog::logger>("ascend", sinks.begin(), sinks.end());
+  logger->set_level(level);
+  logger->flush_on(spdlog::level::warn);
+  spdlog::set_default_logger(logger);
+  if (!warning.empty()) spdlog::warn("{}", warning);
+  return {};
+}
+
+}  // namespace ascend

@@ -1,0 +1,50 @@
+// The device query seam: the one interface through which the runtime hook, the device plugin and the
+// scheduler learn about NPUs and change them (think of the DCMI library of a real host). The emulator
+// (Emulator, emulator.h) is its one implementation today; a real-hardware backend (dlopen of libdcmi.so)
+// would be another. Implementations are thread-safe: every call may come from any thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ascend/common/error.h"
+#include "ascend/npu/state.h"
+
+namespace ascend::npu {
+
+// Keeps a subscription alive; destroying it stops the callbacks (and joins the watcher thread).
+class Subscription {
+ public:
+  virtual ~Subscription() = default;
+};
+
+class DeviceQuery {
+ public:
+  virtual ~DeviceQuery() = default;
+
+  // One consistent snapshot of the host: chips (ids, model, health, HBM, AICore, bus id, NUMA node, HCCS
+  // domain; HostState::link gives the link type between any two), device node majors/minors, vNPUs.
+  virtual Result<HostState> snapshot() const = 0;
+
+  // The host path of an absolute path as the host sees it ("/dev/davinci0" -> "<root>/dev/davinci0").
+  virtual std::string host_path(const std::string& abs_path) const = 0;
+
+  // The driver files a container needs (absolute host paths as the host sees them, before host_path).
+  virtual std::vector<std::string> driver_files() const = 0;
+
+  // Creates a vNPU of `template_name` on chip `phy_id`; `id` picks the vNPU id (else the lowest free in
+  // 100+16*phy .. +15). Refuses over-commit of AICore, memory and AICPU. Creates /dev/vdavinci<id>.
+  virtual Result<Vnpu> create_vnpu(int phy_id, const std::string& template_name, std::optional<int> id) = 0;
+  // Destroys vNPU `vnpu_id` (on chip `phy_id` when given, which must match) and removes its node.
+  virtual Status destroy_vnpu(int vnpu_id, std::optional<int> phy_id) = 0;
+
+  // Calls `on_change` with the new snapshot after every committed change (health, vNPUs, mode), within
+  // 100 ms, from a watcher thread. The callback must not block for long.
+  using ChangeCallback = std::function<void(const HostState&)>;
+  virtual Result<std::unique_ptr<Subscription>> subscribe(ChangeCallback on_change) const = 0;
+};
+
+}  // namespace ascend::npu

@@ -1,0 +1,33 @@
+// The host profiles the emulator can load: four built-in Atlas servers, or a custom YAML file. A profile is
+// a HostState with no run-time state (no faults, no vNPUs, majors unset). Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ascend/common/error.h"
+#include "ascend/npu/state.h"
+
+namespace ascend::npu {
+
+std::vector<std::string> builtin_profile_names();  // atlas800-9000, atlas800t-a2, atlas800t-a3, atlas300i-duo
+Result<HostState> builtin_profile(std::string_view name);
+
+// The hccn.conf convention: the NIC address of device `phy_id` on the cluster's node `node_index` (0-based).
+// "10.<100+phy>.<node/254>.<node%254+1>" -- unique for 254*256 nodes and 64 devices.
+std::string device_ip(int node_index, int phy_id);
+
+// Applies `node_index` to every chip's device_ip.
+void assign_device_ips(HostState& s, int node_index);
+
+// The vNPU templates of a chip family and a chip's HBM size (from the driver's template tables).
+std::vector<VnpuTemplate> templates_for(Family family, int hbm_mb);
+VnpuCapacity vnpu_capacity_for(Family family, int aicore, int hbm_mb);
+
+// Loads a profile by built-in name, or from a YAML file when `name_or_path` contains a '/' or ends in
+// .yaml/.yml. A YAML profile uses the state file's field names; with `base: <built-in>` it overrides that
+// profile (top-level fields replace, `chips` entries merge by phy_id). Errors name the file and field.
+Result<HostState> load_profile(const std::string& name_or_path);
+
+}  // namespace ascend::npu

@@ -1,0 +1,22 @@
+// YAML documents read with yaml-cpp and handed on as nlohmann::json, so that every structured input of the
+// project (profiles, cluster and job files, configs) is validated by one kind of code. Plain scalars that
+// look like numbers or booleans become numbers or booleans; quoted scalars stay strings.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "ascend/common/error.h"
+
+namespace YAML {
+class Node;
+}
+
+namespace ascend::npu {
+
+nlohmann::json yaml_to_json(const YAML::Node& n);
+// Reads and parses a YAML file; errors name the file and line.
+Result<nlohmann::json> load_yaml_file(const std::string& path);
+
+}  // namespace ascend::npu

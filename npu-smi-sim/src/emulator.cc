@@ -1,0 +1,493 @@
+#include "ascend/npu/emulator.h"
+#include "ascend/npu/profiles.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "ascend/common/fs.h"
+#include "ascend/common/unique_fd.h"
+
+namespace ascend::npu {
+
+namespace {
+
+constexpr const char* kManifest = "usr/local/Ascend/driver/lib64/npu-sim/manifest";
+constexpr const char* kLock = "usr/local/Ascend/driver/lib64/npu-sim/state.lock";
+
+std::string join(const std::string& root, const std::string& rel) {
+  if (root.empty() || root == "/") return "/" + rel;
+  return root + (root.back() == '/' ? "" : "/") + rel;
+}
+
+std::string self_dir() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  std::string p(buf, static_cast<std::size_t>(n));
+  return p.substr(0, p.rfind('/'));
+}
+
+bool exists(const std::string& p) {
+  struct stat st{};
+  return ::lstat(p.c_str(), &st) == 0;
+}
+
+// Records what load() creates, so unload() removes exactly that.
+class Layout {
+ public:
+  explicit Layout(std::string root) : root_(std::move(root)) {}
+
+  Status dir(const std::string& rel) {
+    std::string cur;
+    std::size_t pos = 0;
+    while (pos != std::string::npos) {
+      pos = rel.find('/', pos + 1);
+      cur = rel.substr(0, pos);
+      std::string full = join(root_, cur);
+      if (exists(full)) continue;
+      if (::mkdir(full.c_str(), 0755) != 0 && errno != EEXIST) return Error::from_errno(errno, "mkdir " + full);
+      created_.push_back(cur + "/");
+    }
+    return {};
+  }
+
+  Status file(const std::string& rel, std::string_view content, mode_t mode = 0644) {
+    std::string full = join(root_, rel);
+    ASCEND_CHECK(dir(rel.substr(0, rel.rfind('/'))), "");
+    bool existed = exists(full);
+    ASCEND_CHECK(atomic_replace(full, content, mode), "");
+    if (::chmod(full.c_str(), mode) != 0) return Error::from_errno(errno, "chmod " + full);
+    if (!existed) created_.push_back(rel);
+    return {};
+  }
+
+  Status copy(const std::string& rel, const std::string& src, mode_t mode) {
+    ASCEND_ASSIGN(std::string data, read_file(src, 256U << 20), "copy " + src);
+    return file(rel, data, mode);
+  }
+
+  Status node(const std::string& rel, int major, int minor) {
+    std::string full = join(root_, rel);
+    ASCEND_CHECK(dir(rel.substr(0, rel.rfind('/'))), "");
+    if (exists(full)) {
+      if (::unlink(full.c_str()) != 0) return Error::from_errno(errno, "remove old " + full);
+    }
+    if (::mknod(full.c_str(), S_IFCHR | 0660, makedev(major, minor)) != 0) {
+      return Error::from_errno(errno, "mknod " + full);
+    }
+    if (::chmod(full.c_str(), 0660) != 0) return Error::from_errno(errno, "chmod " + full);
+    created_.push_back(rel);
+    return {};
+  }
+
+  std::string manifest() const {
+    std::string out;
+    for (const auto& p : created_) out += p + "\n";
+    return out;
+  }
+
+ private:
+  std::string root_;
+  std::vector<std::string> created_;
+};
+
+std::string version_info(const HostState& s) {
+  return "Version=" + s.driver_version +
+         "\nascendhal_version=7.35.19\naicpu_version=1.0\ntdt_version=1.0\nlog_version=1.0\nprof_version=2.0\n"
+         "dvppkernels_version=1.1\ntsfw_version=1.0\nInnerversion=V100R001C15SPC006B220\n"
+         "compatible_version=[V100R001C30],[V100R001C13],[V100R001C15],[V100R001C17]\n"
+         "compatible_version_fw=[7.0.0,7.2.99]\n";
+}
+
+std::string hccn_conf(const HostState& s) {
+  std::string out;
+  for (const auto& c : s.chips) {
+    std::string id = std::to_string(c.phy_id);
+    std::string gw = c.device_ip.substr(0, c.device_ip.rfind('.')) + ".254";
+    out += "address_" + id + "=" + c.device_ip + "\nnetmask_" + id + "=255.255.255.0\nnetdetect_" + id + "=" +
+           gw + "\ngateway_" + id + "=" + gw + "\nsend_arp_status_" + id + "=1\n";
+  }
+  return out;
+}
+
+constexpr const char* kInstallInfo =
+    "UserName=HwHiAiUser\nUserGroup=HwHiAiUser\nDriver_Install_Type=full\n"
+    "Driver_Install_Path_Param=/usr/local/Ascend\nDriver_Install_For_All=no\nDriver_Install_Mode=normal\n"
+    "Driver_Install_Status=complete\nFirmware_Install_Type=full\nFirmware_Install_Path_Param=/usr/local/Ascend\n";
+
+}  // namespace
+
+std::string resolve_root(const std::optional<std::string>& flag) {
+  if (flag && !flag->empty()) return *flag;
+  const char* env = std::getenv("ASCEND_SIM_ROOT");
+  if (env != nullptr && *env != '\0') return env;
+  return "/";
+}
+
+Result<DeviceMajors> pick_free_majors(const std::string& proc_devices_text) {
+  std::set<int> used;
+  std::istringstream in(proc_devices_text);
+  std::string line;
+  bool chr = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("Character devices", 0) == 0) {
+      chr = true;
+      continue;
+    }
+    if (line.rfind("Block devices", 0) == 0) break;
+    if (!chr) continue;
+    std::istringstream ls(line);
+    int major = 0;
+    if (ls >> major) used.insert(major);
+  }
+  std::vector<int> free;
+  for (int m = 234; m <= 254 && free.size() < 5; ++m) {
+    if (used.count(m) == 0) free.push_back(m);
+  }
+  for (int m = 384; m <= 511 && free.size() < 5; ++m) {
+    if (used.count(m) == 0) free.push_back(m);
+  }
+  if (free.size() < 5) return Error(ENOSPC, "no five free character majors in 234-254 and 384-511");
+  return DeviceMajors{free[0], free[1], free[2], free[3], free[4]};
+}
+
+Emulator::Emulator(std::string root) : root_(std::move(root)) {
+  while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+}
+
+std::string Emulator::state_path() const { return join(root_, kStateFile); }
+
+bool Emulator::loaded() const { return exists(state_path()); }
+
+std::string Emulator::host_path(const std::string& abs_path) const {
+  if (root_ == "/") return abs_path;
+  return root_ + abs_path;
+}
+
+std::vector<std::string> Emulator::driver_files() const {
+  return {"/usr/local/Ascend/driver/lib64",  "/usr/local/Ascend/driver/include", "/usr/local/Ascend/driver/version.info",
+          "/usr/local/dcmi",                 "/usr/local/bin/npu-smi",           "/etc/ascend_install.info",
+          "/etc/hccn.conf"};
+}
+
+Status Emulator::load(const HostState& profile, const LoadOptions& opts) {
+  if (loaded()) {
+    if (!opts.force) {
+      auto cur = snapshot();
+      std::string name = cur ? cur->profile : "unreadable state";
+      return Error(EEXIST, "a host (" + name + ") is already loaded at " + root_ +
+                               "; run 'npu-sim unload' first or pass --force");
+    }
+    ASCEND_CHECK(unload(), "replace the loaded host");
+  }
+  ASCEND_CHECK(make_dirs(root_), "create root");
+  HostState s = profile;
+  if (opts.majors) {
+    s.majors = *opts.majors;
+  } else {
+    ASCEND_ASSIGN(std::string devices, read_file("/proc/devices"), "pick device majors");
+    ASCEND_ASSIGN(s.majors, pick_free_majors(devices), "pick device majors");
+  }
+  assign_device_ips(s, opts.node_index);
+  for (auto& c : s.chips) c.faults.clear();
+  s.vnpus.clear();
+  s.generation = 1;
+
+  std::string smi = opts.npu_smi_binary.empty() ? self_dir() + "/npu-smi" : opts.npu_smi_binary;
+  std::string stub = self_dir() + "/libascend_driver_stub.so";
+  if (!exists(smi)) return Error::not_found("npu-smi binary not found at " + smi + " (build it, or pass --npu-smi)");
+  if (!exists(stub)) return Error::not_found("driver stub library not found at " + stub + " (build the project)");
+
+  Layout l(root_);
+  if (opts.make_nodes) {
+    for (const auto& c : s.chips) {
+      auto n = s.chip_node(c.phy_id);
+      ASCEND_CHECK(l.node(n.path.substr(1), n.major, n.minor), "create device node");
+    }
+    for (const auto& n : s.control_nodes()) ASCEND_CHECK(l.node(n.path.substr(1), n.major, n.minor), "create device node");
+  }
+  const std::string drv = "usr/local/Ascend/driver/";
+  ASCEND_CHECK(l.file(drv + "version.info", version_info(s)), "driver tree");
+  for (const char* so : {"lib64/driver/libascend_hal.so", "lib64/driver/libdrvdsmi_host.so",
+                         "lib64/driver/libdcmi.so", "lib64/common/libc_sec.so", "lib64/common/libmmpa.so"}) {
+    ASCEND_CHECK(l.copy(drv + so, stub, 0755), "driver tree");
+  }
+  ASCEND_CHECK(l.file(drv + "include/dsmi_common_interface.h",
+                      "/* emulated Ascend driver: see npu-sim --help */\n#pragma once\n"),
+               "driver tree");
+  ASCEND_CHECK(l.file(drv + "tools/hccn_tool", "#!/bin/sh\necho 'hccn_tool: emulated host, no NIC' >&2\nexit 1\n", 0755),
+               "driver tree");
+  ASCEND_CHECK(l.copy("usr/local/dcmi/libdcmi.so", stub, 0755), "dcmi");
+  ASCEND_CHECK(l.file("usr/local/dcmi/dcmi_interface_api.h", "/* emulated DCMI */\n#pragma once\n"), "dcmi");
+  ASCEND_CHECK(l.copy("usr/local/bin/npu-smi", smi, 0755), "npu-smi");
+  ASCEND_CHECK(l.file("etc/ascend_install.info", kInstallInfo), "etc");
+  ASCEND_CHECK(l.file("etc/hccn.conf", hccn_conf(s)), "etc");
+  ASCEND_CHECK(l.dir(kStateDir), "state");
+  ASCEND_CHECK(atomic_replace(join(root_, kManifest), l.manifest()), "state");
+  ASCEND_CHECK(atomic_replace(state_path(), serialize(s)), "state");
+  return {};
+}
+
+Status Emulator::unload() {
+  if (!loaded()) return Error::not_found("no emulated host is loaded at " + root_);
+  auto snap = snapshot();
+  if (snap) {
+    for (const auto& v : snap->vnpus) ::unlink(host_path(snap->vnpu_node(v.id).path).c_str());
+  }
+  auto manifest = read_file(join(root_, kManifest));
+  std::vector<std::string> entries;
+  if (manifest) {
+    std::istringstream in(*manifest);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (!line.empty()) entries.push_back(line);
+    }
+  }
+  for (const char* f : {kStateFile, kLock, kManifest}) ::unlink(join(root_, f).c_str());
+  // Files first, then directories deepest first; a directory that holds foreign files stays.
+  for (const auto& e : entries) {
+    if (e.back() != '/') ::unlink(join(root_, e).c_str());
+  }
+  ::rmdir(join(root_, kStateDir).c_str());
+  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+    if (it->back() == '/') ::rmdir(join(root_, it->substr(0, it->size() - 1)).c_str());
+  }
+  return {};
+}
+
+Result<HostState> Emulator::snapshot() const {
+  auto text = read_file(state_path(), 16U << 20);
+  if (!text) {
+    if (text.error().code() == ENOENT) {
+      return Error::not_found("no emulated host is loaded at " + root_ + " (run 'npu-sim load --profile NAME')");
+    }
+    return text.error().context("read state");
+  }
+  return parse_state(*text).context("state file " + state_path());
+}
+
+Status Emulator::update(const std::function<Status(HostState&)>& change) {
+  if (!loaded()) return Error::not_found("no emulated host is loaded at " + root_ + " (run 'npu-sim load --profile NAME')");
+  ASCEND_ASSIGN(FileLock lock, FileLock::acquire(join(root_, kLock)), "update state");
+  ASCEND_ASSIGN(HostState s, snapshot(), "update state");
+  ASCEND_CHECK(change(s), "");
+  s.generation++;
+  ASCEND_CHECK(atomic_replace(state_path(), serialize(s)), "update state");
+  return {};
+}
+
+Status Emulator::set_fault(int phy_id, std::uint32_t code, std::optional<Health> severity) {
+  return update([&](HostState& s) -> Status {
+    Chip* c = s.chip(phy_id);
+    if (c == nullptr) return Error::not_found("no device " + std::to_string(phy_id));
+    Health h = severity.value_or(severity_of_code(code));
+    if (h == Health::kOk) return Error::invalid("a fault's severity cannot be OK (use 'fault clear')");
+    auto it = std::find_if(c->faults.begin(), c->faults.end(), [&](const Fault& f) { return f.code == code; });
+    if (it != c->faults.end()) {
+      it->severity = h;
+    } else {
+      c->faults.push_back({code, h});
+    }
+    return {};
+  });
+}
+
+Status Emulator::clear_faults(int phy_id) {
+  return update([&](HostState& s) -> Status {
+    Chip* c = s.chip(phy_id);
+    if (c == nullptr) return Error::not_found("no device " + std::to_string(phy_id));
+    c->faults.clear();
+    return {};
+  });
+}
+
+Status Emulator::set_vnpu_mode(const std::string& mode) {
+  return update([&](HostState& s) -> Status {
+    if (mode != "docker" && mode != "vm") return Error::invalid("unknown vnpu mode '" + mode + "'");
+    if (mode != s.vnpu_mode && !s.vnpus.empty()) {
+      return Error(EBUSY, "The vNPU(s) in another mode already exist. Destroy them before switching the mode");
+    }
+    s.vnpu_mode = mode;
+    return {};
+  });
+}
+
+Result<Vnpu> plan_vnpu(const HostState& s, int phy_id, const std::string& template_name, std::optional<int> id) {
+  const Chip* c = s.chip(phy_id);
+  if (c == nullptr) return Error::not_found("no device with physical id " + std::to_string(phy_id));
+  const VnpuTemplate* t = s.find_template(template_name);
+  if (t == nullptr) {
+    std::string names;
+    for (const auto& x : s.templates) names += (names.empty() ? "" : ", ") + x.name;
+    return Error::invalid("unknown vNPU template '" + template_name + "' for " + c->name + " (valid: " + names + ")");
+  }
+  int aicore = t->aicore;
+  int mem = t->memory_mb;
+  double aicpu = t->aicpu;
+  std::set<int> used_ids;
+  std::set<int> used_groups;
+  for (const auto& v : s.vnpus) {
+    used_ids.insert(v.id);
+    if (v.phy_id != phy_id) continue;
+    used_groups.insert(v.vgroup);
+    if (const VnpuTemplate* vt = s.find_template(v.template_name)) {
+      aicore += vt->aicore;
+      mem += vt->memory_mb;
+      aicpu += vt->aicpu;
+    }
+  }
+  const auto& cap = s.vnpu_capacity;
+  if (aicore > cap.aicore) {
+    return Error(ENOSPC, "device " + std::to_string(phy_id) + " has not enough free AICore for " + template_name +
+                             " (" + std::to_string(aicore - t->aicore) + " of " + std::to_string(cap.aicore) +
+                             " in use, needs " + std::to_string(t->aicore) + ")");
+  }
+  if (mem > cap.memory_gb * 1024) {
+    return Error(ENOSPC, "device " + std::to_string(phy_id) + " has not enough free memory for " + template_name);
+  }
+  if (aicpu > cap.aicpu + 1e-9) {
+    return Error(ENOSPC, "device " + std::to_string(phy_id) + " has not enough free AICPU for " + template_name);
+  }
+  int lo = 100 + 16 * phy_id;
+  int hi = lo + 15;
+  Vnpu v;
+  v.phy_id = phy_id;
+  v.template_name = template_name;
+  if (id) {
+    if (*id < lo || *id > hi) {
+      return Error::invalid("vNPU id " + std::to_string(*id) + " is outside device " + std::to_string(phy_id) +
+                            "'s range " + std::to_string(lo) + "-" + std::to_string(hi));
+    }
+    if (used_ids.count(*id) != 0) return Error(EEXIST, "vNPU id " + std::to_string(*id) + " already exists");
+    v.id = *id;
+  } else {
+    v.id = -1;
+    for (int k = lo; k <= hi; ++k) {
+      if (used_ids.count(k) == 0) {
+        v.id = k;
+        break;
+      }
+    }
+    if (v.id < 0) return Error(ENOSPC, "device " + std::to_string(phy_id) + " has no free vNPU id");
+  }
+  while (used_groups.count(v.vgroup) != 0) v.vgroup++;
+  return v;
+}
+
+Result<Vnpu> Emulator::create_vnpu(int phy_id, const std::string& template_name, std::optional<int> id) {
+  Vnpu made;
+  auto st = update([&](HostState& s) -> Status {
+    ASCEND_ASSIGN(made, plan_vnpu(s, phy_id, template_name, id), "");
+    auto node = s.vnpu_node(made.id);
+    std::string path = host_path(node.path);
+    ::unlink(path.c_str());
+    if (::mknod(path.c_str(), S_IFCHR | 0660, makedev(node.major, node.minor)) != 0) {
+      return Error::from_errno(errno, "mknod " + path);
+    }
+    ::chmod(path.c_str(), 0660);
+    s.vnpus.push_back(made);
+    std::sort(s.vnpus.begin(), s.vnpus.end(), [](const Vnpu& a, const Vnpu& b) { return a.id < b.id; });
+    return {};
+  });
+  if (!st) return st.error().context("create vNPU");
+  return made;
+}
+
+Status Emulator::destroy_vnpu(int vnpu_id, std::optional<int> phy_id) {
+  return update([&](HostState& s) -> Status {
+           auto it = std::find_if(s.vnpus.begin(), s.vnpus.end(), [&](const Vnpu& v) { return v.id == vnpu_id; });
+           if (it == s.vnpus.end() || (phy_id && it->phy_id != *phy_id)) {
+             return Error::not_found("no vNPU " + std::to_string(vnpu_id) +
+                                     (phy_id ? " on device " + std::to_string(*phy_id) : std::string()));
+           }
+           std::string path = host_path(s.vnpu_node(vnpu_id).path);
+           if (::unlink(path.c_str()) != 0 && errno != ENOENT) return Error::from_errno(errno, "remove " + path);
+           s.vnpus.erase(it);
+           return {};
+         })
+      .context("destroy vNPU " + std::to_string(vnpu_id));
+}
+
+// ---- subscription ---------------------------------------------------------------------------------------
+
+namespace {
+
+class Watcher final : public Subscription {
+ public:
+  Watcher(const Emulator& emu, DeviceQuery::ChangeCallback cb) : emu_(emu), cb_(std::move(cb)) {
+    stop_ = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    ino_ = UniqueFd(::inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+    auto s = emu_.snapshot();
+    last_ = s ? s->generation : 0;
+    arm();
+    thread_ = std::thread([this] { run(); });
+  }
+  ~Watcher() override {
+    std::uint64_t one = 1;
+    if (::write(stop_.get(), &one, sizeof one) < 0) {
+      // Nothing to do: the thread also polls with a timeout.
+    }
+    stopping_ = true;
+    thread_.join();
+  }
+
+ private:
+  void arm() {
+    if (!ino_.valid() || wd_ >= 0) return;
+    std::string dir = emu_.state_path().substr(0, emu_.state_path().rfind('/'));
+    wd_ = ::inotify_add_watch(ino_.get(), dir.c_str(), IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_IGNORED);
+  }
+
+  void run() {
+    while (!stopping_) {
+      pollfd fds[2] = {{stop_.get(), POLLIN, 0}, {ino_.get(), POLLIN, 0}};
+      int n = ::poll(fds, ino_.valid() ? 2 : 1, 50);
+      if (n < 0 && errno != EINTR) break;
+      if ((fds[0].revents & POLLIN) != 0) break;
+      if (ino_.valid() && (fds[1].revents & POLLIN) != 0) {
+        char buf[4096];
+        while (::read(ino_.get(), buf, sizeof buf) > 0) {
+          const auto* ev = reinterpret_cast<const inotify_event*>(buf);
+          if ((ev->mask & IN_IGNORED) != 0) wd_ = -1;
+        }
+      }
+      arm();  // the folder may have been (re)created by a load
+      auto s = emu_.snapshot();
+      if (s && s->generation != last_) {
+        last_ = s->generation;
+        cb_(*s);
+      } else if (!s && last_ != 0) {
+        last_ = 0;  // unloaded: report again once a host is back
+      }
+    }
+  }
+
+  const Emulator& emu_;
+  DeviceQuery::ChangeCallback cb_;
+  UniqueFd stop_;
+  UniqueFd ino_;
+  int wd_ = -1;
+  std::uint64_t last_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Subscription>> Emulator::subscribe(ChangeCallback on_change) const {
+  return std::unique_ptr<Subscription>(std::make_unique<Watcher>(*this, std::move(on_change)));
+}
+
+}  // namespace ascend::npu

@@ -1,0 +1,116 @@
+// Custom profiles: YAML read with yaml-cpp, turned into the JSON form the state file uses, validated by
+// state_from_json. Kept apart from profiles.cc so that the static npu-smi does not link yaml-cpp.
+#include <yaml-cpp/yaml.h>
+
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "ascend/common/fs.h"
+#include "ascend/npu/profiles.h"
+#include "ascend/npu/yaml_json.h"
+
+namespace ascend::npu {
+
+using nlohmann::json;
+
+namespace {
+
+json scalar_to_json(const YAML::Node& n) {
+  const std::string& v = n.Scalar();
+  if (n.Tag() == "!") return v;  // quoted: always a string
+  static const std::regex kInt(R"(^-?(0|[1-9][0-9]*)$)");
+  static const std::regex kFloat(R"(^-?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][-+]?[0-9]+)?$)");
+  if (std::regex_match(v, kInt)) {
+    try {
+      return std::stoll(v);
+    } catch (const std::exception&) {
+      return v;
+    }
+  }
+  if (std::regex_match(v, kFloat)) return std::stod(v);
+  if (v == "true" || v == "True") return true;
+  if (v == "false" || v == "False") return false;
+  if (v == "null" || v == "~") return nullptr;
+  return v;
+}
+
+}  // namespace
+
+json yaml_to_json(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined: return nullptr;
+    case YAML::NodeType::Scalar: return scalar_to_json(n);
+    case YAML::NodeType::Sequence: {
+      json a = json::array();
+      for (const auto& e : n) a.push_back(yaml_to_json(e));
+      return a;
+    }
+    case YAML::NodeType::Map: {
+      json o = json::object();
+      for (const auto& kv : n) o[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+      return o;
+    }
+  }
+  return nullptr;
+}
+
+Result<json> load_yaml_file(const std::string& path) {
+  ASCEND_ASSIGN(std::string text, read_file(path, 16U << 20), "read " + path);
+  try {
+    YAML::Node root = YAML::Load(text);
+    return yaml_to_json(root);
+  } catch (const YAML::Exception& e) {
+    return Error::invalid(path + ": line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+}
+
+Result<HostState> load_profile(const std::string& name_or_path) {
+  bool is_file = name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".yaml") ||
+                 name_or_path.ends_with(".yml");
+  if (!is_file) return builtin_profile(name_or_path);
+  ASCEND_ASSIGN(json j, load_yaml_file(name_or_path), "profile");
+  if (!j.is_object()) return Error::invalid("profile " + name_or_path + ": expected a mapping at the top");
+  json merged;
+  if (j.contains("base")) {
+    if (!j["base"].is_string()) return Error::invalid("profile " + name_or_path + ": base: expected a name");
+    ASCEND_ASSIGN(HostState base, builtin_profile(j["base"].get<std::string>()), "profile " + name_or_path);
+    merged = base;
+    j.erase("base");
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (it.key() != "chips") {
+        merged[it.key()] = it.value();
+        continue;
+      }
+      if (!it.value().is_array()) return Error::invalid("profile " + name_or_path + ": chips: expected a list");
+      for (const auto& patch : it.value()) {
+        if (!patch.is_object() || !patch.contains("phy_id")) {
+          return Error::invalid("profile " + name_or_path + ": chips: every entry needs a phy_id");
+        }
+        bool found = false;
+        for (auto& c : merged["chips"]) {
+          if (c["phy_id"] == patch["phy_id"]) {
+            c.merge_patch(patch);
+            found = true;
+          }
+        }
+        if (!found) merged["chips"].push_back(patch);
+      }
+    }
+  } else {
+    merged = std::move(j);
+  }
+  ASCEND_ASSIGN(HostState s, state_from_json(merged), "profile " + name_or_path);
+  if (s.profile.empty()) s.profile = "custom";
+  if (s.templates.empty()) {
+    int mem = s.chips.front().hbm_total_mb > 0 ? s.chips.front().hbm_total_mb : 24576;
+    s.templates = templates_for(s.family, mem);
+    if (s.vnpu_capacity.aicore == 0) s.vnpu_capacity = vnpu_capacity_for(s.family, s.chips.front().aicore_count, mem);
+  }
+  for (auto& c : s.chips) {
+    if (c.device_ip.empty()) c.device_ip = device_ip(0, c.phy_id);
+  }
+  return s;
+}
+
+}  // namespace ascend::npu

@@ -1,0 +1,2 @@
+// Placeholder until the npu-smi formatters land.
+#include "ascend/npu/smi.h"

@@ -1,0 +1,517 @@
+#include "ascend/npu/state.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <map>
+#include <set>
+#include <nlohmann/json.hpp>
+
+namespace ascend::npu {
+
+using nlohmann::json;
+
+std::string_view to_string(Health h) {
+  switch (h) {
+    case Health::kOk: return "OK";
+    case Health::kWarning: return "Warning";
+    case Health::kAlarm: return "Alarm";
+    case Health::kCritical: return "Critical";
+  }
+  return "OK";
+}
+
+namespace {
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+}  // namespace
+
+Result<Health> parse_health(std::string_view s) {
+  std::string l = lower(s);
+  if (l == "ok") return Health::kOk;
+  if (l == "warning") return Health::kWarning;
+  if (l == "alarm") return Health::kAlarm;
+  if (l == "critical") return Health::kCritical;
+  return Error::invalid("unknown severity '" + std::string(s) + "' (use warning, alarm or critical)");
+}
+
+std::string_view to_string(Link l) {
+  switch (l) {
+    case Link::kSelf: return "X";
+    case Link::kSio: return "SIO";
+    case Link::kHccs: return "HCCS";
+    case Link::kHccsSw: return "HCCS_SW";
+    case Link::kPix: return "PIX";
+    case Link::kPxb: return "PXB";
+    case Link::kPhb: return "PHB";
+    case Link::kSys: return "SYS";
+    case Link::kNa: return "NA";
+  }
+  return "NA";
+}
+
+LinkLevel level_of(Link l) {
+  switch (l) {
+    case Link::kSelf:
+    case Link::kSio: return LinkLevel::kSio;
+    case Link::kHccs:
+    case Link::kHccsSw: return LinkLevel::kHccs;
+    default: return LinkLevel::kPcie;
+  }
+}
+
+std::string_view to_string(Family f) {
+  switch (f) {
+    case Family::k910: return "910";
+    case Family::k910B: return "910B";
+    case Family::k910_93: return "910_93";
+    case Family::k310P: return "310P";
+  }
+  return "910B";
+}
+
+Result<Family> parse_family(std::string_view s) {
+  for (Family f : {Family::k910, Family::k910B, Family::k910_93, Family::k310P}) {
+    if (lower(s) == lower(to_string(f))) return f;
+  }
+  return Error::invalid("unknown chip family '" + std::string(s) + "' (use 910, 910B, 910_93 or 310P)");
+}
+
+Health severity_of_code(std::uint32_t code) {
+  unsigned cls = (code >> 24) & 0xFU;
+  if (cls <= 3) return Health::kWarning;
+  if (cls <= 7) return Health::kAlarm;
+  return Health::kCritical;
+}
+
+Health Chip::health() const {
+  Health h = Health::kOk;
+  for (const auto& f : faults) h = std::max(h, f.severity);
+  return h;
+}
+
+const Chip* HostState::chip(int phy_id) const {
+  for (const auto& c : chips) {
+    if (c.phy_id == phy_id) return &c;
+  }
+  return nullptr;
+}
+
+Chip* HostState::chip(int phy_id) {
+  for (auto& c : chips) {
+    if (c.phy_id == phy_id) return &c;
+  }
+  return nullptr;
+}
+
+const Vnpu* HostState::vnpu(int id) const {
+  for (const auto& v : vnpus) {
+    if (v.id == id) return &v;
+  }
+  return nullptr;
+}
+
+const VnpuTemplate* HostState::find_template(std::string_view name) const {
+  for (const auto& t : templates) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+Link HostState::link(int phy_a, int phy_b) const {
+  const Chip* a = chip(phy_a);
+  const Chip* b = chip(phy_b);
+  if (a == nullptr || b == nullptr) return Link::kNa;
+  if (phy_a == phy_b) return Link::kSelf;
+  bool same_domain = a->hccs_domain >= 0 && a->hccs_domain == b->hccs_domain;
+  switch (family) {
+    case Family::k910_93:
+      if (a->card_id == b->card_id) return Link::kSio;
+      return same_domain ? Link::kHccsSw : Link::kSys;
+    case Family::k310P:
+      if (a->card_id == b->card_id) return Link::kPix;
+      return a->numa_node == b->numa_node ? Link::kPhb : Link::kSys;
+    case Family::k910:
+    case Family::k910B:
+      if (same_domain) return Link::kHccs;
+      return a->numa_node == b->numa_node ? Link::kPhb : Link::kSys;
+  }
+  return Link::kNa;
+}
+
+std::vector<std::vector<int>> HostState::cards() const {
+  std::map<int, std::vector<std::pair<int, int>>> by_card;
+  for (const auto& c : chips) by_card[c.card_id].emplace_back(c.chip_index, c.phy_id);
+  std::vector<std::vector<int>> out;
+  for (auto& [card, list] : by_card) {
+    std::sort(list.begin(), list.end());
+    std::vector<int> phys;
+    for (auto& p : list) phys.push_back(p.second);
+    out.push_back(std::move(phys));
+  }
+  return out;
+}
+
+bool HostState::holds_vnpus(int phy_id) const {
+  return std::any_of(vnpus.begin(), vnpus.end(), [&](const Vnpu& v) { return v.phy_id == phy_id; });
+}
+
+DeviceNode HostState::chip_node(int phy_id) const {
+  return {"/dev/davinci" + std::to_string(phy_id), majors.davinci, phy_id, 0660};
+}
+
+DeviceNode HostState::vnpu_node(int vnpu_id) const {
+  return {"/dev/vdavinci" + std::to_string(vnpu_id), majors.vdavinci, vnpu_id, 0660};
+}
+
+std::vector<DeviceNode> HostState::control_nodes() const {
+  return {{"/dev/davinci_manager", majors.manager, 0, 0660},
+          {"/dev/devmm_svm", majors.svm, 0, 0660},
+          {"/dev/hisi_hdc", majors.hdc, 0, 0660}};
+}
+
+// ---- JSON ----------------------------------------------------------------------------------------------
+
+namespace {
+
+// Reads fields of one JSON object, remembering which were seen so that unknown ones can be reported.
+class Reader {
+ public:
+  Reader(const json& j, std::string where) : j_(j), where_(std::move(where)) {
+    if (!j.is_object()) err_ = where_ + ": expected an object";
+  }
+
+  template <typename T>
+  void get(const char* key, T& out) {
+    seen_.insert(key);
+    if (!err_.empty() || !j_.contains(key)) return;
+    const json& v = j_.at(key);
+    try {
+      if constexpr (std::is_same_v<T, std::string>) {
+        out = v.is_string() ? v.get<std::string>() : v.dump();
+      } else if constexpr (std::is_same_v<T, bool>) {
+        out = v.get<bool>();
+      } else if constexpr (std::is_integral_v<T>) {
+        if (!v.is_number_integer()) throw std::runtime_error("expected an integer");
+        out = v.get<T>();
+      } else if constexpr (std::is_floating_point_v<T>) {
+        if (!v.is_number()) throw std::runtime_error("expected a number");
+        out = v.get<T>();
+      } else {
+        out = v.get<T>();
+      }
+    } catch (const std::exception& e) {
+      err_ = where_ + "." + key + ": " + e.what();
+    }
+  }
+
+  // Marks a key as known without reading it (the caller handles it).
+  const json* sub(const char* key) {
+    seen_.insert(key);
+    if (!err_.empty() || !j_.contains(key)) return nullptr;
+    return &j_.at(key);
+  }
+
+  void fail(std::string msg) {
+    if (err_.empty()) err_ = std::move(msg);
+  }
+
+  Status finish() {
+    if (err_.empty() && j_.is_object()) {
+      for (auto it = j_.begin(); it != j_.end(); ++it) {
+        if (seen_.count(it.key()) == 0) {
+          err_ = where_ + ": unknown field '" + it.key() + "'";
+          break;
+        }
+      }
+    }
+    if (!err_.empty()) return Error::invalid(err_);
+    return {};
+  }
+
+  const std::string& where() const { return where_; }
+
+ private:
+  const json& j_;
+  std::string where_;
+  std::set<std::string, std::less<>> seen_;
+  std::string err_;
+};
+
+std::string hex_code(std::uint32_t code) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08X", code);
+  return buf;
+}
+
+Result<std::uint32_t> parse_code(const std::string& s) {
+  try {
+    std::size_t pos = 0;
+    unsigned long v = std::stoul(s, &pos, 0);
+    if (pos != s.size() || v > 0xFFFFFFFFUL) throw std::out_of_range("range");
+    return static_cast<std::uint32_t>(v);
+  } catch (const std::exception&) {
+    return Error::invalid("bad fault code '" + s + "' (expected 0xHEX)");
+  }
+}
+
+template <typename T, typename F>
+Status read_list(Reader& r, const char* key, std::vector<T>& out, F&& one) {
+  const json* arr = r.sub(key);
+  if (arr == nullptr) return {};
+  if (!arr->is_array()) return Error::invalid(r.where() + "." + key + ": expected a list");
+  out.clear();
+  for (std::size_t i = 0; i < arr->size(); ++i) {
+    T item{};
+    Reader sub((*arr)[i], r.where() + "." + key + "[" + std::to_string(i) + "]");
+    one(sub, item);
+    if (auto s = sub.finish(); !s) return s;
+    out.push_back(std::move(item));
+  }
+  return {};
+}
+
+}  // namespace
+
+void to_json(json& j, const HostState& s) {
+  j = json::object();
+  j["schema"] = s.schema;
+  j["profile"] = s.profile;
+  j["description"] = s.description;
+  j["family"] = to_string(s.family);
+  j["chip_type"] = s.chip_type;
+  j["smi_version"] = s.smi_version;
+  j["driver_version"] = s.driver_version;
+  j["firmware_version"] = s.firmware_version;
+  j["resource_name"] = s.resource_name;
+  const auto& c = s.vnpu_capacity;
+  j["vnpu_capacity"] = {{"aicore", c.aicore}, {"memory_gb", c.memory_gb}, {"aicpu", c.aicpu}, {"vpc", c.vpc},
+                        {"venc", c.venc},     {"vdec", c.vdec},           {"jpegd", c.jpegd}, {"jpege", c.jpege},
+                        {"pngd", c.pngd}};
+  j["templates"] = json::array();
+  for (const auto& t : s.templates) {
+    j["templates"].push_back({{"name", t.name}, {"aicore", t.aicore}, {"memory_mb", t.memory_mb},
+                              {"aicpu", t.aicpu}, {"vpc", t.vpc}, {"venc", t.venc}, {"vdec", t.vdec},
+                              {"jpegd", t.jpegd}, {"jpege", t.jpege}, {"pngd", t.pngd}});
+  }
+  j["chips"] = json::array();
+  for (const auto& ch : s.chips) {
+    json cj = {{"phy_id", ch.phy_id},
+               {"logic_id", ch.logic_id},
+               {"card_id", ch.card_id},
+               {"chip_index", ch.chip_index},
+               {"name", ch.name},
+               {"bus_id", ch.bus_id},
+               {"numa_node", ch.numa_node},
+               {"cpu_affinity", ch.cpu_affinity},
+               {"hccs_domain", ch.hccs_domain},
+               {"device_ip", ch.device_ip},
+               {"aicore_count", ch.aicore_count},
+               {"hbm_total_mb", ch.hbm_total_mb},
+               {"hbm_used_mb", ch.hbm_used_mb},
+               {"mem_total_mb", ch.mem_total_mb},
+               {"mem_used_mb", ch.mem_used_mb},
+               {"power_w", ch.power_w},
+               {"power_na", ch.power_na},
+               {"temp_c", ch.temp_c},
+               {"aicore_usage_pct", ch.aicore_usage_pct},
+               {"hugepages_used", ch.hugepages_used},
+               {"hugepages_total", ch.hugepages_total}};
+    cj["processes"] = json::array();
+    for (const auto& p : ch.processes) {
+      cj["processes"].push_back(
+          {{"pid", p.pid}, {"name", p.name}, {"memory_mb", p.memory_mb}, {"container_pid", p.container_pid}});
+    }
+    cj["faults"] = json::array();
+    for (const auto& f : ch.faults) {
+      cj["faults"].push_back({{"code", hex_code(f.code)}, {"severity", to_string(f.severity)}});
+    }
+    j["chips"].push_back(std::move(cj));
+  }
+  j["vnpus"] = json::array();
+  for (const auto& v : s.vnpus) {
+    j["vnpus"].push_back({{"id", v.id},
+                          {"phy_id", v.phy_id},
+                          {"template", v.template_name},
+                          {"vgroup", v.vgroup},
+                          {"container_id", v.container_id},
+                          {"status", v.status}});
+  }
+  j["majors"] = {{"davinci", s.majors.davinci},
+                 {"manager", s.majors.manager},
+                 {"svm", s.majors.svm},
+                 {"hdc", s.majors.hdc},
+                 {"vdavinci", s.majors.vdavinci}};
+  j["vnpu_mode"] = s.vnpu_mode;
+  j["generation"] = s.generation;
+}
+
+Result<HostState> state_from_json(const json& j) {
+  HostState s;
+  Reader r(j, "state");
+  std::string family = std::string(to_string(s.family));
+  r.get("schema", s.schema);
+  r.get("profile", s.profile);
+  r.get("description", s.description);
+  r.get("family", family);
+  r.get("chip_type", s.chip_type);
+  r.get("smi_version", s.smi_version);
+  r.get("driver_version", s.driver_version);
+  r.get("firmware_version", s.firmware_version);
+  r.get("resource_name", s.resource_name);
+  r.get("vnpu_mode", s.vnpu_mode);
+  r.get("generation", s.generation);
+  if (const json* c = r.sub("vnpu_capacity")) {
+    Reader cr(*c, "state.vnpu_capacity");
+    auto& v = s.vnpu_capacity;
+    cr.get("aicore", v.aicore);
+    cr.get("memory_gb", v.memory_gb);
+    cr.get("aicpu", v.aicpu);
+    cr.get("vpc", v.vpc);
+    cr.get("venc", v.venc);
+    cr.get("vdec", v.vdec);
+    cr.get("jpegd", v.jpegd);
+    cr.get("jpege", v.jpege);
+    cr.get("pngd", v.pngd);
+    if (auto st = cr.finish(); !st) return st.error();
+  }
+  if (const json* m = r.sub("majors")) {
+    Reader mr(*m, "state.majors");
+    mr.get("davinci", s.majors.davinci);
+    mr.get("manager", s.majors.manager);
+    mr.get("svm", s.majors.svm);
+    mr.get("hdc", s.majors.hdc);
+    mr.get("vdavinci", s.majors.vdavinci);
+    if (auto st = mr.finish(); !st) return st.error();
+  }
+  auto st = read_list(r, "templates", s.templates, [](Reader& t, VnpuTemplate& v) {
+    t.get("name", v.name);
+    t.get("aicore", v.aicore);
+    t.get("memory_mb", v.memory_mb);
+    t.get("aicpu", v.aicpu);
+    t.get("vpc", v.vpc);
+    t.get("venc", v.venc);
+    t.get("vdec", v.vdec);
+    t.get("jpegd", v.jpegd);
+    t.get("jpege", v.jpege);
+    t.get("pngd", v.pngd);
+  });
+  if (!st) return st.error();
+  std::string fault_error;
+  st = read_list(r, "chips", s.chips, [&](Reader& c, Chip& ch) {
+    c.get("phy_id", ch.phy_id);
+    ch.logic_id = ch.phy_id;
+    c.get("logic_id", ch.logic_id);
+    c.get("card_id", ch.card_id);
+    c.get("chip_index", ch.chip_index);
+    c.get("name", ch.name);
+    c.get("bus_id", ch.bus_id);
+    c.get("numa_node", ch.numa_node);
+    c.get("cpu_affinity", ch.cpu_affinity);
+    c.get("hccs_domain", ch.hccs_domain);
+    c.get("device_ip", ch.device_ip);
+    c.get("aicore_count", ch.aicore_count);
+    c.get("hbm_total_mb", ch.hbm_total_mb);
+    c.get("hbm_used_mb", ch.hbm_used_mb);
+    c.get("mem_total_mb", ch.mem_total_mb);
+    c.get("mem_used_mb", ch.mem_used_mb);
+    c.get("power_w", ch.power_w);
+    c.get("power_na", ch.power_na);
+    c.get("temp_c", ch.temp_c);
+    c.get("aicore_usage_pct", ch.aicore_usage_pct);
+    c.get("hugepages_used", ch.hugepages_used);
+    c.get("hugepages_total", ch.hugepages_total);
+    auto ps = read_list(c, "processes", ch.processes, [](Reader& p, Process& pr) {
+      p.get("pid", pr.pid);
+      p.get("name", pr.name);
+      p.get("memory_mb", pr.memory_mb);
+      p.get("container_pid", pr.container_pid);
+    });
+    if (!ps) c.fail(ps.error().message());
+    struct RawFault {
+      std::string code, severity;
+    };
+    std::vector<RawFault> raw;
+    auto fs = read_list(c, "faults", raw, [](Reader& f, RawFault& rf) {
+      f.get("code", rf.code);
+      f.get("severity", rf.severity);
+    });
+    if (!fs) c.fail(fs.error().message());
+    for (const auto& rf : raw) {
+      auto code = parse_code(rf.code);
+      if (!code) {
+        c.fail(c.where() + ".faults: " + code.error().message());
+        continue;
+      }
+      Fault f{*code, severity_of_code(*code)};
+      if (!rf.severity.empty()) {
+        auto h = parse_health(rf.severity);
+        if (!h) {
+          c.fail(c.where() + ".faults: " + h.error().message());
+          continue;
+        }
+        f.severity = *h;
+      }
+      ch.faults.push_back(f);
+    }
+  });
+  if (!st) return st.error();
+  st = read_list(r, "vnpus", s.vnpus, [](Reader& v, Vnpu& vn) {
+    v.get("id", vn.id);
+    v.get("phy_id", vn.phy_id);
+    v.get("template", vn.template_name);
+    v.get("vgroup", vn.vgroup);
+    v.get("container_id", vn.container_id);
+    v.get("status", vn.status);
+  });
+  if (!st) return st.error();
+  if (auto fin = r.finish(); !fin) return fin.error();
+
+  auto fam = parse_family(family);
+  if (!fam) return fam.error().context("state.family");
+  s.family = *fam;
+  if (s.chips.empty()) return Error::invalid("state.chips: a host needs at least one chip");
+  std::sort(s.chips.begin(), s.chips.end(), [](const Chip& a, const Chip& b) { return a.phy_id < b.phy_id; });
+  std::sort(s.vnpus.begin(), s.vnpus.end(), [](const Vnpu& a, const Vnpu& b) { return a.id < b.id; });
+  std::set<int> phys;
+  std::set<std::pair<int, int>> slots;
+  for (const auto& c : s.chips) {
+    if (c.phy_id < 0 || c.phy_id > 63) {
+      return Error::invalid("state.chips: phy_id " + std::to_string(c.phy_id) + " out of range 0-63");
+    }
+    if (!phys.insert(c.phy_id).second) {
+      return Error::invalid("state.chips: phy_id " + std::to_string(c.phy_id) + " appears twice");
+    }
+    if (!slots.insert({c.card_id, c.chip_index}).second) {
+      return Error::invalid("state.chips: card " + std::to_string(c.card_id) + " chip " +
+                            std::to_string(c.chip_index) + " appears twice");
+    }
+    if (c.name.empty()) return Error::invalid("state.chips: chip " + std::to_string(c.phy_id) + " has no name");
+  }
+  for (const auto& v : s.vnpus) {
+    if (s.chip(v.phy_id) == nullptr) {
+      return Error::invalid("state.vnpus: vNPU " + std::to_string(v.id) + " is on unknown chip " +
+                            std::to_string(v.phy_id));
+    }
+  }
+  if (s.vnpu_mode != "docker" && s.vnpu_mode != "vm") {
+    return Error::invalid("state.vnpu_mode: '" + s.vnpu_mode + "' (use docker or vm)");
+  }
+  return s;
+}
+
+std::string serialize(const HostState& s) {
+  json j = s;
+  return j.dump(1) + "\n";
+}
+
+Result<HostState> parse_state(std::string_view text) {
+  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Error::invalid("not valid JSON");
+  return state_from_json(j);
+}
+
+}  // namespace ascend::npu

@@ -1,0 +1,150 @@
+// npu-sim: loads, inspects and perturbs an emulated Ascend host under a root directory.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "ascend/common/log.h"
+#include "ascend/npu/emulator.h"
+#include "ascend/npu/profiles.h"
+#include "ascend/npu/status.h"
+
+namespace {
+
+constexpr const char* kFooter = R"(
+Root: --root DIR, else $ASCEND_SIM_ROOT, else /.
+Profiles: atlas800-9000, atlas800t-a2, atlas800t-a3, atlas300i-duo, or a YAML file (see README).
+Fault severity, when --severity is not given, comes from bits 27..24 of the code (0x8?......):
+  0-3 Warning, 4-7 Alarm, 8-F Critical. Warning keeps a device usable; Alarm and Critical make it unhealthy.
+Exit codes: 0 success, 1 the operation failed (one line on stderr says why), 2 bad usage.)";
+
+int fail(const ascend::Error& e) {
+  std::fprintf(stderr, "npu-sim: %s\n", e.message().c_str());
+  return 1;
+}
+
+std::optional<ascend::npu::DeviceMajors> parse_majors(const std::string& s) {
+  ascend::npu::DeviceMajors m;
+  if (std::sscanf(s.c_str(), "%d,%d,%d,%d,%d", &m.davinci, &m.manager, &m.svm, &m.hdc, &m.vdavinci) != 5) {
+    return std::nullopt;
+  }
+  return m;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"npu-sim: an emulated Ascend NPU host (device nodes, driver tree, state) under a root directory"};
+  app.footer(kFooter);
+  app.require_subcommand(1);
+  app.fallthrough();  // --root may follow the subcommand
+  std::optional<std::string> root_flag;
+  app.add_option("--root", root_flag, "host root directory")->envname("ASCEND_SIM_ROOT");
+
+  auto* load = app.add_subcommand("load", "lay out an emulated host under the root");
+  std::string profile;
+  std::string majors;
+  std::string smi_bin;
+  int node_index = 0;
+  bool force = false;
+  load->add_option("--profile", profile, "built-in profile name or YAML file")->required();
+  load->add_option("--majors", majors, "char majors davinci,manager,svm,hdc,vdavinci (default: free ones)");
+  load->add_option("--npu-smi", smi_bin, "static npu-smi to install (default: the one next to npu-sim)");
+  load->add_option("--node-index", node_index, "this node's index in the cluster (device IPs)")->check(CLI::Range(0, 65000));
+  load->add_flag("--force", force, "replace a host that is already loaded");
+
+  auto* unload = app.add_subcommand("unload", "remove everything load created");
+  auto* status = app.add_subcommand("status", "print the loaded host");
+  bool json = false;
+  status->add_flag("--json", json, "print the state as JSON");
+  auto* profiles = app.add_subcommand("profiles", "list the built-in profiles");
+
+  auto* fault = app.add_subcommand("fault", "inject or clear a device fault");
+  fault->require_subcommand(1);
+  auto* fset = fault->add_subcommand("set", "raise a fault on a device");
+  auto* fclear = fault->add_subcommand("clear", "clear every fault of a device");
+  int device = -1;
+  std::string code;
+  std::string severity;
+  fset->add_option("--device", device, "physical device id")->required();
+  fset->add_option("--code", code, "fault code, 0xHEX")->required();
+  fset->add_option("--severity", severity, "warning|alarm|critical (default: from the code)");
+  fclear->add_option("--device", device, "physical device id")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  ascend::LogOptions log_opts;
+  log_opts.level = "warn";
+  (void)ascend::setup_logging(log_opts);
+  ascend::npu::Emulator emu(ascend::npu::resolve_root(root_flag));
+
+  if (*profiles) {
+    for (const auto& n : ascend::npu::builtin_profile_names()) {
+      auto p = ascend::npu::builtin_profile(n);
+      std::printf("%-15s %s\n", n.c_str(), p->description.c_str());
+    }
+    return 0;
+  }
+  if (*load) {
+    auto p = ascend::npu::load_profile(profile);
+    if (!p) return fail(p.error());
+    ascend::npu::LoadOptions opts;
+    if (!majors.empty()) {
+      opts.majors = parse_majors(majors);
+      if (!opts.majors) {
+        std::fprintf(stderr, "npu-sim: --majors '%s': expected five numbers a,b,c,d,e\n", majors.c_str());
+        return 2;
+      }
+    }
+    opts.npu_smi_binary = smi_bin;
+    opts.node_index = node_index;
+    opts.force = force;
+    if (auto s = emu.load(*p, opts); !s) return fail(s.error().context("load " + profile));
+    std::printf("loaded %s (%zu devices) at %s\n", p->profile.c_str(), p->chips.size(), emu.root().c_str());
+    return 0;
+  }
+  if (*unload) {
+    if (auto s = emu.unload(); !s) return fail(s.error());
+    std::printf("unloaded %s\n", emu.root().c_str());
+    return 0;
+  }
+  if (*status) {
+    auto s = emu.snapshot();
+    if (!s) return fail(s.error());
+    std::cout << (json ? ascend::npu::format_status_json(*s, emu.root()) : ascend::npu::format_status(*s, emu.root()));
+    return 0;
+  }
+  if (*fset) {
+    std::uint32_t c = 0;
+    try {
+      std::size_t pos = 0;
+      unsigned long v = std::stoul(code, &pos, 16);
+      if (pos != code.size() || v > 0xFFFFFFFFUL) throw std::out_of_range("code");
+      c = static_cast<std::uint32_t>(v);
+    } catch (const std::exception&) {
+      std::fprintf(stderr, "npu-sim: --code '%s': expected a hexadecimal code like 0x80E01801\n", code.c_str());
+      return 2;
+    }
+    std::optional<ascend::npu::Health> sev;
+    if (!severity.empty()) {
+      auto h = ascend::npu::parse_health(severity);
+      if (!h || *h == ascend::npu::Health::kOk) {
+        std::fprintf(stderr, "npu-sim: --severity '%s': use warning, alarm or critical\n", severity.c_str());
+        return 2;
+      }
+      sev = *h;
+    }
+    if (auto s = emu.set_fault(device, c, sev); !s) return fail(s.error().context("fault set"));
+    return 0;
+  }
+  if (*fclear) {
+    if (auto s = emu.clear_faults(device); !s) return fail(s.error().context("fault clear"));
+    return 0;
+  }
+  return 0;
+}
