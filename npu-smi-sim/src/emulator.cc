@@ -203,10 +203,11 @@ Status Emulator::load(const HostState& profile, const LoadOptions& opts) {
   assign_device_ips(s, opts.node_index);
   for (auto& c : s.chips) c.faults.clear();
   s.vnpus.clear();
+  s.device_nodes = opts.make_nodes;
   s.generation = 1;
 
   std::string smi = opts.npu_smi_binary.empty() ? self_dir() + "/npu-smi" : opts.npu_smi_binary;
-  std::string stub = self_dir() + "/libascend_driver_stub.so";
+  std::string stub = smi.substr(0, smi.rfind('/') + 1) + "libascend_driver_stub.so";
   if (!exists(smi)) return Error::not_found("npu-smi binary not found at " + smi + " (build it, or pass --npu-smi)");
   if (!exists(stub)) return Error::not_found("driver stub library not found at " + stub + " (build the project)");
 
@@ -390,13 +391,15 @@ Result<Vnpu> Emulator::create_vnpu(int phy_id, const std::string& template_name,
   Vnpu made;
   auto st = update([&](HostState& s) -> Status {
     ASCEND_ASSIGN(made, plan_vnpu(s, phy_id, template_name, id), "");
-    auto node = s.vnpu_node(made.id);
-    std::string path = host_path(node.path);
-    ::unlink(path.c_str());
-    if (::mknod(path.c_str(), S_IFCHR | 0660, makedev(node.major, node.minor)) != 0) {
-      return Error::from_errno(errno, "mknod " + path);
+    if (s.device_nodes) {
+      auto node = s.vnpu_node(made.id);
+      std::string path = host_path(node.path);
+      ::unlink(path.c_str());
+      if (::mknod(path.c_str(), S_IFCHR | 0660, makedev(node.major, node.minor)) != 0) {
+        return Error::from_errno(errno, "mknod " + path);
+      }
+      ::chmod(path.c_str(), 0660);
     }
-    ::chmod(path.c_str(), 0660);
     s.vnpus.push_back(made);
     std::sort(s.vnpus.begin(), s.vnpus.end(), [](const Vnpu& a, const Vnpu& b) { return a.id < b.id; });
     return {};
@@ -413,7 +416,9 @@ Status Emulator::destroy_vnpu(int vnpu_id, std::optional<int> phy_id) {
                                      (phy_id ? " on device " + std::to_string(*phy_id) : std::string()));
            }
            std::string path = host_path(s.vnpu_node(vnpu_id).path);
-           if (::unlink(path.c_str()) != 0 && errno != ENOENT) return Error::from_errno(errno, "remove " + path);
+           if (s.device_nodes && ::unlink(path.c_str()) != 0 && errno != ENOENT) {
+             return Error::from_errno(errno, "remove " + path);
+           }
            s.vnpus.erase(it);
            return {};
          })

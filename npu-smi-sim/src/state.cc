@@ -346,6 +346,7 @@ void to_json(json& j, const HostState& s) {
                  {"hdc", s.majors.hdc},
                  {"vdavinci", s.majors.vdavinci}};
   j["vnpu_mode"] = s.vnpu_mode;
+  j["device_nodes"] = s.device_nodes;
   j["generation"] = s.generation;
 }
 
@@ -363,6 +364,7 @@ Result<HostState> state_from_json(const json& j) {
   r.get("firmware_version", s.firmware_version);
   r.get("resource_name", s.resource_name);
   r.get("vnpu_mode", s.vnpu_mode);
+  r.get("device_nodes", s.device_nodes);
   r.get("generation", s.generation);
   if (const json* c = r.sub("vnpu_capacity")) {
     Reader cr(*c, "state.vnpu_capacity");

@@ -29,7 +29,8 @@ std::string resolve_root(const std::optional<std::string>& flag);
 
 struct LoadOptions {
   std::optional<DeviceMajors> majors;  // default: free majors of the running kernel
-  std::string npu_smi_binary;          // static npu-smi to copy into usr/local/bin; empty: next to npu-sim
+  std::string npu_smi_binary;  // static npu-smi to copy into usr/local/bin; empty: next to npu-sim. The
+                               // driver stub library (libascend_driver_stub.so) is taken from its folder.
   int node_index = 0;                  // hccn.conf addressing (see device_ip)
   bool force = false;                  // replace an already loaded host
   bool make_nodes = true;              // false: skip mknod (for tests that are not root)

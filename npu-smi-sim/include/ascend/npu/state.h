@@ -156,6 +156,7 @@ struct HostState {
   std::vector<Vnpu> vnpus;      // sorted by id
   DeviceMajors majors;
   std::string vnpu_mode = "docker";  // "docker" or "vm"
+  bool device_nodes = true;          // the host has real device nodes (false: loaded by a non-root test)
   std::uint64_t generation = 0;      // bumped by every committed change
 
   const Chip* chip(int phy_id) const;

@@ -1,0 +1,112 @@
+#include "ascend/common/safe_path.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "test_dir.h"
+
+namespace ascend {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A rootfs with traps: absolute and relative symlinks that point outside, a symlink loop.
+class SafePathTest : public ::testing::TestWithParam<ResolveMode> {
+ protected:
+  void SetUp() override {
+    root_ = dir_ / "rootfs";
+    outside_ = dir_ / "outside";
+    fs::create_directories(root_ + "/dev");
+    fs::create_directories(root_ + "/usr/lib");
+    fs::create_directories(outside_);
+    std::ofstream(outside_ + "/secret") << "host secret";
+    std::ofstream(root_ + "/usr/lib/inside") << "inside";
+    std::ofstream(root_ + "/secret") << "rootfs secret";
+    fs::create_directory_symlink("/", root_ + "/abs-root-link");
+    fs::create_symlink("../../../../../../outside/secret", root_ + "/dotdot-link");
+    fs::create_symlink(outside_ + "/secret", root_ + "/abs-link");
+    fs::create_symlink("usr/lib/inside", root_ + "/rel-link");
+    fs::create_symlink("loop-b", root_ + "/loop-a");
+    fs::create_symlink("loop-a", root_ + "/loop-b");
+    fd_ = UniqueFd(::open(root_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_TRUE(fd_.valid());
+  }
+
+  std::string read_via(const std::string& path, int flags = O_RDONLY) {
+    auto r = open_in_root(fd_.get(), path, flags, GetParam());
+    if (!r.ok()) return "ERR:" + r.error().message();
+    std::string out(256, '\0');
+    ssize_t n = ::read(r->get(), out.data(), out.size());
+    out.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+    return out;
+  }
+
+  testing::TempDir dir_;
+  std::string root_;
+  std::string outside_;
+  UniqueFd fd_;
+};
+
+TEST_P(SafePathTest, ResolvesPlainAndRelativeLinks) {
+  EXPECT_EQ(read_via("/usr/lib/inside"), "inside");
+  EXPECT_EQ(read_via("usr/lib/inside"), "inside");
+  EXPECT_EQ(read_via("/rel-link"), "inside");
+}
+
+TEST_P(SafePathTest, DotDotNeverLeavesTheRoot) {
+  EXPECT_EQ(read_via("/../../../../secret"), "rootfs secret");
+  // The link climbs above the root: it is clamped there, so ../outside/secret does not exist in the root...
+  auto r = open_in_root(fd_.get(), "/dotdot-link", O_RDONLY, GetParam());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ENOENT);
+  // ...and once the rootfs has its own /outside/secret, that one is what it reaches, never the host's.
+  fs::create_directories(root_ + "/outside");
+  std::ofstream(root_ + "/outside/secret") << "clamped";
+  EXPECT_EQ(read_via("/dotdot-link"), "clamped");
+}
+
+TEST_P(SafePathTest, AbsoluteLinksAreResolvedInsideTheRoot) {
+  // /abs-link -> <outside>/secret, which inside the root does not exist.
+  EXPECT_EQ(read_via("/abs-link").rfind("ERR:", 0), 0U);
+  // /abs-root-link -> "/" means the root itself.
+  EXPECT_EQ(read_via("/abs-root-link/secret"), "rootfs secret");
+}
+
+TEST_P(SafePathTest, LoopsFailWithELOOP) {
+  auto r = open_in_root(fd_.get(), "/loop-a", O_RDONLY, GetParam());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ELOOP);
+}
+
+TEST_P(SafePathTest, NoFollowRefusesFinalSymlink) {
+  auto r = open_in_root(fd_.get(), "/rel-link", O_RDONLY | O_NOFOLLOW, GetParam());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ELOOP);
+}
+
+TEST_P(SafePathTest, MissingComponentIsENOENTAndFileAsDirIsENOTDIR) {
+  auto r = open_in_root(fd_.get(), "/dev/davinci0", O_RDONLY, GetParam());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ENOENT);
+  auto n = open_in_root(fd_.get(), "/secret/x", O_RDONLY, GetParam());
+  ASSERT_FALSE(n.ok());
+  EXPECT_EQ(n.error().code(), ENOTDIR);
+}
+
+TEST_P(SafePathTest, OPathOfDirectoryGivesUsableProcPath) {
+  auto r = open_in_root(fd_.get(), "/usr/lib", O_PATH | O_DIRECTORY, GetParam());
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  std::string target = fs::read_symlink(fd_path(r->get())).string();
+  EXPECT_EQ(target, root_ + "/usr/lib");
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, SafePathTest, ::testing::Values(ResolveMode::kAuto, ResolveMode::kFallback),
+                         [](const auto& info) { return info.param == ResolveMode::kAuto ? "openat2" : "fallback"; });
+
+}  // namespace
+}  // namespace ascend
