@@ -469,6 +469,14 @@ class Watcher final : public Subscription {
         }
       }
       arm();  // the folder may have been (re)created by a load
+      // Re-read only when the file changed (a rename gives a new inode); a parse per poll would be waste.
+      struct stat st{};
+      FileId id{};
+      if (::stat(emu_.state_path().c_str(), &st) == 0) {
+        id = {st.st_ino, st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_size};
+      }
+      if (id == seen_) continue;
+      seen_ = id;
       auto s = emu_.snapshot();
       if (s && s->generation != last_) {
         last_ = s->generation;
@@ -479,8 +487,17 @@ class Watcher final : public Subscription {
     }
   }
 
+  struct FileId {
+    ino_t ino;
+    time_t sec;
+    long nsec;
+    off_t size;
+    bool operator==(const FileId&) const = default;
+  };
+
   const Emulator& emu_;
   DeviceQuery::ChangeCallback cb_;
+  FileId seen_{};
   UniqueFd stop_;
   UniqueFd ino_;
   int wd_ = -1;
