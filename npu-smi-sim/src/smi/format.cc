@@ -1,2 +1,677 @@
-// Placeholder until the npu-smi formatters land.
-#include "ascend/npu/smi.h"
+#include "ascend/npu/smi/format.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <vector>
+
+namespace ascend::npu::smi {
+
+namespace {
+
+// printf into a std::string: the layouts are specified as printf formats, so they are written as such.
+__attribute__((format(printf, 1, 2))) std::string strf(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char buf[512];
+  int n = std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n < 0) return {};
+  if (static_cast<std::size_t>(n) < sizeof buf) return std::string(buf, static_cast<std::size_t>(n));
+  std::string out(static_cast<std::size_t>(n) + 1, '\0');
+  va_start(ap, fmt);
+  std::vsnprintf(out.data(), out.size(), fmt, ap);
+  va_end(ap);
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+std::string ljust(std::string s, std::size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+std::string line(char edge, char fill, std::size_t inner) {
+  return edge + std::string(inner, fill) + edge + "\n";
+}
+
+bool is_910_family(Family f) {
+  return f == Family::k910 || f == Family::k910B || f == Family::k910_93;
+}
+bool no_ddr(Family f) {
+  return f == Family::k910B || f == Family::k910_93;
+}
+
+int pct(long long used, long long total) {
+  return total > 0 ? static_cast<int>(used * 100 / total) : 0;
+}
+
+// The leading number of a version string ("25.0.rc1.1" -> 25); 0 when there is none.
+int major_version(const std::string& v) {
+  int n = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9') break;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+
+// ---- derived telemetry ---------------------------------------------------------------------------------
+// Facts a real host reads from hardware and the emulated state does not carry. Each is a fixed value of
+// the chip family, chosen from the captures (see tests/fixtures/npu-smi/README.md) or, where no capture
+// shows one, a plausible constant.
+
+struct BoardFacts {
+  bool product_lines;        // Product Name / Model / Manufacturer / Serial Number lines (not on A1)
+  const char* product_name;  // 910B: SAMPLE M (IT21HMDC_Bin5); 310P: Atlas 300I Duo (IT21PDDA01)
+  int board_id;              // 910B: 0x60 (SAMPLE M); A1: 0x02 (SAMPLE B)
+  int main_board_id;         // printed on 910_93 only
+  int pci_device;            // 910: 0xD801, 910B: 0xD802 (SAMPLE B, M, L lspci), 310P: 0xD500
+  int subsys_vendor;
+  int subsys_device;
+};
+
+BoardFacts board_facts(Family f) {
+  switch (f) {
+    case Family::k910:
+      return {false, "", 0x02, 0, 0xD801, 0x0200, 0x0100};
+    case Family::k910B:
+      return {true, "IT21HMDC_Bin5", 0x60, 0, 0xD802, 0x19E5, 0x3003};
+    case Family::k910_93:
+      return {true, "IT22SMDA_A3", 0x68, 0x1c, 0xD803, 0x19E5, 0x3005};
+    case Family::k310P:
+      return {true, "IT21PDDA01", 0x64, 0, 0xD500, 0x0200, 0x0110};
+  }
+  return {false, "", 0, 0, 0, 0, 0};
+}
+
+// Serial numbers follow the one captured (card 0 of SAMPLE M: 1025C9048791), one per card.
+std::string serial_number(int card_id) {
+  return strf("1025C9048%03d", 791 + card_id);
+}
+
+struct Clocks {
+  int aicore_mhz;       // "Aicore Freq(MHZ)"
+  int aicore_idle_mhz;  // "Aicore curFreq(MHZ)" while the AICores are idle (SAMPLE A: 1800 / 800)
+  int hbm_mhz;
+  int ddr_mhz;
+};
+
+Clocks clocks(Family f) {
+  switch (f) {
+    case Family::k910:
+      return {1000, 1000, 1200, 2666};
+    case Family::k910B:
+      return {1800, 800, 1600, 0};
+    case Family::k910_93:
+      return {1800, 800, 1600, 0};
+    case Family::k310P:
+      return {1080, 1080, 0, 3200};
+  }
+  return {0, 0, 0, 0};
+}
+
+// The MCU of a card reads 8 degrees below the chip (SAMPLE A: 46 / 38).
+int mcu_temp(const Chip& c) {
+  return c.temp_c - 8;
+}
+
+// Die ids: five 32-bit words, stable per chip (FNV-1a of the bus id, the chip and the word index).
+std::string die_id(const Chip& c, char kind) {
+  std::string out;
+  for (int k = 0; k < 5; ++k) {
+    std::uint32_t h = 2166136261U;
+    std::string key = c.bus_id + ":" + std::to_string(c.phy_id) + ":" + kind + std::to_string(k);
+    for (unsigned char ch : key) {
+      h ^= ch;
+      h *= 16777619U;
+    }
+    out += strf(" %08X", h);
+  }
+  return out;
+}
+
+std::string power_text(const HostState& s, const Chip& c) {
+  if (s.family == Family::k310P || c.power_na) return "NA";
+  if (c.power_w < 0) return "-";
+  return strf("%.1f", c.power_w);
+}
+
+// How many chips the physical card has (the MCU's chip id on -m comes after them).
+int physical_chip_count(const HostState& s, int card_id) {
+  return static_cast<int>(
+      std::count_if(s.chips.begin(), s.chips.end(), [&](const Chip& c) { return c.card_id == card_id; }));
+}
+
+// ---- the info table ------------------------------------------------------------------------------------
+
+constexpr const char* kClassicSep =
+    "+---------------------------+---------------+----------------------------------------------------+\n";
+constexpr const char* kClassicEq =
+    "+===========================+===============+====================================================+\n";
+constexpr const char* kClassicHdr1 =
+    "| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|\n";
+constexpr const char* kClassicHdr2 =
+    "| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |\n";
+constexpr const char* kClassicHdr2A3 =
+    "| Chip  Phy-ID              | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |\n";
+constexpr const char* kClassicProcHdr =
+    "| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |\n";
+
+constexpr const char* k310Sep =
+    "+-------------------------------+-----------------+-----------------------------------------------------"
+    "-+\n";
+constexpr const char* k310Eq =
+    "+===============================+=================+====================================================="
+    "=+\n";
+constexpr const char* k310Hdr1 =
+    "| NPU     Name                  | Health          | Power(W)     Temp(C)           "
+    "Hugepages-Usage(page) |\n";
+constexpr const char* k310Hdr2 =
+    "| Chip    Device                | Bus-Id          | AICore(%)    Memory-Usage(MB)                       "
+    " |\n";
+constexpr const char* k310ProcHdr =
+    "| NPU     Chip                  | Process id      | Process name             | Process memory(MB)       "
+    " |\n";
+
+std::string health_text(const Device& d) {
+  return std::string(to_string(d.chip->health()));
+}
+
+std::string classic_table(const View& v) {
+  const HostState& s = *v.state;
+  const bool a3 = s.family == Family::k910_93;
+  std::string out = line('+', '-', 96);
+  out += strf("| npu-smi %-24s Version: %-53s|\n", s.smi_version.c_str(), s.driver_version.c_str());
+  out += kClassicSep;
+  out += kClassicHdr1;
+  out += a3 ? kClassicHdr2A3 : kClassicHdr2;
+  out += kClassicEq;
+  for (const Card& card : v.cards) {
+    for (std::size_t i = 0; i < card.devices.size(); ++i) {
+      const Device& d = card.devices[i];
+      const Chip& c = *d.chip;
+      if (i > 0) out += line('+', '-', 96);
+      out += strf("| %-5d %-20s| %-13s | %-11s %-17d %-5d/ %-14d|\n", card.id, d.name.c_str(),
+                  health_text(d).c_str(), power_text(s, c).c_str(), c.temp_c, c.hugepages_used,
+                  c.hugepages_total);
+      std::string chip_col = a3 ? strf("%-5d %d", d.chip_index, d.phy_id) : std::to_string(d.chip_index);
+      const int mem_used = no_ddr(s.family) ? 0 : d.mem_used_mb;
+      const int mem_total = no_ddr(s.family) ? 0 : d.mem_total_mb;
+      out += strf("| %-26s| %-13s | %-11d %-5d/ %-10d %-5d/ %-14d|\n", chip_col.c_str(), c.bus_id.c_str(),
+                  d.aicore_usage_pct, mem_used, mem_total, d.hbm_used_mb, d.hbm_total_mb);
+    }
+    out += kClassicEq;
+  }
+  out += kClassicSep;
+  out += kClassicProcHdr;
+  out += kClassicEq;
+  for (const Card& card : v.cards) {
+    bool any = false;
+    for (const Device& d : card.devices) {
+      if (d.vnpu != nullptr) continue;  // a vNPU's processes are not the chip's
+      for (const Process& p : d.chip->processes) {
+        out += strf("| %-7d %-18d| %-13d | %-24s | %-24d|\n", card.id, d.chip_index, p.pid, p.name.c_str(),
+                    p.memory_mb);
+        any = true;
+      }
+    }
+    if (!any) out += ljust(strf("| No running processes found in NPU %-7d", card.id), 97) + "|\n";
+    out += kClassicEq;
+  }
+  return out;
+}
+
+std::string table_310p(const View& v) {
+  const HostState& s = *v.state;
+  std::string out = line('+', '-', 104);
+  out += strf("| npu-smi %-40s Version: %-45s|\n", s.smi_version.c_str(), s.driver_version.c_str());
+  out += k310Sep;
+  out += k310Hdr1;
+  out += k310Hdr2;
+  out += k310Eq;
+  for (const Card& card : v.cards) {
+    for (std::size_t i = 0; i < card.devices.size(); ++i) {
+      const Device& d = card.devices[i];
+      const Chip& c = *d.chip;
+      if (i > 0) out += k310Sep;
+      out += strf("| %-7d %-22s| %-15s | %-12s %-17d %-6d/ %-13d |\n", card.id, d.name.c_str(),
+                  health_text(d).c_str(), power_text(s, c).c_str(), c.temp_c, c.hugepages_used,
+                  c.hugepages_total);
+      out += strf("| %-7d %-22d| %-15s | %-12d %-5d/ %-32d |\n", d.chip_index, d.logic_id, c.bus_id.c_str(),
+                  d.aicore_usage_pct, d.mem_used_mb, d.mem_total_mb);
+    }
+    out += k310Eq;
+  }
+  out += k310Sep;
+  out += k310ProcHdr;
+  out += k310Eq;
+  for (const Card& card : v.cards) {
+    bool any = false;
+    for (const Device& d : card.devices) {
+      if (d.vnpu != nullptr) continue;
+      for (const Process& p : d.chip->processes) {
+        out += strf("| %-7d %-22d| %-15d | %-24s | %-25d |\n", card.id, d.chip_index, p.pid, p.name.c_str(),
+                    p.memory_mb);
+        any = true;
+      }
+    }
+    if (!any) out += ljust(strf("| No running processes found in NPU %-7d", card.id), 105) + "|\n";
+    out += k310Eq;
+  }
+  return out;
+}
+
+// ---- key:value outputs ---------------------------------------------------------------------------------
+
+std::vector<const Device*> selected(const Card& card, const Device* only) {
+  std::vector<const Device*> out;
+  if (only != nullptr) {
+    out.push_back(only);
+  } else {
+    for (const auto& d : card.devices) out.push_back(&d);
+  }
+  return out;
+}
+
+std::string card_header(const Card& card) {
+  return kv("NPU ID", std::to_string(card.id)) + kv("Chip Count", std::to_string(card.devices.size())) + "\n";
+}
+
+std::string num(long long n) {
+  return std::to_string(n);
+}
+
+}  // namespace
+
+std::string kv(std::string_view key, std::string_view value) {
+  std::string out = "\t";
+  out += key;
+  if (key.size() < 30) out.append(30 - key.size(), ' ');
+  out += " : ";
+  out += value;
+  out += "\n";
+  return out;
+}
+
+std::string info_table(const View& v) {
+  return v.state->family == Family::k310P ? table_310p(v) : classic_table(v);
+}
+
+std::string card_list(const View& v) {
+  const HostState& s = *v.state;
+  const BoardFacts b = board_facts(s.family);
+  // Servers (the 910 families) print no Product Name / Serial Number here; PCIe cards do.
+  const bool card_lines = s.family == Family::k310P;
+  std::string out = kv("Total Count", num(static_cast<long long>(v.cards.size()))) + "\n";
+  for (const Card& card : v.cards) {
+    out += kv("NPU ID", num(card.id));
+    if (card_lines) {
+      out += kv("Product Name", b.product_name);
+      out += kv("Serial Number", serial_number(card.id));
+    }
+    out += kv("Chip Count", num(static_cast<long long>(card.devices.size()))) + "\n";
+  }
+  return out;
+}
+
+std::string mapping(const View& v) {
+  const HostState& s = *v.state;
+  std::string out;
+  if (s.family == Family::k910_93) {
+    out += strf("\t%-30s %-30s %-30s %-30s %-30s\n", "NPU ID", "Chip ID", "Chip Logic ID", "Chip Phy-ID",
+                "Chip Name");
+    for (const Card& card : v.cards) {
+      for (const Device& d : card.devices) {
+        out += strf("\t%-30d %-30d %-30d %-30d %s\n", card.id, d.chip_index, d.logic_id, d.phy_id,
+                    d.name.c_str());
+      }
+      out += strf("\t%-30d %-30d %-30s %-30s %-30s\n", card.id, physical_chip_count(s, card.id), "-", "-",
+                  "Mcu");
+    }
+    return out;
+  }
+  out += strf("\t%-30s %-30s %-30s %-30s\n", "NPU ID", "Chip ID", "Chip Logic ID", "Chip Name");
+  for (const Card& card : v.cards) {
+    for (const Device& d : card.devices) {
+      out += strf("\t%-30d %-30d %-30d %s %s\n", card.id, d.chip_index, d.logic_id, s.chip_type.c_str(),
+                  d.name.c_str());
+    }
+    out += strf("\t%-30d %-30d %-30s %-30s\n", card.id, physical_chip_count(s, card.id), "-", "Mcu");
+  }
+  return out;
+}
+
+std::string topo(const View& v) {
+  const HostState& s = *v.state;
+  const bool a3 = s.family == Family::k910_93;
+  std::vector<const Device*> devs;
+  bool affinity = false;
+  for (const Card& card : v.cards) {
+    for (const Device& d : card.devices) {
+      if (d.vnpu != nullptr) continue;  // the matrix is between physical chips
+      devs.push_back(&d);
+      affinity = affinity || !d.chip->cpu_affinity.empty();
+    }
+  }
+  auto label = [&](const Device& d) {
+    return a3 ? strf("Phy-ID%-5d", d.phy_id) : strf("NPU%-8d", d.logic_id);
+  };
+  std::string out = "\t   ";
+  for (const Device* d : devs) out += label(*d);
+  if (affinity) out += "CPU Affinity";
+  out += "\n";
+  for (const Device* a : devs) {
+    out += label(*a);
+    for (const Device* b : devs) {
+      out += strf("%-11s", std::string(to_string(s.link(a->phy_id, b->phy_id))).c_str());
+    }
+    if (affinity) out += a->chip->cpu_affinity;
+    out += "\n";
+  }
+  out += "\nLegend:\n\n";
+  out += "  X    = Self\n";
+  out += "  SYS  = Path traversing PCIe and NUMA nodes. Nodes are connected through SMP, such as QPI, UPI.\n";
+  out += "  PHB  = Path traversing PCIe and the PCIe host bridge of a CPU.\n";
+  out += "  PIX  = Path traversing a single PCIe switch\n";
+  out += "  PXB  = Path traversing multiple PCIe switches\n";
+  out += "  HCCS = Connection traversing HCCS.\n";
+  if (a3) {
+    out += "  SIO  = Path traversing the SIO bus.\n";
+    out += "  HCCS_SW = Connection traversing HCCS through a switch.\n";
+  }
+  out += "  NA   = Unknown relationship.\n";
+  return out;
+}
+
+std::string card_board(const View& v, const Card& card) {
+  const HostState& s = *v.state;
+  const BoardFacts b = board_facts(s.family);
+  const Chip& first = *card.devices.front().chip;
+  std::string out = kv("NPU ID", num(card.id));
+  if (b.product_lines) {
+    out += kv("Product Name", b.product_name);
+    out += kv("Model", "NA");
+    out += kv("Manufacturer", "Huawei");
+    out += kv("Serial Number", serial_number(card.id));
+  }
+  out += kv("Software Version", s.driver_version);
+  out += kv("Firmware Version", s.firmware_version);
+  out += kv("Compatibility", "OK");
+  out += kv("Board ID", strf("0x%02x", b.board_id));
+  if (s.family == Family::k910_93) out += kv("Main Board ID", strf("0x%02x", b.main_board_id));
+  out += kv("PCB ID", "A");
+  out += kv("BOM ID", "1");
+  out += kv("PCIe Bus Info", first.bus_id);
+  out += kv("Slot ID", num(card.id));
+  out += kv("Class ID", "NA");
+  out += kv("PCI Vendor ID", "0x19E5");
+  out += kv("PCI Device ID", strf("0x%04X", b.pci_device));
+  out += kv("Subsystem Vendor ID", strf("0x%04X", b.subsys_vendor));
+  out += kv("Subsystem Device ID", strf("0x%04X", b.subsys_device));
+  out += kv("Chip Count", num(static_cast<long long>(card.devices.size())));
+  if (s.family == Family::k310P) {
+    long long faulty = std::count_if(card.devices.begin(), card.devices.end(),
+                                     [](const Device& d) { return d.chip->health() != Health::kOk; });
+    out += kv("Chip Fault", num(faulty));
+  }
+  return out;
+}
+
+std::string chip_board(const View& v, const Device& d) {
+  const HostState& s = *v.state;
+  const BoardFacts b = board_facts(s.family);
+  const Chip& c = *d.chip;
+  std::string out = kv("NPU ID", num(d.card_id));
+  if (s.family == Family::k910_93) out += kv("NPU Name", d.name);
+  out += kv("Chip ID", num(d.chip_index));
+  if (s.family != Family::k910_93) out += kv("Chip Type", s.chip_type);
+  out += kv("Chip Name", d.name);
+  out += kv("Chip Version", "V1");
+  out += kv("Board ID", strf("0x%02x", b.board_id));
+  if (s.family != Family::k310P) {
+    out += kv("PCB ID", "NA");
+    out += kv("BOM ID", "1");
+  }
+  if (is_910_family(s.family)) {
+    out += strf("\t%-30s :", "VDie ID") + die_id(c, 'V') + "\n";
+    out += strf("\t%-30s :", "NDie ID") + die_id(c, 'N') + "\n";
+  } else {
+    out += strf("\t%-30s :", "Die ID") + die_id(c, 'D') + "\n";
+  }
+  out += kv("Chip Position ID", num(c.phy_id));
+  out += kv("PCIe Bus Info", c.bus_id);
+  out += kv("Firmware Version", s.firmware_version);
+  return out;
+}
+
+std::string usages(const View& v, const Card& card, const Device* only) {
+  const HostState& s = *v.state;
+  const Family f = s.family;
+  const bool newer = major_version(s.smi_version) >= 25;  // NPU Utilization / Aicube lines (SAMPLE M vs A)
+  std::string out = card_header(card);
+  bool first = true;
+  for (const Device* d : selected(card, only)) {
+    const Chip& c = *d->chip;
+    if (!first) out += "\n";
+    first = false;
+    if (no_ddr(f)) {
+      out += kv("DDR Capacity(MB)", "0");
+      out += kv("DDR Usage Rate(%)", "0");
+      out += kv("DDR Hugepages Total(page)", "0");
+      out += kv("DDR Hugepages Usage Rate(%)", "0");
+    } else {
+      out += kv("DDR Capacity(MB)", num(d->mem_total_mb));
+      out += kv("DDR Usage Rate(%)", num(pct(d->mem_used_mb, d->mem_total_mb)));
+      out += kv("DDR Hugepages Total(page)", num(c.hugepages_total));
+      out += kv("DDR Hugepages Usage Rate(%)", num(pct(c.hugepages_used, c.hugepages_total)));
+    }
+    if (is_910_family(f)) {
+      out += kv("HBM Capacity(MB)", num(d->hbm_total_mb));
+      out += kv("HBM Usage Rate(%)", num(pct(d->hbm_used_mb, d->hbm_total_mb)));
+    }
+    out += kv("Aicore Usage Rate(%)", num(d->aicore_usage_pct));
+    if (no_ddr(f)) out += kv("Aivector Usage Rate(%)", "0");
+    out += kv("Aicpu Usage Rate(%)", "0");
+    out += kv("Ctrlcpu Usage Rate(%)", "0");
+    if (f == Family::k310P) out += kv("Vectorcore Usage Rate(%)", "0");
+    out += kv("DDR Bandwidth Usage Rate(%)", "0");
+    if (is_910_family(f)) out += kv("HBM Bandwidth Usage Rate(%)", "0");
+    if (f == Family::k310P) {
+      for (const char* k : {"DVPP VDEC Usage Rate(%)", "DVPP VPC Usage Rate(%)", "DVPP VENC Usage Rate(%)",
+                            "DVPP JPEGE Usage Rate(%)", "DVPP JPEGD Usage Rate(%)"}) {
+        out += kv(k, "0");
+      }
+    }
+    if (no_ddr(f) && newer) {
+      out += kv("NPU Utilization(%)", num(d->aicore_usage_pct));
+      out += kv("Aicube Usage Rate(%)", "0");
+    }
+    out += kv("Chip ID", num(d->chip_index));
+  }
+  return out;
+}
+
+std::string common(const View& v, const Card& card, const Device* only) {
+  const HostState& s = *v.state;
+  const Family f = s.family;
+  const Clocks clk = clocks(f);
+  std::string out =
+      kv("NPU ID", num(card.id)) + kv("Chip Count", num(static_cast<long long>(card.devices.size())));
+  for (const Device* d : selected(card, only)) {
+    const Chip& c = *d->chip;
+    out += "\n" + kv("Chip ID", num(d->chip_index));
+    out += kv("Memory Usage Rate(%)", num(f == Family::k910B ? 0 : pct(d->mem_used_mb, d->mem_total_mb)));
+    if (is_910_family(f)) out += kv("HBM Usage Rate(%)", num(pct(d->hbm_used_mb, d->hbm_total_mb)));
+    out += kv("Aicore Usage Rate(%)", num(d->aicore_usage_pct));
+    out += kv("Aicore Freq(MHZ)", num(clk.aicore_mhz));
+    out += kv("Aicore curFreq(MHZ)", num(d->aicore_usage_pct > 0 ? clk.aicore_mhz : clk.aicore_idle_mhz));
+    if (is_910_family(f)) out += kv("Aicore Count", num(d->aicore_count));
+    out += kv("Temperature(C)", num(c.temp_c));
+    if (is_910_family(f)) {
+      out += kv("NPU Real-time Power(W)", (c.power_w < 0 || c.power_na) ? "NA" : strf("%.1f", c.power_w));
+    }
+  }
+  const Chip& first = *card.devices.front().chip;
+  out += "\n" + kv("Chip Name", "mcu");
+  out += kv("Temperature(C)", num(mcu_temp(first)));
+  if (f == Family::k310P) out += kv("NPU Real-time Power(W)", "NA");
+  return out;
+}
+
+std::string health(const View& /*v*/, const Card& card, const Device* only) {
+  Health h = Health::kOk;
+  std::vector<Fault> faults;
+  for (const Device* d : selected(card, only)) {
+    h = std::max(h, d->chip->health());
+    faults.insert(faults.end(), d->chip->faults.begin(), d->chip->faults.end());
+  }
+  std::string out = kv("Health Status", to_string(h));
+  if (faults.empty()) return out + kv("Error Code", "NA") + kv("Error Information", "NA");
+  out += strf("\t%-30s :", "Error Code");
+  for (const Fault& f : faults) out += strf(" %04X", f.code);
+  out += "\n";
+  out += strf("\t%-30s :", "Error Information");
+  for (std::size_t i = 0; i < faults.size(); ++i) {
+    std::string info = strf("npu-sim fault 0x%08X, severity %s", faults[i].code,
+                            std::string(to_string(faults[i].severity)).c_str());
+    out += i == 0 ? " " + info + "\n" : "\n" + kv(" ", info);
+  }
+  return out;
+}
+
+std::string memory(const View& v, const Card& card, const Device* only) {
+  const HostState& s = *v.state;
+  const Family f = s.family;
+  const Clocks clk = clocks(f);
+  std::string out = card_header(card);
+  bool first = true;
+  for (const Device* d : selected(card, only)) {
+    const Chip& c = *d->chip;
+    if (!first) out += "\n";
+    first = false;
+    if (no_ddr(f)) {
+      out += kv("DDR Capacity(MB)", "0");
+      out += kv("DDR Clock Speed(MHz)", "0");
+    } else {
+      if (f == Family::k310P) {
+        // The card's DDR as installed (24 GB per chip, or 48 GB), of which the chip reports the usable part.
+        const int installed = ((d->mem_total_mb + 24575) / 24576) * 24576;
+        out += kv("Total DDR Capacity(MB)", num(installed));
+      }
+      out += kv("DDR Capacity(MB)", num(d->mem_total_mb));
+      out += kv("DDR Clock Speed(MHz)", num(clk.ddr_mhz));
+    }
+    if (is_910_family(f)) {
+      out += kv("HBM Capacity(MB)", num(d->hbm_total_mb));
+      out += kv("HBM Clock Speed(MHz)", num(clk.hbm_mhz));
+      out += kv("HBM Temperature(C)", num(c.temp_c));
+      if (no_ddr(f)) out += kv("HBM Manufacturer ID", "0x6");
+    }
+    out += kv("Chip ID", num(d->chip_index));
+  }
+  return out;
+}
+
+std::string template_info(const HostState& s) {
+  std::string out = line('+', '-', 90);
+  out += "|NPU instance template info is:                                                            |\n";
+  out += "|Name                AICORE    Memory    AICPU     VPC            VENC           JPEGD     |\n";
+  out += "|                               GB                 PNGD           VDEC           JPEGE     |\n";
+  out += line('|', '=', 90);
+  for (const VnpuTemplate& t : s.templates) {
+    out += strf("|%-19s %-9d %-9d %-9g %-14d %-14d %-10d|\n", t.name.c_str(), t.aicore, t.memory_mb >> 10,
+                t.aicpu, t.vpc, t.venc, t.jpegd);
+    out += strf("|%-49s %-14g %-14d %-10d|\n", " ", t.pngd, t.vdec, t.jpege);
+    out += line('+', '-', 90);
+  }
+  return out;
+}
+
+VnpuResources vnpu_resources(const HostState& s, int phy_id) {
+  const VnpuCapacity& cap = s.vnpu_capacity;
+  const bool reserve = s.family == Family::k910B || s.family == Family::k910_93;
+  const long long reserve_mb = reserve ? 4096 : 0;
+  int aicore = 0, vpc = 0, venc = 0, vdec = 0, jpegd = 0, jpege = 0, count = 0;
+  double aicpu = 0, pngd = 0;
+  long long mem_mb = 0;
+  for (const Vnpu& v : s.vnpus) {
+    if (v.phy_id != phy_id) continue;
+    ++count;
+    const VnpuTemplate* t = s.find_template(v.template_name);
+    if (t == nullptr) continue;
+    aicore += t->aicore;
+    aicpu += t->aicpu;
+    vpc += t->vpc;
+    venc += t->venc;
+    vdec += t->vdec;
+    jpegd += t->jpegd;
+    jpege += t->jpege;
+    pngd += t->pngd;
+    const long long share = cap.aicore > 0 ? reserve_mb * t->aicore / cap.aicore : 0;
+    mem_mb += t->memory_mb - share;
+  }
+  auto res = [](long long total, double used) {
+    if (total < 0) return Resource{0, 0, true};
+    long long free = total - static_cast<long long>(std::ceil(used - 1e-9));
+    return Resource{static_cast<int>(std::max(0LL, free)), static_cast<int>(total), false};
+  };
+  VnpuResources r;
+  r.aicore = res(cap.aicore, aicore);
+  if (cap.memory_gb < 0) {
+    r.memory_gb = Resource{0, 0, true};
+  } else {
+    long long usable = static_cast<long long>(cap.memory_gb) * 1024 - reserve_mb - mem_mb;
+    r.memory_gb = Resource{static_cast<int>(std::max(0LL, usable) / 1024), cap.memory_gb, false};
+  }
+  const int extra_aicpu = (s.family == Family::k910B && count > 0 && cap.aicpu >= 0) ? 1 : 0;
+  r.aicpu = res(cap.aicpu + extra_aicpu, aicpu);
+  r.vpc = res(cap.vpc, vpc);
+  r.venc = res(cap.venc, venc);
+  r.vdec = res(cap.vdec, vdec);
+  r.jpegd = res(cap.jpegd, jpegd);
+  r.jpege = res(cap.jpege, jpege);
+  r.pngd = res(cap.pngd, pngd);
+  return r;
+}
+
+std::string info_vnpu(const HostState& s, const Chip& chip) {
+  const VnpuResources r = vnpu_resources(s, chip.phy_id);
+  auto cell = [](const Resource& x) { return x.na ? std::string("NA/NA") : strf("%d/%d", x.free, x.total); };
+  std::vector<const Vnpu*> mine;
+  for (const Vnpu& v : s.vnpus) {
+    if (v.phy_id == chip.phy_id) mine.push_back(&v);
+  }
+  const std::string sep = line('+', '-', 79);
+  std::string out = sep;
+  out += "| NPU resource static info as follow:                                           |\n";
+  out += "| Format:Free/Total                   NA: Currently, query is not supported.    |\n";
+  out += "| AICORE    Memory    AICPU    VPC    VENC    VDEC    JPEGD    JPEGE    PNGD    |\n";
+  out += "|            GB                                                                 |\n";
+  out += line('|', '=', 79);
+  out += strf("| %-9s %-9s %-8s %-6s %-7s %-7s %-8s %-8s %-8s|\n", cell(r.aicore).c_str(),
+              cell(r.memory_gb).c_str(), cell(r.aicpu).c_str(), cell(r.vpc).c_str(), cell(r.venc).c_str(),
+              cell(r.vdec).c_str(), cell(r.jpegd).c_str(), cell(r.jpege).c_str(), cell(r.pngd).c_str());
+  out += sep;
+  out += ljust(strf("| Total number of vnpu: %-2zu", mine.size()), 80) + "|\n";
+  out += sep;
+  out += "|  Vnpu ID  |  Vgroup ID     |  Container ID  |  Status  |  Template Name       |\n";
+  out += sep;
+  for (const Vnpu* v : mine) {
+    std::string container = v->container_id.empty() ? std::string(12, '0') : v->container_id.substr(0, 12);
+    container.resize(12, '0');
+    out += strf("|  %-4d     |  %-12d  |  %-12s  |  %-2d      |  %-15s     |\n", v->id, v->vgroup,
+                container.c_str(), v->status, v->template_name.c_str());
+    out += sep;
+  }
+  return out;
+}
+
+std::string vnpu_mode(const HostState& s) {
+  return kv("vnpu-mode", s.vnpu_mode);
+}
+
+}  // namespace ascend::npu::smi
