@@ -11,7 +11,9 @@ Error Error::from_errno(int err, std::string_view what) {
   return {err, std::move(msg)};
 }
 
-Error Error::context(std::string_view ctx) const& { return Error(*this).context(ctx); }
+Error Error::context(std::string_view ctx) const& {
+  return Error(*this).context(ctx);
+}
 
 Error Error::context(std::string_view ctx) && {
   if (!ctx.empty()) {

@@ -54,7 +54,7 @@ std::string dir_of(const std::string& path) {
 }  // namespace
 
 Status atomic_replace(const std::string& path, std::string_view content, mode_t mode) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) == 0) mode = st.st_mode & 07777;
   std::string tmp = path + ".tmp.XXXXXX";
   UniqueFd fd(::mkostemp(tmp.data(), O_CLOEXEC));
@@ -84,7 +84,7 @@ Status make_dirs(const std::string& path, mode_t mode) {
     if (cur.empty()) continue;
     if (::mkdir(cur.c_str(), mode) != 0 && errno != EEXIST) return Error::from_errno(errno, "mkdir " + cur);
   }
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return Error::from_errno(errno, "stat " + path);
   if (!S_ISDIR(st.st_mode)) return Error(ENOTDIR, "mkdir " + path + ": exists and is not a directory");
   return {};

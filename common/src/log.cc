@@ -14,7 +14,8 @@ namespace ascend {
 Status setup_logging(const LogOptions& opts) {
   auto level = spdlog::level::from_str(opts.level);
   if (level == spdlog::level::off && opts.level != "off") {
-    return Error::invalid("unknown log level '" + opts.level + "' (use trace, debug, info, warn, error or off)");
+    return Error::invalid("unknown log level '" + opts.level +
+                          "' (use trace, debug, info, warn, error or off)");
   }
   std::vector<spdlog::sink_ptr> sinks;
   std::string warning;

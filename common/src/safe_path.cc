@@ -28,7 +28,7 @@ std::vector<std::string> split(const std::string& path) {
 }
 
 Result<UniqueFd> try_openat2(int root_fd, const std::string& path, int flags) {
-  struct open_how how{};
+  struct open_how how {};
   how.flags = static_cast<unsigned long long>(flags | O_CLOEXEC);
   how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
   std::string rel = path.empty() ? "." : path;
@@ -64,7 +64,7 @@ Result<UniqueFd> walk(int root_fd, const std::string& path, int flags) {
     int probe_flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
     UniqueFd fd(::openat(current(), name.c_str(), probe_flags));
     if (!fd.valid()) return Error::from_errno(errno, "open " + path + " (component " + name + ")");
-    struct stat st{};
+    struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return Error::from_errno(errno, "stat " + name);
     if (S_ISLNK(st.st_mode) && (!last || follow_last)) {
       if (++links > kMaxSymlinks) return Error(ELOOP, "open " + path + ": too many levels of symbolic links");
@@ -115,6 +115,8 @@ Result<UniqueFd> open_in_root(int root_fd, const std::string& path, int flags, R
   return r;
 }
 
-std::string fd_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+std::string fd_path(int fd) {
+  return "/proc/self/fd/" + std::to_string(fd);
+}
 
 }  // namespace ascend

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <atomic>
 #include <cstdlib>
 #include <set>
@@ -40,7 +41,7 @@ std::string self_dir() {
 }
 
 bool exists(const std::string& p) {
-  struct stat st{};
+  struct stat st {};
   return ::lstat(p.c_str(), &st) == 0;
 }
 
@@ -57,7 +58,8 @@ class Layout {
       cur = rel.substr(0, pos);
       std::string full = join(root_, cur);
       if (exists(full)) continue;
-      if (::mkdir(full.c_str(), 0755) != 0 && errno != EEXIST) return Error::from_errno(errno, "mkdir " + full);
+      if (::mkdir(full.c_str(), 0755) != 0 && errno != EEXIST)
+        return Error::from_errno(errno, "mkdir " + full);
       created_.push_back(cur + "/");
     }
     return {};
@@ -73,9 +75,22 @@ class Layout {
     return {};
   }
 
+  // Large binaries (npu-smi) are copied without fsync: the emulated tree is scratch, not durable data.
   Status copy(const std::string& rel, const std::string& src, mode_t mode) {
-    ASCEND_ASSIGN(std::string data, read_file(src, 256U << 20), "copy " + src);
-    return file(rel, data, mode);
+    std::string full = join(root_, rel);
+    ASCEND_CHECK(dir(rel.substr(0, rel.rfind('/'))), "");
+    bool existed = exists(full);
+    std::string tmp = full + ".tmp";
+    std::error_code ec;
+    std::filesystem::copy_file(src, tmp, std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec) return Error(ec.value(), "copy " + src + " to " + tmp + ": " + ec.message());
+    if (::chmod(tmp.c_str(), mode) != 0 || ::rename(tmp.c_str(), full.c_str()) != 0) {
+      int err = errno;
+      ::unlink(tmp.c_str());
+      return Error::from_errno(err, "install " + full);
+    }
+    if (!existed) created_.push_back(rel);
+    return {};
   }
 
   Status node(const std::string& rel, int major, int minor) {
@@ -105,7 +120,8 @@ class Layout {
 
 std::string version_info(const HostState& s) {
   return "Version=" + s.driver_version +
-         "\nascendhal_version=7.35.19\naicpu_version=1.0\ntdt_version=1.0\nlog_version=1.0\nprof_version=2.0\n"
+         "\nascendhal_version=7.35.19\naicpu_version=1.0\ntdt_version=1.0\nlog_version=1.0\nprof_version=2."
+         "0\n"
          "dvppkernels_version=1.1\ntsfw_version=1.0\nInnerversion=V100R001C15SPC006B220\n"
          "compatible_version=[V100R001C30],[V100R001C13],[V100R001C15],[V100R001C17]\n"
          "compatible_version_fw=[7.0.0,7.2.99]\n";
@@ -125,7 +141,8 @@ std::string hccn_conf(const HostState& s) {
 constexpr const char* kInstallInfo =
     "UserName=HwHiAiUser\nUserGroup=HwHiAiUser\nDriver_Install_Type=full\n"
     "Driver_Install_Path_Param=/usr/local/Ascend\nDriver_Install_For_All=no\nDriver_Install_Mode=normal\n"
-    "Driver_Install_Status=complete\nFirmware_Install_Type=full\nFirmware_Install_Path_Param=/usr/local/Ascend\n";
+    "Driver_Install_Status=complete\nFirmware_Install_Type=full\nFirmware_Install_Path_Param=/usr/local/"
+    "Ascend\n";
 
 }  // namespace
 
@@ -167,9 +184,13 @@ Emulator::Emulator(std::string root) : root_(std::move(root)) {
   while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
 }
 
-std::string Emulator::state_path() const { return join(root_, kStateFile); }
+std::string Emulator::state_path() const {
+  return join(root_, kStateFile);
+}
 
-bool Emulator::loaded() const { return exists(state_path()); }
+bool Emulator::loaded() const {
+  return exists(state_path());
+}
 
 std::string Emulator::host_path(const std::string& abs_path) const {
   if (root_ == "/") return abs_path;
@@ -177,8 +198,12 @@ std::string Emulator::host_path(const std::string& abs_path) const {
 }
 
 std::vector<std::string> Emulator::driver_files() const {
-  return {"/usr/local/Ascend/driver/lib64",  "/usr/local/Ascend/driver/include", "/usr/local/Ascend/driver/version.info",
-          "/usr/local/dcmi",                 "/usr/local/bin/npu-smi",           "/etc/ascend_install.info",
+  return {"/usr/local/Ascend/driver/lib64",
+          "/usr/local/Ascend/driver/include",
+          "/usr/local/Ascend/driver/version.info",
+          "/usr/local/dcmi",
+          "/usr/local/bin/npu-smi",
+          "/etc/ascend_install.info",
           "/etc/hccn.conf"};
 }
 
@@ -208,8 +233,10 @@ Status Emulator::load(const HostState& profile, const LoadOptions& opts) {
 
   std::string smi = opts.npu_smi_binary.empty() ? self_dir() + "/npu-smi" : opts.npu_smi_binary;
   std::string stub = smi.substr(0, smi.rfind('/') + 1) + "libascend_driver_stub.so";
-  if (!exists(smi)) return Error::not_found("npu-smi binary not found at " + smi + " (build it, or pass --npu-smi)");
-  if (!exists(stub)) return Error::not_found("driver stub library not found at " + stub + " (build the project)");
+  if (!exists(smi))
+    return Error::not_found("npu-smi binary not found at " + smi + " (build it, or pass --npu-smi)");
+  if (!exists(stub))
+    return Error::not_found("driver stub library not found at " + stub + " (build the project)");
 
   Layout l(root_);
   if (opts.make_nodes) {
@@ -217,7 +244,8 @@ Status Emulator::load(const HostState& profile, const LoadOptions& opts) {
       auto n = s.chip_node(c.phy_id);
       ASCEND_CHECK(l.node(n.path.substr(1), n.major, n.minor), "create device node");
     }
-    for (const auto& n : s.control_nodes()) ASCEND_CHECK(l.node(n.path.substr(1), n.major, n.minor), "create device node");
+    for (const auto& n : s.control_nodes())
+      ASCEND_CHECK(l.node(n.path.substr(1), n.major, n.minor), "create device node");
   }
   const std::string drv = "usr/local/Ascend/driver/";
   ASCEND_CHECK(l.file(drv + "version.info", version_info(s)), "driver tree");
@@ -228,7 +256,8 @@ Status Emulator::load(const HostState& profile, const LoadOptions& opts) {
   ASCEND_CHECK(l.file(drv + "include/dsmi_common_interface.h",
                       "/* emulated Ascend driver: see npu-sim --help */\n#pragma once\n"),
                "driver tree");
-  ASCEND_CHECK(l.file(drv + "tools/hccn_tool", "#!/bin/sh\necho 'hccn_tool: emulated host, no NIC' >&2\nexit 1\n", 0755),
+  ASCEND_CHECK(l.file(drv + "tools/hccn_tool",
+                      "#!/bin/sh\necho 'hccn_tool: emulated host, no NIC' >&2\nexit 1\n", 0755),
                "driver tree");
   ASCEND_CHECK(l.copy("usr/local/dcmi/libdcmi.so", stub, 0755), "dcmi");
   ASCEND_CHECK(l.file("usr/local/dcmi/dcmi_interface_api.h", "/* emulated DCMI */\n#pragma once\n"), "dcmi");
@@ -272,7 +301,8 @@ Result<HostState> Emulator::snapshot() const {
   auto text = read_file(state_path(), 16U << 20);
   if (!text) {
     if (text.error().code() == ENOENT) {
-      return Error::not_found("no emulated host is loaded at " + root_ + " (run 'npu-sim load --profile NAME')");
+      return Error::not_found("no emulated host is loaded at " + root_ +
+                              " (run 'npu-sim load --profile NAME')");
     }
     return text.error().context("read state");
   }
@@ -280,7 +310,9 @@ Result<HostState> Emulator::snapshot() const {
 }
 
 Status Emulator::update(const std::function<Status(HostState&)>& change) {
-  if (!loaded()) return Error::not_found("no emulated host is loaded at " + root_ + " (run 'npu-sim load --profile NAME')");
+  if (!loaded())
+    return Error::not_found("no emulated host is loaded at " + root_ +
+                            " (run 'npu-sim load --profile NAME')");
   ASCEND_ASSIGN(FileLock lock, FileLock::acquire(join(root_, kLock)), "update state");
   ASCEND_ASSIGN(HostState s, snapshot(), "update state");
   ASCEND_CHECK(change(s), "");
@@ -295,7 +327,8 @@ Status Emulator::set_fault(int phy_id, std::uint32_t code, std::optional<Health>
     if (c == nullptr) return Error::not_found("no device " + std::to_string(phy_id));
     Health h = severity.value_or(severity_of_code(code));
     if (h == Health::kOk) return Error::invalid("a fault's severity cannot be OK (use 'fault clear')");
-    auto it = std::find_if(c->faults.begin(), c->faults.end(), [&](const Fault& f) { return f.code == code; });
+    auto it =
+        std::find_if(c->faults.begin(), c->faults.end(), [&](const Fault& f) { return f.code == code; });
     if (it != c->faults.end()) {
       it->severity = h;
     } else {
@@ -318,21 +351,24 @@ Status Emulator::set_vnpu_mode(const std::string& mode) {
   return update([&](HostState& s) -> Status {
     if (mode != "docker" && mode != "vm") return Error::invalid("unknown vnpu mode '" + mode + "'");
     if (mode != s.vnpu_mode && !s.vnpus.empty()) {
-      return Error(EBUSY, "The vNPU(s) in another mode already exist. Destroy them before switching the mode");
+      return Error(EBUSY,
+                   "The vNPU(s) in another mode already exist. Destroy them before switching the mode");
     }
     s.vnpu_mode = mode;
     return {};
   });
 }
 
-Result<Vnpu> plan_vnpu(const HostState& s, int phy_id, const std::string& template_name, std::optional<int> id) {
+Result<Vnpu> plan_vnpu(const HostState& s, int phy_id, const std::string& template_name,
+                       std::optional<int> id) {
   const Chip* c = s.chip(phy_id);
   if (c == nullptr) return Error::not_found("no device with physical id " + std::to_string(phy_id));
   const VnpuTemplate* t = s.find_template(template_name);
   if (t == nullptr) {
     std::string names;
     for (const auto& x : s.templates) names += (names.empty() ? "" : ", ") + x.name;
-    return Error::invalid("unknown vNPU template '" + template_name + "' for " + c->name + " (valid: " + names + ")");
+    return Error::invalid("unknown vNPU template '" + template_name + "' for " + c->name +
+                          " (valid: " + names + ")");
   }
   int aicore = t->aicore;
   int mem = t->memory_mb;
@@ -351,15 +387,18 @@ Result<Vnpu> plan_vnpu(const HostState& s, int phy_id, const std::string& templa
   }
   const auto& cap = s.vnpu_capacity;
   if (aicore > cap.aicore) {
-    return Error(ENOSPC, "device " + std::to_string(phy_id) + " has not enough free AICore for " + template_name +
-                             " (" + std::to_string(aicore - t->aicore) + " of " + std::to_string(cap.aicore) +
-                             " in use, needs " + std::to_string(t->aicore) + ")");
+    return Error(ENOSPC, "device " + std::to_string(phy_id) + " has not enough free AICore for " +
+                             template_name + " (" + std::to_string(aicore - t->aicore) + " of " +
+                             std::to_string(cap.aicore) + " in use, needs " + std::to_string(t->aicore) +
+                             ")");
   }
   if (mem > cap.memory_gb * 1024) {
-    return Error(ENOSPC, "device " + std::to_string(phy_id) + " has not enough free memory for " + template_name);
+    return Error(ENOSPC,
+                 "device " + std::to_string(phy_id) + " has not enough free memory for " + template_name);
   }
   if (aicpu > cap.aicpu + 1e-9) {
-    return Error(ENOSPC, "device " + std::to_string(phy_id) + " has not enough free AICPU for " + template_name);
+    return Error(ENOSPC,
+                 "device " + std::to_string(phy_id) + " has not enough free AICPU for " + template_name);
   }
   int lo = 100 + 16 * phy_id;
   int hi = lo + 15;
@@ -368,8 +407,9 @@ Result<Vnpu> plan_vnpu(const HostState& s, int phy_id, const std::string& templa
   v.template_name = template_name;
   if (id) {
     if (*id < lo || *id > hi) {
-      return Error::invalid("vNPU id " + std::to_string(*id) + " is outside device " + std::to_string(phy_id) +
-                            "'s range " + std::to_string(lo) + "-" + std::to_string(hi));
+      return Error::invalid("vNPU id " + std::to_string(*id) + " is outside device " +
+                            std::to_string(phy_id) + "'s range " + std::to_string(lo) + "-" +
+                            std::to_string(hi));
     }
     if (used_ids.count(*id) != 0) return Error(EEXIST, "vNPU id " + std::to_string(*id) + " already exists");
     v.id = *id;
@@ -410,7 +450,8 @@ Result<Vnpu> Emulator::create_vnpu(int phy_id, const std::string& template_name,
 
 Status Emulator::destroy_vnpu(int vnpu_id, std::optional<int> phy_id) {
   return update([&](HostState& s) -> Status {
-           auto it = std::find_if(s.vnpus.begin(), s.vnpus.end(), [&](const Vnpu& v) { return v.id == vnpu_id; });
+           auto it =
+               std::find_if(s.vnpus.begin(), s.vnpus.end(), [&](const Vnpu& v) { return v.id == vnpu_id; });
            if (it == s.vnpus.end() || (phy_id && it->phy_id != *phy_id)) {
              return Error::not_found("no vNPU " + std::to_string(vnpu_id) +
                                      (phy_id ? " on device " + std::to_string(*phy_id) : std::string()));
@@ -452,7 +493,8 @@ class Watcher final : public Subscription {
   void arm() {
     if (!ino_.valid() || wd_ >= 0) return;
     std::string dir = emu_.state_path().substr(0, emu_.state_path().rfind('/'));
-    wd_ = ::inotify_add_watch(ino_.get(), dir.c_str(), IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_IGNORED);
+    wd_ = ::inotify_add_watch(ino_.get(), dir.c_str(),
+                              IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_IGNORED);
   }
 
   void run() {
@@ -470,7 +512,7 @@ class Watcher final : public Subscription {
       }
       arm();  // the folder may have been (re)created by a load
       // Re-read only when the file changed (a rename gives a new inode); a parse per poll would be waste.
-      struct stat st{};
+      struct stat st {};
       FileId id{};
       if (::stat(emu_.state_path().c_str(), &st) == 0) {
         id = {st.st_ino, st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_size};

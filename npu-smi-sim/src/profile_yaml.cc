@@ -39,8 +39,10 @@ json scalar_to_json(const YAML::Node& n) {
 json yaml_to_json(const YAML::Node& n) {
   switch (n.Type()) {
     case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined: return nullptr;
-    case YAML::NodeType::Scalar: return scalar_to_json(n);
+    case YAML::NodeType::Undefined:
+      return nullptr;
+    case YAML::NodeType::Scalar:
+      return scalar_to_json(n);
     case YAML::NodeType::Sequence: {
       json a = json::array();
       for (const auto& e : n) a.push_back(yaml_to_json(e));
@@ -82,7 +84,8 @@ Result<HostState> load_profile(const std::string& name_or_path) {
         merged[it.key()] = it.value();
         continue;
       }
-      if (!it.value().is_array()) return Error::invalid("profile " + name_or_path + ": chips: expected a list");
+      if (!it.value().is_array())
+        return Error::invalid("profile " + name_or_path + ": chips: expected a list");
       for (const auto& patch : it.value()) {
         if (!patch.is_object() || !patch.contains("phy_id")) {
           return Error::invalid("profile " + name_or_path + ": chips: every entry needs a phy_id");
@@ -105,7 +108,8 @@ Result<HostState> load_profile(const std::string& name_or_path) {
   if (s.templates.empty()) {
     int mem = s.chips.front().hbm_total_mb > 0 ? s.chips.front().hbm_total_mb : 24576;
     s.templates = templates_for(s.family, mem);
-    if (s.vnpu_capacity.aicore == 0) s.vnpu_capacity = vnpu_capacity_for(s.family, s.chips.front().aicore_count, mem);
+    if (s.vnpu_capacity.aicore == 0)
+      s.vnpu_capacity = vnpu_capacity_for(s.family, s.chips.front().aicore_count, mem);
   }
   for (auto& c : s.chips) {
     if (c.device_ip.empty()) c.device_ip = device_ip(0, c.phy_id);

@@ -161,8 +161,8 @@ HostState duo() {
   return s;
 }
 
-VnpuTemplate tmpl(const char* name, int aicore, int mem_mb, double aicpu, int vpc, int venc, int vdec, int jpegd,
-                  int jpege, double pngd) {
+VnpuTemplate tmpl(const char* name, int aicore, int mem_mb, double aicpu, int vpc, int venc, int vdec,
+                  int jpegd, int jpege, double pngd) {
   return {name, aicore, mem_mb, aicpu, vpc, venc, vdec, jpegd, jpege, pngd};
 }
 
@@ -182,11 +182,13 @@ std::vector<VnpuTemplate> templates_for(Family family, int hbm_mb) {
     }
     case Family::k910: {
       int k = hbm_mb >= 32768 ? 2 : 1;
-      return {tmpl("vir02", 2, 1024 * k, 1, 1, 0, 1, 1, 0, 1.5), tmpl("vir04", 4, 2048 * k, 1, 2, 0, 2, 2, 1, 3),
-              tmpl("vir08", 8, 4096 * k, 3, 4, 0, 4, 4, 2, 6), tmpl("vir16", 16, 8192 * k, 7, 8, 0, 8, 8, 4, 12)};
+      return {
+          tmpl("vir02", 2, 1024 * k, 1, 1, 0, 1, 1, 0, 1.5), tmpl("vir04", 4, 2048 * k, 1, 2, 0, 2, 2, 1, 3),
+          tmpl("vir08", 8, 4096 * k, 3, 4, 0, 4, 4, 2, 6), tmpl("vir16", 16, 8192 * k, 7, 8, 0, 8, 8, 4, 12)};
     }
     case Family::k910_93:
-      return {tmpl("vir12_3c_32g", 12, 32768, 3, 5, 0, 1, 14, 2, 0), tmpl("vir06_1c_16g", 6, 16384, 1, 2, 0, 0, 7, 1, 0)};
+      return {tmpl("vir12_3c_32g", 12, 32768, 3, 5, 0, 1, 14, 2, 0),
+              tmpl("vir06_1c_16g", 6, 16384, 1, 2, 0, 0, 7, 1, 0)};
     case Family::k910B:
       if (hbm_mb <= 32768) {
         return {tmpl("vir10_3c_16g", 10, 16384, 3, 4, 0, 1, 12, 2, 0),
@@ -194,17 +196,22 @@ std::vector<VnpuTemplate> templates_for(Family family, int hbm_mb) {
                 tmpl("vir10_3c_16g_nm", 10, 16384, 3, 0, 0, 0, 0, 0, 0),
                 tmpl("vir05_1c_8g", 5, 8192, 1, 2, 0, 0, 6, 1, 0)};
       }
-      return {tmpl("vir10_3c_32g", 10, 32768, 3, 4, 0, 1, 12, 2, 0), tmpl("vir05_1c_16g", 5, 16384, 1, 2, 0, 0, 6, 1, 0)};
+      return {tmpl("vir10_3c_32g", 10, 32768, 3, 4, 0, 1, 12, 2, 0),
+              tmpl("vir05_1c_16g", 5, 16384, 1, 2, 0, 0, 6, 1, 0)};
   }
   return {};
 }
 
 VnpuCapacity vnpu_capacity_for(Family family, int aicore, int hbm_mb) {
   switch (family) {
-    case Family::k310P: return {aicore, hbm_mb > 24576 ? 48 : 24, 7, 12, 3, 12, 16, 8, -1};
-    case Family::k910: return {aicore, hbm_mb / 1024, 14, 8, 0, 8, 8, 4, -1};
-    case Family::k910_93: return {aicore, hbm_mb / 1024, 6, 10, 0, 2, 28, 4, -1};
-    case Family::k910B: return {aicore, hbm_mb / 1024, 6, 9, 0, 2, 24, 4, -1};
+    case Family::k310P:
+      return {aicore, hbm_mb > 24576 ? 48 : 24, 7, 12, 3, 12, 16, 8, -1};
+    case Family::k910:
+      return {aicore, hbm_mb / 1024, 14, 8, 0, 8, 8, 4, -1};
+    case Family::k910_93:
+      return {aicore, hbm_mb / 1024, 6, 10, 0, 2, 28, 4, -1};
+    case Family::k910B:
+      return {aicore, hbm_mb / 1024, 6, 9, 0, 2, 24, 4, -1};
   }
   return {};
 }

@@ -4,8 +4,8 @@
 #include <array>
 #include <cctype>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 namespace ascend::npu {
 
@@ -13,10 +13,14 @@ using nlohmann::json;
 
 std::string_view to_string(Health h) {
   switch (h) {
-    case Health::kOk: return "OK";
-    case Health::kWarning: return "Warning";
-    case Health::kAlarm: return "Alarm";
-    case Health::kCritical: return "Critical";
+    case Health::kOk:
+      return "OK";
+    case Health::kWarning:
+      return "Warning";
+    case Health::kAlarm:
+      return "Alarm";
+    case Health::kCritical:
+      return "Critical";
   }
   return "OK";
 }
@@ -40,15 +44,24 @@ Result<Health> parse_health(std::string_view s) {
 
 std::string_view to_string(Link l) {
   switch (l) {
-    case Link::kSelf: return "X";
-    case Link::kSio: return "SIO";
-    case Link::kHccs: return "HCCS";
-    case Link::kHccsSw: return "HCCS_SW";
-    case Link::kPix: return "PIX";
-    case Link::kPxb: return "PXB";
-    case Link::kPhb: return "PHB";
-    case Link::kSys: return "SYS";
-    case Link::kNa: return "NA";
+    case Link::kSelf:
+      return "X";
+    case Link::kSio:
+      return "SIO";
+    case Link::kHccs:
+      return "HCCS";
+    case Link::kHccsSw:
+      return "HCCS_SW";
+    case Link::kPix:
+      return "PIX";
+    case Link::kPxb:
+      return "PXB";
+    case Link::kPhb:
+      return "PHB";
+    case Link::kSys:
+      return "SYS";
+    case Link::kNa:
+      return "NA";
   }
   return "NA";
 }
@@ -56,19 +69,26 @@ std::string_view to_string(Link l) {
 LinkLevel level_of(Link l) {
   switch (l) {
     case Link::kSelf:
-    case Link::kSio: return LinkLevel::kSio;
+    case Link::kSio:
+      return LinkLevel::kSio;
     case Link::kHccs:
-    case Link::kHccsSw: return LinkLevel::kHccs;
-    default: return LinkLevel::kPcie;
+    case Link::kHccsSw:
+      return LinkLevel::kHccs;
+    default:
+      return LinkLevel::kPcie;
   }
 }
 
 std::string_view to_string(Family f) {
   switch (f) {
-    case Family::k910: return "910";
-    case Family::k910B: return "910B";
-    case Family::k910_93: return "910_93";
-    case Family::k310P: return "310P";
+    case Family::k910:
+      return "910";
+    case Family::k910B:
+      return "910B";
+    case Family::k910_93:
+      return "910_93";
+    case Family::k310P:
+      return "310P";
   }
   return "910B";
 }
@@ -288,14 +308,21 @@ void to_json(json& j, const HostState& s) {
   j["firmware_version"] = s.firmware_version;
   j["resource_name"] = s.resource_name;
   const auto& c = s.vnpu_capacity;
-  j["vnpu_capacity"] = {{"aicore", c.aicore}, {"memory_gb", c.memory_gb}, {"aicpu", c.aicpu}, {"vpc", c.vpc},
-                        {"venc", c.venc},     {"vdec", c.vdec},           {"jpegd", c.jpegd}, {"jpege", c.jpege},
-                        {"pngd", c.pngd}};
+  j["vnpu_capacity"] = {{"aicore", c.aicore}, {"memory_gb", c.memory_gb}, {"aicpu", c.aicpu},
+                        {"vpc", c.vpc},       {"venc", c.venc},           {"vdec", c.vdec},
+                        {"jpegd", c.jpegd},   {"jpege", c.jpege},         {"pngd", c.pngd}};
   j["templates"] = json::array();
   for (const auto& t : s.templates) {
-    j["templates"].push_back({{"name", t.name}, {"aicore", t.aicore}, {"memory_mb", t.memory_mb},
-                              {"aicpu", t.aicpu}, {"vpc", t.vpc}, {"venc", t.venc}, {"vdec", t.vdec},
-                              {"jpegd", t.jpegd}, {"jpege", t.jpege}, {"pngd", t.pngd}});
+    j["templates"].push_back({{"name", t.name},
+                              {"aicore", t.aicore},
+                              {"memory_mb", t.memory_mb},
+                              {"aicpu", t.aicpu},
+                              {"vpc", t.vpc},
+                              {"venc", t.venc},
+                              {"vdec", t.vdec},
+                              {"jpegd", t.jpegd},
+                              {"jpege", t.jpege},
+                              {"pngd", t.pngd}});
   }
   j["chips"] = json::array();
   for (const auto& ch : s.chips) {
@@ -491,7 +518,8 @@ Result<HostState> state_from_json(const json& j) {
       return Error::invalid("state.chips: card " + std::to_string(c.card_id) + " chip " +
                             std::to_string(c.chip_index) + " appears twice");
     }
-    if (c.name.empty()) return Error::invalid("state.chips: chip " + std::to_string(c.phy_id) + " has no name");
+    if (c.name.empty())
+      return Error::invalid("state.chips: chip " + std::to_string(c.phy_id) + " has no name");
   }
   for (const auto& v : s.vnpus) {
     if (s.chip(v.phy_id) == nullptr) {

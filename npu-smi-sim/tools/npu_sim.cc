@@ -35,7 +35,8 @@ std::optional<ascend::npu::DeviceMajors> parse_majors(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"npu-sim: an emulated Ascend NPU host (device nodes, driver tree, state) under a root directory"};
+  CLI::App app{
+      "npu-sim: an emulated Ascend NPU host (device nodes, driver tree, state) under a root directory"};
   app.footer(kFooter);
   app.require_subcommand(1);
   app.fallthrough();  // --root may follow the subcommand
@@ -51,7 +52,8 @@ int main(int argc, char** argv) {
   load->add_option("--profile", profile, "built-in profile name or YAML file")->required();
   load->add_option("--majors", majors, "char majors davinci,manager,svm,hdc,vdavinci (default: free ones)");
   load->add_option("--npu-smi", smi_bin, "static npu-smi to install (default: the one next to npu-sim)");
-  load->add_option("--node-index", node_index, "this node's index in the cluster (device IPs)")->check(CLI::Range(0, 65000));
+  load->add_option("--node-index", node_index, "this node's index in the cluster (device IPs)")
+      ->check(CLI::Range(0, 65000));
   load->add_flag("--force", force, "replace a host that is already loaded");
 
   auto* unload = app.add_subcommand("unload", "remove everything load created");
@@ -116,7 +118,8 @@ int main(int argc, char** argv) {
   if (*status) {
     auto s = emu.snapshot();
     if (!s) return fail(s.error());
-    std::cout << (json ? ascend::npu::format_status_json(*s, emu.root()) : ascend::npu::format_status(*s, emu.root()));
+    std::cout << (json ? ascend::npu::format_status_json(*s, emu.root())
+                       : ascend::npu::format_status(*s, emu.root()));
     return 0;
   }
   if (*fset) {
@@ -127,7 +130,8 @@ int main(int argc, char** argv) {
       if (pos != code.size() || v > 0xFFFFFFFFUL) throw std::out_of_range("code");
       c = static_cast<std::uint32_t>(v);
     } catch (const std::exception&) {
-      std::fprintf(stderr, "npu-sim: --code '%s': expected a hexadecimal code like 0x80E01801\n", code.c_str());
+      std::fprintf(stderr, "npu-sim: --code '%s': expected a hexadecimal code like 0x80E01801\n",
+                   code.c_str());
       return 2;
     }
     std::optional<ascend::npu::Health> sev;

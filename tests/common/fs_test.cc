@@ -42,7 +42,7 @@ TEST(AtomicReplace, CreatesWithModeAndKeepsOldMode) {
   TempDir d;
   std::string p = d / "cfg.json";
   ASSERT_TRUE(atomic_replace(p, "one", 0600).ok());
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(p.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600U);
   ASSERT_EQ(::chmod(p.c_str(), 0640), 0);

@@ -106,7 +106,9 @@ TEST_P(SafePathTest, OPathOfDirectoryGivesUsableProcPath) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, SafePathTest, ::testing::Values(ResolveMode::kAuto, ResolveMode::kFallback),
-                         [](const auto& info) { return info.param == ResolveMode::kAuto ? "openat2" : "fallback"; });
+                         [](const auto& info) {
+                           return info.param == ResolveMode::kAuto ? "openat2" : "fallback";
+                         });
 
 }  // namespace
 }  // namespace ascend

@@ -15,7 +15,7 @@ namespace ascend::npu {
 namespace {
 
 void expect_node(const std::string& path, int major, int minor) {
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::lstat(path.c_str(), &st), 0) << path;
   EXPECT_TRUE(S_ISCHR(st.st_mode)) << path;
   EXPECT_EQ(st.st_mode & 07777, 0660U) << path;

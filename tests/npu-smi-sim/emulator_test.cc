@@ -47,10 +47,11 @@ TEST(Root, FlagThenEnvThenSlash) {
 TEST(Load, LaysOutTheDriverTreeAndState) {
   EmulatedHost h("atlas800t-a2");
   const std::string r = h.root();
-  for (const char* f : {"usr/local/Ascend/driver/version.info", "usr/local/Ascend/driver/lib64/driver/libascend_hal.so",
-                        "usr/local/Ascend/driver/lib64/common/libc_sec.so", "usr/local/Ascend/driver/include",
-                        "usr/local/Ascend/driver/tools/hccn_tool", "usr/local/dcmi/libdcmi.so",
-                        "usr/local/bin/npu-smi", "etc/ascend_install.info", "etc/hccn.conf", kStateFile}) {
+  for (const char* f :
+       {"usr/local/Ascend/driver/version.info", "usr/local/Ascend/driver/lib64/driver/libascend_hal.so",
+        "usr/local/Ascend/driver/lib64/common/libc_sec.so", "usr/local/Ascend/driver/include",
+        "usr/local/Ascend/driver/tools/hccn_tool", "usr/local/dcmi/libdcmi.so", "usr/local/bin/npu-smi",
+        "etc/ascend_install.info", "etc/hccn.conf", kStateFile}) {
     EXPECT_TRUE(fs::exists(r + "/" + f)) << f;
   }
   EXPECT_EQ(read_file(r + "/usr/local/Ascend/driver/version.info")->rfind("Version=24.1.rc1.b030\n", 0), 0U);
@@ -102,7 +103,8 @@ TEST(Unload, RemovesExactlyWhatLoadCreated) {
   ASSERT_TRUE(e.create_vnpu(0, "vir01", std::nullopt).ok());
   ASSERT_TRUE(e.unload().ok());
   std::vector<std::string> left;
-  for (const auto& p : fs::recursive_directory_iterator(r)) left.push_back(fs::relative(p.path(), r).string());
+  for (const auto& p : fs::recursive_directory_iterator(r))
+    left.push_back(fs::relative(p.path(), r).string());
   std::sort(left.begin(), left.end());
   EXPECT_EQ(left, (std::vector<std::string>{"etc", "etc/hostname", "usr", "usr/local", "usr/local/bin",
                                             "usr/local/bin/tool"}));
@@ -260,7 +262,8 @@ TEST(Concurrency, EightWritersLoseNothingAndNeverOvercommit) {
     made_total += WEXITSTATUS(status);
   }
   auto s = *h.emu().snapshot();
-  for (int w = 0; w < kWriters; ++w) EXPECT_EQ(s.chip(w)->faults.size(), static_cast<std::size_t>(kFaultsEach));
+  for (int w = 0; w < kWriters; ++w)
+    EXPECT_EQ(s.chip(w)->faults.size(), static_cast<std::size_t>(kFaultsEach));
   EXPECT_EQ(made_total, 4);
   EXPECT_EQ(s.vnpus.size(), 4U);
   // generation: load (1) + every committed change.

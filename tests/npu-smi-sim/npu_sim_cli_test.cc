@@ -25,21 +25,24 @@ TEST(NpuSimCli, UsageErrorsExitTwo) {
   EXPECT_EQ(run_command({kSim}).exit_code, 2);
   EXPECT_EQ(run_command({kSim, "load"}).exit_code, 2);  // --profile is required
   EXPECT_EQ(run_command({kSim, "frobnicate"}).exit_code, 2);
-  auto bad_code = run_command({kSim, "fault", "set", "--device", "0", "--code", "xyz", "--root", "/tmp/none"});
+  auto bad_code =
+      run_command({kSim, "fault", "set", "--device", "0", "--code", "xyz", "--root", "/tmp/none"});
   EXPECT_EQ(bad_code.exit_code, 2);
   EXPECT_NE(bad_code.err.find("--code 'xyz'"), std::string::npos);
 }
 
 TEST(NpuSimCli, FailuresExitOneWithOneLine) {
   testing::TempDir d;
-  auto r = run_command({kSim, "load", "--profile", "atlas9000", "--root", d / "root", "--majors", "234,235,236,237,238"});
+  auto r = run_command(
+      {kSim, "load", "--profile", "atlas9000", "--root", d / "root", "--majors", "234,235,236,237,238"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err.rfind("npu-sim: unknown profile 'atlas9000'", 0), 0U) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
   auto st = run_command({kSim, "status", "--root", d / "root"});
   EXPECT_EQ(st.exit_code, 1);
   EXPECT_NE(st.err.find("npu-sim load --profile"), std::string::npos);
-  auto yaml = run_command({kSim, "load", "--profile", kFixtures + "/npu-sim/bad-field.yaml", "--root", d / "root"});
+  auto yaml =
+      run_command({kSim, "load", "--profile", kFixtures + "/npu-sim/bad-field.yaml", "--root", d / "root"});
   EXPECT_EQ(yaml.exit_code, 1);
   EXPECT_NE(yaml.err.find("unknown field 'nmae'"), std::string::npos) << yaml.err;
 }
@@ -50,7 +53,8 @@ TEST(NpuSimCli, LoadStatusFaultUnload) {
   const std::string root = d / "root";
   auto load = run_command({kSim, "load", "--profile", "atlas800t-a3", "--root", root});
   ASSERT_EQ(load.exit_code, 0) << load.err;
-  EXPECT_EQ(run_command({kSim, "fault", "set", "--device", "4", "--code", "0x8C084E00"}, {"ASCEND_SIM_ROOT=" + root})
+  EXPECT_EQ(run_command({kSim, "fault", "set", "--device", "4", "--code", "0x8C084E00"},
+                        {"ASCEND_SIM_ROOT=" + root})
                 .exit_code,
             0);
   auto js = run_command({kSim, "status", "--json", "--root", root});

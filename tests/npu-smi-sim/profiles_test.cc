@@ -19,10 +19,11 @@ TEST(Profiles, BuiltinsHaveTheDocumentedShape) {
     int hbm;
     const char* resource;
   };
-  for (const Want& w : {Want{"atlas800-9000", Family::k910, 8, "910ProA", 32, 32768, "huawei.com/Ascend910"},
-                        Want{"atlas800t-a2", Family::k910B, 8, "910B3", 20, 65536, "huawei.com/Ascend910"},
-                        Want{"atlas800t-a3", Family::k910_93, 16, "Ascend910", 24, 65536, "huawei.com/Ascend910"},
-                        Want{"atlas300i-duo", Family::k310P, 8, "310P3", 8, 0, "huawei.com/Ascend310P"}}) {
+  for (const Want& w :
+       {Want{"atlas800-9000", Family::k910, 8, "910ProA", 32, 32768, "huawei.com/Ascend910"},
+        Want{"atlas800t-a2", Family::k910B, 8, "910B3", 20, 65536, "huawei.com/Ascend910"},
+        Want{"atlas800t-a3", Family::k910_93, 16, "Ascend910", 24, 65536, "huawei.com/Ascend910"},
+        Want{"atlas300i-duo", Family::k310P, 8, "310P3", 8, 0, "huawei.com/Ascend310P"}}) {
     auto p = builtin_profile(w.name);
     ASSERT_TRUE(p.ok()) << w.name;
     EXPECT_EQ(p->family, w.family) << w.name;

@@ -16,7 +16,8 @@ struct CommandResult {
   std::string err;
 };
 
-inline CommandResult run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env = {}) {
+inline CommandResult run_command(const std::vector<std::string>& argv,
+                                 const std::vector<std::string>& env = {}) {
   int out_pipe[2];
   int err_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) return {};

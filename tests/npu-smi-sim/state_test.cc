@@ -35,16 +35,28 @@ struct BadState {
 TEST(State, RejectsBadInputNamingTheField) {
   const std::vector<BadState> cases = {
       {"unknown top field", [](auto& j) { j["colour"] = "red"; }, "unknown field 'colour'"},
-      {"unknown chip field", [](auto& j) { j["chips"][0]["nmae"] = "x"; }, "state.chips[0]: unknown field 'nmae'"},
+      {"unknown chip field", [](auto& j) { j["chips"][0]["nmae"] = "x"; },
+       "state.chips[0]: unknown field 'nmae'"},
       {"wrong type", [](auto& j) { j["chips"][0]["phy_id"] = "zero"; }, "state.chips[0].phy_id"},
       {"duplicate phy", [](auto& j) { j["chips"][1]["phy_id"] = 0; }, "phy_id 0 appears twice"},
       {"phy out of range", [](auto& j) { j["chips"][0]["phy_id"] = 64; }, "out of range"},
       {"no chips", [](auto& j) { j["chips"] = nlohmann::json::array(); }, "at least one chip"},
       {"bad family", [](auto& j) { j["family"] = "920"; }, "unknown chip family '920'"},
-      {"bad fault code", [](auto& j) { j["chips"][0]["faults"] = {{{"code", "0xZZ"}}}; }, "bad fault code"},
-      {"bad severity", [](auto& j) { j["chips"][0]["faults"] = {{{"code", "0x1"}, {"severity", "meh"}}}; },
+      {"bad fault code",
+       [](auto& j) {
+         j["chips"][0]["faults"] = {{{"code", "0xZZ"}}};
+       },
+       "bad fault code"},
+      {"bad severity",
+       [](auto& j) {
+         j["chips"][0]["faults"] = {{{"code", "0x1"}, {"severity", "meh"}}};
+       },
        "unknown severity"},
-      {"vnpu on unknown chip", [](auto& j) { j["vnpus"] = {{{"id", 900}, {"phy_id", 50}}}; }, "unknown chip 50"},
+      {"vnpu on unknown chip",
+       [](auto& j) {
+         j["vnpus"] = {{{"id", 900}, {"phy_id", 50}}};
+       },
+       "unknown chip 50"},
       {"bad vnpu mode", [](auto& j) { j["vnpu_mode"] = "both"; }, "vnpu_mode"},
   };
   for (const auto& c : cases) {

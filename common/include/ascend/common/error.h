@@ -35,7 +35,7 @@ class Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
   Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return v_.index() == 0; }
@@ -78,22 +78,23 @@ class [[nodiscard]] Result<void> {
 
 using Status = Result<void>;
 
-inline Status ok_status() { return {}; }
+inline Status ok_status() {
+  return {};
+}
 
 }  // namespace ascend
 
 // Evaluates `expr` (a Result); on error returns it from the enclosing function with `ctx` prepended.
-#define ASCEND_CHECK(expr, ctx)                                        \
-  do {                                                                 \
-    auto ascend_check_r_ = (expr);                                     \
+#define ASCEND_CHECK(expr, ctx)                                             \
+  do {                                                                      \
+    auto ascend_check_r_ = (expr);                                          \
     if (!ascend_check_r_.ok()) return ascend_check_r_.error().context(ctx); \
   } while (0)
 
 // Declares `var` from a Result-returning expression, or returns its error with `ctx` prepended.
 #define ASCEND_ASSIGN_CONCAT_(a, b) a##b
 #define ASCEND_ASSIGN_NAME_(line) ASCEND_ASSIGN_CONCAT_(ascend_assign_r_, line)
-#define ASCEND_ASSIGN(var, expr, ctx)                                        \
-  auto ASCEND_ASSIGN_NAME_(__LINE__) = (expr);                               \
-  if (!ASCEND_ASSIGN_NAME_(__LINE__).ok())                                   \
-    return ASCEND_ASSIGN_NAME_(__LINE__).error().context(ctx);               \
+#define ASCEND_ASSIGN(var, expr, ctx)                                                                 \
+  auto ASCEND_ASSIGN_NAME_(__LINE__) = (expr);                                                        \
+  if (!ASCEND_ASSIGN_NAME_(__LINE__).ok()) return ASCEND_ASSIGN_NAME_(__LINE__).error().context(ctx); \
   var = std::move(ASCEND_ASSIGN_NAME_(__LINE__)).value()

@@ -14,7 +14,7 @@ struct LogOptions {
   std::string file;            // empty: stderr only
   std::size_t max_bytes = 10U << 20;
   std::size_t max_files = 3;
-  bool also_stderr = true;     // warnings and above also go to stderr
+  bool also_stderr = true;  // warnings and above also go to stderr
 };
 
 // Installs the default logger. A log file that cannot be opened degrades to stderr with a warning.

@@ -31,9 +31,9 @@ struct LoadOptions {
   std::optional<DeviceMajors> majors;  // default: free majors of the running kernel
   std::string npu_smi_binary;  // static npu-smi to copy into usr/local/bin; empty: next to npu-sim. The
                                // driver stub library (libascend_driver_stub.so) is taken from its folder.
-  int node_index = 0;                  // hccn.conf addressing (see device_ip)
-  bool force = false;                  // replace an already loaded host
-  bool make_nodes = true;              // false: skip mknod (for tests that are not root)
+  int node_index = 0;          // hccn.conf addressing (see device_ip)
+  bool force = false;          // replace an already loaded host
+  bool make_nodes = true;      // false: skip mknod (for tests that are not root)
 };
 
 // Picks free character majors: candidates 234..254 and 384..511 not listed in `proc_devices_text`.
@@ -73,6 +73,7 @@ class Emulator final : public DeviceQuery {
 };
 
 // The vNPU planning rules, pure: which id a new vNPU gets and whether the chip has room for it.
-Result<Vnpu> plan_vnpu(const HostState& s, int phy_id, const std::string& template_name, std::optional<int> id);
+Result<Vnpu> plan_vnpu(const HostState& s, int phy_id, const std::string& template_name,
+                       std::optional<int> id);
 
 }  // namespace ascend::npu

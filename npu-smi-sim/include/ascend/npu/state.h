@@ -20,7 +20,7 @@ namespace ascend::npu {
 
 // Chip health as npu-smi prints it. Ordered by severity.
 enum class Health { kOk = 0, kWarning = 1, kAlarm = 2, kCritical = 3 };
-std::string_view to_string(Health h);  // "OK", "Warning", "Alarm", "Critical"
+std::string_view to_string(Health h);             // "OK", "Warning", "Alarm", "Critical"
 Result<Health> parse_health(std::string_view s);  // case-insensitive; accepts "ok", "warning", ...
 
 // The link between two chips as `npu-smi info -t topo` names it.
@@ -33,10 +33,10 @@ LinkLevel level_of(Link l);
 
 // Chip families: which npu-smi layout, which vNPU templates, which topology rules apply.
 enum class Family {
-  k910,    // Ascend 910 A1 (Atlas 800 9000): HCCS rings of 4
-  k910B,   // Ascend 910B (Atlas 800T A2): full HCCS mesh of 8
-  k910_93, // Ascend 910C / 910_93 (Atlas 800T A3): 2 dies per card joined by SIO, HCCS switch between cards
-  k310P,   // Ascend 310P (Atlas 300I Duo): inference cards, PCIe only
+  k910,     // Ascend 910 A1 (Atlas 800 9000): HCCS rings of 4
+  k910B,    // Ascend 910B (Atlas 800T A2): full HCCS mesh of 8
+  k910_93,  // Ascend 910C / 910_93 (Atlas 800T A3): 2 dies per card joined by SIO, HCCS switch between cards
+  k310P,    // Ascend 310P (Atlas 300I Duo): inference cards, PCIe only
 };
 std::string_view to_string(Family f);  // "910", "910B", "910_93", "310P"
 Result<Family> parse_family(std::string_view s);
@@ -87,12 +87,12 @@ Health severity_of_code(std::uint32_t code);
 // One device (a die on A3, a chip elsewhere). Telemetry fields are what npu-smi prints; they are fixed by
 // the profile so that output is reproducible.
 struct Chip {
-  int phy_id = 0;       // physical id: /dev/davinci<phy_id>
-  int logic_id = 0;     // logical id (npu-smi -m "Chip Logic ID")
-  int card_id = 0;      // npu-smi "NPU" column (card)
-  int chip_index = 0;   // chip on its card (npu-smi "Chip" column)
-  std::string name;     // npu-smi Name column, e.g. "910B3"
-  std::string bus_id;   // "0000:C1:00.0"
+  int phy_id = 0;      // physical id: /dev/davinci<phy_id>
+  int logic_id = 0;    // logical id (npu-smi -m "Chip Logic ID")
+  int card_id = 0;     // npu-smi "NPU" column (card)
+  int chip_index = 0;  // chip on its card (npu-smi "Chip" column)
+  std::string name;    // npu-smi Name column, e.g. "910B3"
+  std::string bus_id;  // "0000:C1:00.0"
   int numa_node = 0;
   std::string cpu_affinity;  // "144-167"; empty: no CPU Affinity column
   int hccs_domain = -1;      // chips with the same domain share HCCS; -1: none
@@ -102,8 +102,8 @@ struct Chip {
   int hbm_used_mb = 0;
   int mem_total_mb = 0;  // on-chip DDR (A1, 310P); 0 elsewhere
   int mem_used_mb = 0;
-  double power_w = 0;    // negative: printed as "-" (2nd die of an A3 card); NaN-free
-  bool power_na = false; // printed as "NA" (310P)
+  double power_w = 0;     // negative: printed as "-" (2nd die of an A3 card); NaN-free
+  bool power_na = false;  // printed as "NA" (310P)
   int temp_c = 0;
   int aicore_usage_pct = 0;
   int hugepages_used = 0;
@@ -115,7 +115,7 @@ struct Chip {
 };
 
 struct Vnpu {
-  int id = 0;           // 100 + 16*phy + k
+  int id = 0;  // 100 + 16*phy + k
   int phy_id = 0;
   std::string template_name;
   int vgroup = 0;
@@ -142,18 +142,18 @@ struct DeviceNode {
 
 struct HostState {
   int schema = 1;
-  std::string profile;          // "atlas800t-a2", or a custom profile's name
-  std::string description;      // one line for humans
+  std::string profile;      // "atlas800t-a2", or a custom profile's name
+  std::string description;  // one line for humans
   Family family = Family::k910B;
   std::string chip_type = "Ascend";  // npu-smi -m prefix: "Ascend 910B3"
   std::string smi_version = "24.1.rc1";
   std::string driver_version = "24.1.rc1";
   std::string firmware_version = "7.5.0.1.129";
-  std::string resource_name;    // Kubernetes resource for a whole chip: "huawei.com/Ascend910"
+  std::string resource_name;  // Kubernetes resource for a whole chip: "huawei.com/Ascend910"
   VnpuCapacity vnpu_capacity;
   std::vector<VnpuTemplate> templates;
-  std::vector<Chip> chips;      // sorted by phy_id
-  std::vector<Vnpu> vnpus;      // sorted by id
+  std::vector<Chip> chips;  // sorted by phy_id
+  std::vector<Vnpu> vnpus;  // sorted by id
   DeviceMajors majors;
   std::string vnpu_mode = "docker";  // "docker" or "vm"
   bool device_nodes = true;          // the host has real device nodes (false: loaded by a non-root test)
