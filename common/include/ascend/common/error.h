@@ -84,6 +84,7 @@ inline Status ok_status() {
 
 }  // namespace ascend
 
+// NOLINTBEGIN(bugprone-macro-parentheses): `ctx` and `var` are used as whole expressions/declarations.
 // Evaluates `expr` (a Result); on error returns it from the enclosing function with `ctx` prepended.
 #define ASCEND_CHECK(expr, ctx)                                             \
   do {                                                                      \
@@ -98,3 +99,4 @@ inline Status ok_status() {
   auto ASCEND_ASSIGN_NAME_(__LINE__) = (expr);                                                        \
   if (!ASCEND_ASSIGN_NAME_(__LINE__).ok()) return ASCEND_ASSIGN_NAME_(__LINE__).error().context(ctx); \
   var = std::move(ASCEND_ASSIGN_NAME_(__LINE__)).value()
+// NOLINTEND(bugprone-macro-parentheses)
