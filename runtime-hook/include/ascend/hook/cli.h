@@ -1,0 +1,19 @@
+// What the three mains share: turning the config's log settings into a logger, and the one line a failure
+// prints. Not thread-safe (call once from main).
+#pragma once
+
+#include <string>
+
+#include "ascend/common/error.h"
+#include "ascend/hook/config.h"
+
+namespace ascend::hook {
+
+// Logs to the config's rotating log file. When that file cannot be written (not root, read-only /var/log)
+// logging is off rather than noisy: the binaries print their one failure line themselves.
+void setup_binary_logging(const Config& config);
+
+// Prints "<program>: <message>" on stderr and logs it; returns the exit code for failures (1).
+int report_failure(const std::string& program, const Error& e);
+
+}  // namespace ascend::hook

@@ -1,0 +1,43 @@
+// The configuration shared by the three binaries: /etc/ascend-docker-runtime.d/config.yaml, or the file given
+// with --config. Every key is optional; without a file every binary finds its siblings (the hook, the mount
+// lists) next to its own executable, so a build tree works uninstalled. Plain values; thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "ascend/common/error.h"
+
+namespace ascend::hook {
+
+inline constexpr const char* kDefaultConfigDir = "/etc/ascend-docker-runtime.d";
+inline constexpr const char* kDefaultConfigFile = "/etc/ascend-docker-runtime.d/config.yaml";
+inline constexpr const char* kDefaultLogDir = "/var/log/ascend-docker-runtime";
+inline constexpr const char* kHookName = "ascend-docker-hook";
+
+struct Config {
+  std::string config_file;     // the file this was read from; empty: defaults only
+  std::string host_root = "/";  // where the (emulated) host's /dev and driver tree live
+  std::string runtime_path = "runc";  // the low-level runtime; a bare name is looked up in PATH
+  std::string hook_path;        // absolute path of ascend-docker-hook
+  std::string mount_list_dir;   // folder of <name>.list files
+  std::string log_file;         // size-capped rotating log; empty: stderr only
+  std::string log_level = "info";
+};
+
+// Where the defaults come from, so that tests can point them elsewhere.
+struct ConfigDefaults {
+  std::string exe_dir;      // the calling executable's folder (self_exe_dir())
+  std::string log_name;     // "runtime-run.log", "hook-run.log"; empty: no log file
+  std::string config_dir = kDefaultConfigDir;
+};
+
+// The folder of /proc/self/exe.
+std::string self_exe_dir();
+
+// Reads `path` (or, when empty, the default config file if it exists) over the defaults. Unknown keys, wrong
+// types and relative paths are errors naming the file and the key.
+//   host-root, runtime-path, hook-path, mount-list-dir, log-file, log-level
+Result<Config> load_config(const std::string& path, const ConfigDefaults& defaults);
+
+}  // namespace ascend::hook

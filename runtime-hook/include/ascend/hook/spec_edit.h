@@ -1,0 +1,46 @@
+// The edit the shim makes to a container's config.json when it requests devices: the device nodes (with an
+// allow rule each in the device cgroup), the prestart hook (and, for a dynamic vNPU, the poststop hook that
+// destroys it) with an explicit minimal environment, and the environment changes. Pure: text in, text out.
+// A container that requests nothing is never edited (the shim does not call this), so its config.json stays
+// byte for byte. Thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ascend/common/error.h"
+#include "ascend/hook/plan.h"
+
+namespace ascend::hook {
+
+// The whole environment a hook runs with. Nothing comes from the image or the engine: an inherited
+// LD_PRELOAD or PATH would let the image run code in the privileged hook (CVE-2025-23266).
+inline constexpr const char* kHookPathEnv = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+struct HookCommand {
+  std::string path;               // absolute
+  std::vector<std::string> args;  // argv, argv[0] included
+  std::vector<std::string> env{kHookPathEnv};
+  std::optional<int> timeout;     // seconds
+
+  bool operator==(const HookCommand&) const = default;
+};
+
+struct SpecEdit {
+  std::vector<DeviceEntry> devices;  // linux.devices, and an "allow c M:m rwm" rule each
+  std::vector<HookCommand> prestart;
+  std::vector<HookCommand> poststop;
+  std::vector<std::string> drop_env;  // keys whose entries leave process.env
+  std::vector<std::string> add_env;   // "KEY=VALUE", appended after every earlier entry of KEY is dropped
+};
+
+// The edit for `plan`: its devices and env, and `prestart`.
+SpecEdit make_spec_edit(const InjectionPlan& plan, const HookCommand& prestart);
+
+// Applies `edit` to a config.json text and returns the new text (compact JSON, key order kept). Idempotent:
+// a device, rule or hook that is already there is not added twice.
+Result<std::string> apply_spec_edit(std::string_view spec_text, const SpecEdit& edit);
+
+}  // namespace ascend::hook

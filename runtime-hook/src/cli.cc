@@ -1,0 +1,46 @@
+#include "ascend/hook/cli.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "ascend/common/fs.h"
+#include "ascend/common/log.h"
+
+namespace ascend::hook {
+
+void setup_binary_logging(const Config& config) {
+  LogOptions opts;
+  opts.level = config.log_level;
+  opts.also_stderr = false;
+  bool writable = false;
+  if (!config.log_file.empty()) {
+    auto slash = config.log_file.rfind('/');
+    if (slash != std::string::npos && slash > 0) (void)make_dirs(config.log_file.substr(0, slash), 0750);
+    int fd = ::open(config.log_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    if (fd >= 0) {
+      writable = true;
+      ::close(fd);
+    }
+  }
+  if (writable) {
+    opts.file = config.log_file;
+  } else {
+    opts.level = "off";
+  }
+  if (!setup_logging(opts)) {
+    opts.level = "info";
+    (void)setup_logging(opts);
+  }
+}
+
+int report_failure(const std::string& program, const Error& e) {
+  std::fprintf(stderr, "%s: %s\n", program.c_str(), e.message().c_str());
+  spdlog::error("{}", e.message());
+  spdlog::default_logger()->flush();
+  return 1;
+}
+
+}  // namespace ascend::hook

@@ -1,0 +1,88 @@
+#include "ascend/hook/config.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "ascend/npu/yaml_json.h"
+
+namespace ascend::hook {
+
+namespace {
+
+bool is_dir(const std::string& p) {
+  struct stat st{};
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool is_file(const std::string& p) {
+  struct stat st{};
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+}  // namespace
+
+std::string self_exe_dir() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  std::string p(buf, static_cast<std::size_t>(n));
+  auto slash = p.rfind('/');
+  return slash == 0 ? "/" : p.substr(0, slash);
+}
+
+Result<Config> load_config(const std::string& path, const ConfigDefaults& defaults) {
+  Config c;
+  c.hook_path = defaults.exe_dir + "/" + kHookName;
+  // The installed lists live in the config folder; a build tree has them next to the binaries.
+  c.mount_list_dir = is_dir(defaults.config_dir) ? defaults.config_dir : defaults.exe_dir;
+  if (!defaults.log_name.empty()) c.log_file = std::string(kDefaultLogDir) + "/" + defaults.log_name;
+
+  std::string file = path;
+  if (file.empty()) {
+    std::string def = defaults.config_dir + "/config.yaml";
+    if (!is_file(def)) return c;
+    file = def;
+  }
+  ASCEND_ASSIGN(nlohmann::json doc, npu::load_yaml_file(file), "config");
+  c.config_file = file;
+  if (doc.is_null()) return c;  // an empty file: all defaults
+  if (!doc.is_object()) return Error::invalid("config " + file + ": expected a mapping of keys to values");
+
+  struct Key {
+    const char* name;
+    std::string* field;
+    bool absolute;  // must be an absolute path
+  };
+  const Key keys[] = {{"host-root", &c.host_root, true},       {"runtime-path", &c.runtime_path, false},
+                      {"hook-path", &c.hook_path, true},       {"mount-list-dir", &c.mount_list_dir, true},
+                      {"log-file", &c.log_file, false},        {"log-level", &c.log_level, false}};
+  for (const auto& [k, v] : doc.items()) {
+    const Key* key = nullptr;
+    for (const auto& candidate : keys) {
+      if (k == candidate.name) key = &candidate;
+    }
+    if (key == nullptr) {
+      return Error::invalid("config " + file + ": unknown key '" + k +
+                            "' (known: host-root, runtime-path, hook-path, mount-list-dir, log-file, log-level)");
+    }
+    if (k == "log-file" && v.is_null()) {  // "log-file:" with no value: no log file
+      c.log_file.clear();
+      continue;
+    }
+    if (!v.is_string()) return Error::invalid("config " + file + ": '" + k + "' must be a string");
+    std::string value = v.get<std::string>();
+    if (key->absolute && (value.empty() || value[0] != '/')) {
+      return Error::invalid("config " + file + ": '" + k + "' must be an absolute path, not '" + value + "'");
+    }
+    if (k == "log-file" && !value.empty() && value[0] != '/') {
+      return Error::invalid("config " + file + ": 'log-file' must be an absolute path or empty");
+    }
+    if (k == "runtime-path" && value.empty()) return Error::invalid("config " + file + ": 'runtime-path' is empty");
+    *key->field = value;
+  }
+  return c;
+}
+
+}  // namespace ascend::hook

@@ -1,0 +1,94 @@
+#include "ascend/hook/hook.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "ascend/common/fs.h"
+#include "ascend/hook/executor.h"
+#include "ascend/hook/oci.h"
+#include "ascend/hook/plan.h"
+#include "ascend/hook/request.h"
+#include "ascend/npu/emulator.h"
+
+namespace ascend::hook {
+
+namespace {
+
+// The planned nodes the runtime was not told to create (no matching linux.devices entry): the hook was
+// registered without the shim and must make them itself.
+std::vector<DeviceEntry> missing_nodes(const nlohmann::ordered_json& spec, const std::vector<DeviceEntry>& planned) {
+  std::vector<DeviceEntry> out;
+  const nlohmann::ordered_json* devices = nullptr;
+  if (auto l = spec.find("linux"); l != spec.end() && l->is_object()) {
+    if (auto d = l->find("devices"); d != l->end() && d->is_array()) devices = &*d;
+  }
+  for (const auto& p : planned) {
+    bool present = devices != nullptr && std::any_of(devices->begin(), devices->end(), [&](const auto& e) {
+                     return e.is_object() && e.value("path", "") == p.path && e.value("major", -1) == p.major &&
+                            e.value("minor", -1) == p.minor;
+                   });
+    if (!present) out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace
+
+Status run_prestart(std::string_view oci_state, const Config& config, const PrestartOptions& opts) {
+  ASCEND_ASSIGN(OciState state, parse_oci_state(oci_state), "");
+  if (state.pid <= 0) return Error::invalid("OCI state of " + state.id + " has no pid; is this a prestart hook?");
+  std::string spec_path = state.bundle + "/config.json";
+  ASCEND_ASSIGN(std::string text, read_file(spec_path, kMaxSpecBytes), "read the container's spec");
+  ASCEND_ASSIGN(nlohmann::ordered_json spec, parse_spec(text), spec_path);
+  ASCEND_ASSIGN(std::vector<std::string> env, spec_env(spec), spec_path);
+  if (!requests_devices(env)) {
+    spdlog::debug("container {} requests no NPU", state.id);
+    return {};
+  }
+
+  npu::Emulator dq(config.host_root);
+  ASCEND_ASSIGN(npu::HostState host, dq.snapshot(), "read the NPU host");
+  ASCEND_ASSIGN(std::optional<Request> request, parse_request(env, host), "");
+  if (!request) return {};
+  if (!request->vnpu_template.empty()) {
+    return Error::invalid(std::string(kEnvVnpuSpecs) +
+                          " needs ascend-docker-runtime as the container runtime: the bare hook cannot create vNPUs");
+  }
+  std::vector<MountList> lists;
+  if (!request->nodrv) {
+    ASCEND_ASSIGN(lists, load_mount_lists(config.mount_list_dir, request->mount_lists), kEnvRuntimeMounts);
+  }
+  InjectionPlan plan = make_plan(*request, host, lists);
+  ASCEND_ASSIGN(plan.devices, check_host_devices(plan.devices, dq), "");
+
+  ExecTarget target;
+  target.pid = state.pid;
+  ASCEND_ASSIGN(target.rootfs, spec_rootfs(spec, state.bundle), spec_path);
+  target.create_nodes = missing_nodes(spec, plan.devices);
+  target.legacy_mounts = opts.legacy_mounts;
+  if (!target.create_nodes.empty()) {
+    spdlog::info("container {}: {} device nodes not in the spec, creating them (hook without the shim)", state.id,
+                 target.create_nodes.size());
+  }
+  return execute(plan, dq, target).context("container " + state.id);
+}
+
+Status run_poststop(std::string_view oci_state, const Config& config, int destroy_vnpu) {
+  std::string id = "?";
+  if (auto st = parse_oci_state(oci_state); st.ok()) id = st->id;
+  npu::Emulator dq(config.host_root);
+  auto st = dq.destroy_vnpu(destroy_vnpu, std::nullopt);
+  if (!st) {
+    if (st.error().code() == ENOENT) {
+      spdlog::info("container {}: vNPU {} already gone", id, destroy_vnpu);
+      return {};
+    }
+    return st.error().context("container " + id);
+  }
+  spdlog::info("container {}: destroyed vNPU {}", id, destroy_vnpu);
+  return {};
+}
+
+}  // namespace ascend::hook

@@ -1,0 +1,226 @@
+#include "ascend/hook/shim.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "ascend/common/fs.h"
+#include "ascend/hook/executor.h"
+#include "ascend/hook/oci.h"
+#include "ascend/hook/request.h"
+#include "ascend/hook/spec_edit.h"
+#include "ascend/npu/emulator.h"
+
+namespace ascend::hook {
+
+namespace {
+
+// runc's global options that take a value.
+bool global_takes_value(const std::string& opt) {
+  return opt == "--root" || opt == "--log" || opt == "--log-format" || opt == "--criu" || opt == "--rootless";
+}
+
+std::string current_dir() {
+  char buf[4096];
+  if (::getcwd(buf, sizeof buf) == nullptr) return ".";
+  return buf;
+}
+
+// Destroys a vNPU made for a container unless the container's spec was written.
+class VnpuGuard {
+ public:
+  VnpuGuard(npu::DeviceQuery& dq, int id) : dq_(dq), id_(id) {}
+  VnpuGuard(const VnpuGuard&) = delete;
+  VnpuGuard& operator=(const VnpuGuard&) = delete;
+  ~VnpuGuard() {
+    if (id_ < 0) return;
+    if (auto st = dq_.destroy_vnpu(id_, std::nullopt); !st) {
+      spdlog::error("could not destroy vNPU {} after a failure: {}", id_, st.error().message());
+    }
+  }
+  void dismiss() { id_ = -1; }
+
+ private:
+  npu::DeviceQuery& dq_;
+  int id_;
+};
+
+}  // namespace
+
+Result<RuntimeArgs> parse_runtime_args(const std::vector<std::string>& args) {
+  RuntimeArgs r;
+  std::size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.empty() || a[0] != '-') break;  // the verb
+    if (a == "--config" || a.rfind("--config=", 0) == 0) {
+      if (a == "--config") {
+        if (i + 1 >= args.size()) return Error::invalid("--config needs a file");
+        r.config = args[++i];
+      } else {
+        r.config = a.substr(9);
+      }
+      continue;
+    }
+    r.runtime_args.push_back(a);
+    auto eq = a.find('=');
+    std::string name = a.substr(0, eq);
+    if (global_takes_value(name)) {
+      std::string value;
+      if (eq != std::string::npos) {
+        value = a.substr(eq + 1);
+      } else if (i + 1 < args.size()) {
+        value = args[++i];
+        r.runtime_args.push_back(value);
+      }
+      if (name == "--log") r.log_file = value;
+      if (name == "--log-format") r.log_format = value;
+    }
+  }
+  if (i < args.size()) r.verb = args[i];
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    r.runtime_args.push_back(a);
+    if (a == "--") {
+      for (++i; i < args.size(); ++i) r.runtime_args.push_back(args[i]);
+      break;
+    }
+    if ((r.verb == "create" || r.verb == "run") && (a == "--bundle" || a == "-b") && i + 1 < args.size()) {
+      r.bundle = args[i + 1];
+    } else if (a.rfind("--bundle=", 0) == 0) {
+      r.bundle = a.substr(9);
+    } else if (a.rfind("-b=", 0) == 0) {
+      r.bundle = a.substr(3);
+    }
+  }
+  return r;
+}
+
+Result<bool> prepare_bundle(const RuntimeArgs& args, const Config& config) {
+  std::string bundle = args.bundle.empty() ? current_dir() : args.bundle;
+  if (bundle[0] != '/') bundle = current_dir() + "/" + bundle;
+  std::string spec_path = bundle + "/config.json";
+  ASCEND_ASSIGN(std::string text, read_file(spec_path, kMaxSpecBytes), "read the container's spec");
+  ASCEND_ASSIGN(nlohmann::ordered_json spec, parse_spec(text), spec_path);
+  ASCEND_ASSIGN(std::vector<std::string> env, spec_env(spec), spec_path);
+  if (!requests_devices(env)) return false;  // not ours: config.json stays byte for byte
+
+  npu::Emulator dq(config.host_root);
+  ASCEND_ASSIGN(npu::HostState host, dq.snapshot(), "read the NPU host");
+  ASCEND_ASSIGN(std::optional<Request> parsed, parse_request(env, host), "");
+  if (!parsed) return false;
+  Request request = std::move(*parsed);
+
+  std::optional<npu::Vnpu> vnpu;
+  std::optional<VnpuGuard> guard;
+  if (!request.vnpu_template.empty()) {
+    ASCEND_ASSIGN(vnpu, dq.create_vnpu(request.ids[0], request.vnpu_template, std::nullopt),
+                  std::string(kEnvVnpuSpecs) + "=" + request.vnpu_template);
+    guard.emplace(dq, vnpu->id);
+    spdlog::info("created vNPU {} ({}) on device {}", vnpu->id, request.vnpu_template, request.ids[0]);
+    ASCEND_ASSIGN(host, dq.snapshot(), "read the NPU host");
+    request.ids = {vnpu->id};
+    request.is_virtual = true;
+    request.vnpu_template.clear();
+  }
+
+  std::vector<MountList> lists;
+  if (!request.nodrv) {
+    ASCEND_ASSIGN(lists, load_mount_lists(config.mount_list_dir, request.mount_lists), kEnvRuntimeMounts);
+  }
+  InjectionPlan plan = make_plan(request, host, lists);
+  ASCEND_ASSIGN(plan.devices, check_host_devices(plan.devices, dq), "");
+  if (::access(config.hook_path.c_str(), X_OK) != 0) {
+    return Error::from_errno(errno, "hook " + config.hook_path + " (set hook-path in the config)");
+  }
+
+  HookCommand prestart;
+  prestart.path = config.hook_path;
+  prestart.args = {kHookName};
+  if (!config.config_file.empty()) prestart.args.insert(prestart.args.end(), {"--config", config.config_file});
+  HookCommand poststop = prestart;
+  prestart.args.emplace_back("prestart");
+  SpecEdit edit = make_spec_edit(plan, prestart);
+  if (vnpu) {
+    poststop.args.insert(poststop.args.end(), {"poststop", "--destroy-vnpu", std::to_string(vnpu->id)});
+    edit.poststop.push_back(poststop);
+    edit.drop_env.emplace_back(kEnvVnpuSpecs);
+    edit.add_env.push_back(std::string(kEnvVisibleDevices) + "=" + std::to_string(vnpu->id));
+    edit.add_env.push_back(std::string(kEnvRuntimeOptions) + "=VIRTUAL" + (request.nodrv ? ",NODRV" : ""));
+  }
+  ASCEND_ASSIGN(std::string edited, apply_spec_edit(text, edit), spec_path);
+  ASCEND_CHECK(atomic_replace(spec_path, edited), "write the container's spec");
+  if (guard) guard->dismiss();  // from here on the poststop hook owns the vNPU
+  spdlog::info("bundle {}: {}", bundle, describe(plan));
+  return true;
+}
+
+Result<std::string> find_runtime(const std::string& runtime_path) {
+  if (runtime_path.find('/') != std::string::npos) {
+    if (::access(runtime_path.c_str(), X_OK) != 0) return Error::from_errno(errno, "runtime " + runtime_path);
+    return runtime_path;
+  }
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  std::string me = n > 0 ? std::string(self, static_cast<std::size_t>(n)) : "";
+  const char* path_env = std::getenv("PATH");
+  std::string path = path_env != nullptr ? path_env : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t colon = path.find(':', start);
+    std::string dir = path.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    start = colon == std::string::npos ? path.size() + 1 : colon + 1;
+    if (dir.empty()) continue;
+    std::string cand = dir + "/" + runtime_path;
+    if (::access(cand.c_str(), X_OK) != 0) continue;
+    char real[4096];
+    if (::realpath(cand.c_str(), real) != nullptr && me == real) continue;  // never exec ourselves
+    return cand;
+  }
+  return Error::not_found("runtime '" + runtime_path + "' not found in PATH (set runtime-path in the config)");
+}
+
+Error run_shim(const RuntimeArgs& args, const Config& config) {
+  if (args.verb == "create" || args.verb == "run") {
+    auto changed = prepare_bundle(args, config);
+    if (!changed) return changed.error();
+  }
+  auto runtime = find_runtime(config.runtime_path);
+  if (!runtime) return runtime.error();
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(config.runtime_path.c_str()));
+  for (const auto& a : args.runtime_args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  spdlog::default_logger()->flush();
+  ::execv(runtime->c_str(), argv.data());
+  return Error::from_errno(errno, "exec " + *runtime);
+}
+
+void report_to_runtime_log(const RuntimeArgs& args, const std::string& message) {
+  if (args.log_file.empty()) return;
+  std::string line;
+  if (args.log_format == "json") {
+    char ts[64];
+    std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    ::gmtime_r(&now, &tm);
+    std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    line = nlohmann::json{{"level", "error"}, {"msg", message}, {"time", ts}}.dump() + "\n";
+  } else {
+    line = "level=error msg=\"" + message + "\"\n";
+  }
+  int fd = ::open(args.log_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  ssize_t w = ::write(fd, line.data(), line.size());
+  (void)w;
+  ::close(fd);
+}
+
+}  // namespace ascend::hook

@@ -1,0 +1,100 @@
+#include "ascend/hook/spec_edit.h"
+
+#include <algorithm>
+
+#include "ascend/hook/oci.h"
+
+namespace ascend::hook {
+
+using nlohmann::ordered_json;
+
+namespace {
+
+std::string env_key(const std::string& entry) { return entry.substr(0, entry.find('=')); }
+
+// obj[key] as an object/array, created when missing; an error when it exists with another type.
+Result<ordered_json*> child(ordered_json& obj, const char* key, bool array, const std::string& where) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) {
+    obj[key] = array ? ordered_json::array() : ordered_json::object();
+    return &obj[key];
+  }
+  if (array ? !it->is_array() : !it->is_object()) {
+    return Error::invalid("config.json " + where + key + " is not " + (array ? "a list" : "an object"));
+  }
+  return &*it;
+}
+
+ordered_json hook_json(const HookCommand& h) {
+  ordered_json j = {{"path", h.path}, {"args", h.args}, {"env", h.env}};
+  if (h.timeout) j["timeout"] = *h.timeout;
+  return j;
+}
+
+Status add_hooks(ordered_json& hooks, const char* stage, const std::vector<HookCommand>& cmds) {
+  if (cmds.empty()) return {};
+  ASCEND_ASSIGN(ordered_json * list, child(hooks, stage, true, "hooks."), "");
+  for (const auto& h : cmds) {
+    ordered_json j = hook_json(h);
+    bool present = std::any_of(list->begin(), list->end(), [&](const ordered_json& e) {
+      return e.is_object() && e.value("path", "") == h.path && e.contains("args") && e["args"] == j["args"];
+    });
+    if (!present) list->push_back(std::move(j));
+  }
+  return {};
+}
+
+}  // namespace
+
+SpecEdit make_spec_edit(const InjectionPlan& plan, const HookCommand& prestart) {
+  SpecEdit e;
+  e.devices = plan.devices;
+  e.prestart.push_back(prestart);
+  e.add_env = plan.env;
+  return e;
+}
+
+Result<std::string> apply_spec_edit(std::string_view spec_text, const SpecEdit& edit) {
+  ASCEND_ASSIGN(ordered_json spec, parse_spec(spec_text), "");
+
+  if (!edit.drop_env.empty() || !edit.add_env.empty()) {
+    ASCEND_ASSIGN(std::vector<std::string> env, spec_env(spec), "");
+    std::vector<std::string> drop = edit.drop_env;
+    for (const auto& e : edit.add_env) drop.push_back(env_key(e));
+    std::erase_if(env, [&](const std::string& e) {
+      return std::find(drop.begin(), drop.end(), env_key(e)) != drop.end();
+    });
+    env.insert(env.end(), edit.add_env.begin(), edit.add_env.end());
+    ASCEND_ASSIGN(ordered_json * process, child(spec, "process", false, ""), "");
+    (*process)["env"] = env;
+  }
+
+  if (!edit.devices.empty()) {
+    ASCEND_ASSIGN(ordered_json * linux_, child(spec, "linux", false, ""), "");
+    ASCEND_ASSIGN(ordered_json * devices, child(*linux_, "devices", true, "linux."), "");
+    ASCEND_ASSIGN(ordered_json * resources, child(*linux_, "resources", false, "linux."), "");
+    ASCEND_ASSIGN(ordered_json * rules, child(*resources, "devices", true, "linux.resources."), "");
+    for (const auto& d : edit.devices) {
+      ordered_json node = {{"path", d.path}, {"type", "c"},   {"major", d.major}, {"minor", d.minor},
+                           {"fileMode", d.mode}, {"uid", 0}, {"gid", 0}};
+      auto same = std::find_if(devices->begin(), devices->end(),
+                               [&](const ordered_json& e) { return e.is_object() && e.value("path", "") == d.path; });
+      if (same != devices->end()) {
+        *same = std::move(node);
+      } else {
+        devices->push_back(std::move(node));
+      }
+      ordered_json rule = {{"allow", true}, {"type", "c"}, {"major", d.major}, {"minor", d.minor}, {"access", "rwm"}};
+      if (std::find(rules->begin(), rules->end(), rule) == rules->end()) rules->push_back(std::move(rule));
+    }
+  }
+
+  if (!edit.prestart.empty() || !edit.poststop.empty()) {
+    ASCEND_ASSIGN(ordered_json * hooks, child(spec, "hooks", false, ""), "");
+    ASCEND_CHECK(add_hooks(*hooks, "prestart", edit.prestart), "");
+    ASCEND_CHECK(add_hooks(*hooks, "poststop", edit.poststop), "");
+  }
+  return spec.dump();
+}
+
+}  // namespace ascend::hook
