@@ -1,0 +1,54 @@
+// The plugin's configuration: command-line flags, optionally layered over a YAML file whose keys are the
+// flag names without the leading dashes (`kubelet-socket-dir: /var/lib/kubelet/device-plugins`). Plain
+// value; pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "ascend/common/error.h"
+
+namespace ascend::plugin {
+
+// What Allocate answers with.
+enum class AllocateMode {
+  kRuntime,     // ASCEND_VISIBLE_DEVICES (+ marker mounts): the Ascend runtime/hook injects the devices
+  kDeviceSpec,  // DeviceSpecs and driver Mounts: works with no Ascend runtime at all
+  kCdi,         // CDI device names huawei.com/npu=<id>: a CDI-aware runtime injects the devices
+};
+std::string_view to_string(AllocateMode m);
+Result<AllocateMode> parse_allocate_mode(std::string_view s);  // runtime | device-spec | cdi
+
+enum class VnpuMode {
+  kOff,      // whole chips only
+  kStatic,   // vNPUs that already exist are advertised, one resource per template
+  kDynamic,  // AICore units (huawei.com/npu-core); the runtime creates the vNPU at container start
+};
+std::string_view to_string(VnpuMode m);
+Result<VnpuMode> parse_vnpu_mode(std::string_view s);  // off | static | dynamic
+
+inline constexpr const char* kDefaultSocketDir = "/var/lib/kubelet/device-plugins";
+inline constexpr const char* kDefaultPodResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock";
+
+struct Config {
+  std::string kubelet_socket_dir = kDefaultSocketDir;
+  std::string host_root;      // empty: $ASCEND_SIM_ROOT, else "/"
+  std::string resource_name;  // empty: the chip's (huawei.com/Ascend910, huawei.com/Ascend310P)
+  AllocateMode allocate_mode = AllocateMode::kRuntime;
+  VnpuMode vnpu = VnpuMode::kOff;
+  std::string metrics_addr;  // "host:port"; empty: no /metrics
+  // The kubelet's pod-resources socket, used in dynamic vNPU mode to learn which promises ended; empty or
+  // absent: promises end only when the kubelet hands their ids out again.
+  std::string pod_resources_socket = kDefaultPodResourcesSocket;
+  std::string log_level = "info";
+  std::string log_file;
+};
+
+// Reads a YAML config file over `base`: keys present in the file replace base's values. Unknown keys and
+// bad values are errors naming the file and the key.
+Result<Config> load_config_file(const std::string& path, Config base);
+
+// Checks combinations that cannot work (dynamic vNPU needs runtime mode; cdi mode has no vNPU names).
+Status validate(const Config& c);
+
+}  // namespace ascend::plugin

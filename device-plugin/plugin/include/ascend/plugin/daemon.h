@@ -1,0 +1,57 @@
+// ascend-device-plugin's main loop: serves every resource, registers each with the kubelet (waiting for
+// the kubelet when it is not there yet), follows kubelet restarts, and on stop deregisters by removing its
+// sockets.
+//
+// A kubelet restart deletes every socket in the device-plugins folder and creates a new kubelet.sock. The
+// loop watches the folder with inotify (and re-checks on a 100 ms tick): a deleted plugin socket is served
+// again, a new kubelet.sock triggers registration of every resource.
+//
+// run() is called from one thread; stop() from any thread or from a signal handler.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ascend/common/error.h"
+#include "ascend/common/unique_fd.h"
+#include "ascend/npu/device_query.h"
+#include "ascend/plugin/config.h"
+
+namespace ascend::plugin {
+
+class Plugin;
+class Metrics;
+class MetricsServer;
+class Endpoint;
+
+class Daemon {
+ public:
+  // Reads the devices, plans the resources and (with --metrics-addr) starts serving /metrics.
+  static Result<std::unique_ptr<Daemon>> create(Config cfg, npu::DeviceQuery& query);
+  ~Daemon();
+
+  // Runs until stop(). Fails only when a socket cannot be served at all.
+  Status run();
+  // Async-signal-safe.
+  void stop();
+
+  Plugin& plugin() { return *plugin_; }
+  int registrations() const { return registrations_.load(); }
+  int metrics_port() const;
+
+ private:
+  Daemon() = default;
+  void reconcile_pod_resources();
+
+  Config cfg_;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<MetricsServer> metrics_server_;
+  std::unique_ptr<Plugin> plugin_;
+  std::vector<std::unique_ptr<Endpoint>> endpoints_;
+  UniqueFd stop_fd_;
+  std::atomic<int> registrations_{0};
+};
+
+}  // namespace ascend::plugin

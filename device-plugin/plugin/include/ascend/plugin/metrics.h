@@ -1,0 +1,57 @@
+// The plugin's Prometheus metrics (prometheus-cpp) and the /metrics HTTP endpoint.
+//
+//   ascend_npu_healthy{device}                     1 Healthy, 0 Unhealthy (the kubelet's view)
+//   ascend_npu_health_level{device}                0 OK, 1 Warning, 2 Alarm, 3 Critical
+//   ascend_npu_hbm_total_bytes / _used_bytes{device}
+//   ascend_npu_aicore_count{device}
+//   ascend_npu_temperature_celsius{device}
+//   ascend_device_plugin_allocate_requests_total{resource}
+//   ascend_device_plugin_allocate_errors_total{resource}
+//   ascend_device_plugin_allocate_duration_seconds{resource}   histogram
+//
+// Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "ascend/common/error.h"
+#include "ascend/npu/state.h"
+
+namespace ascend::plugin {
+
+class Metrics {
+ public:
+  Metrics();
+  ~Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  void update_chips(const npu::HostState& host);
+  void observe_allocate(const std::string& resource, std::chrono::nanoseconds took, bool ok);
+
+  struct Impl;
+  Impl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Serves `metrics` at http://<addr>/metrics until destroyed.
+class MetricsServer {
+ public:
+  // `addr` is "host:port" or ":port"; port 0 picks a free port (see port()).
+  static Result<std::unique_ptr<MetricsServer>> start(const std::string& addr, const Metrics& metrics);
+  ~MetricsServer();
+  int port() const { return port_; }
+
+  struct Impl;
+
+ private:
+  MetricsServer() = default;
+  std::unique_ptr<Impl> impl_;
+  int port_ = 0;
+};
+
+}  // namespace ascend::plugin

@@ -1,0 +1,92 @@
+// The plugin's state, shared by every resource it serves: the latest device-query snapshot, the dynamic
+// vNPU ledger and a version that changes whenever what any resource advertises may have changed. The gRPC
+// services (service.h) are thin wrappers over it.
+//
+// Thread-safe: every method may be called from any thread (gRPC handler threads, the device-query watcher
+// thread, the daemon's loop).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ascend/common/error.h"
+#include "ascend/npu/device_query.h"
+#include "ascend/plugin/allocate.h"
+#include "ascend/plugin/config.h"
+#include "ascend/plugin/inventory.h"
+#include "ascend/plugin/ledger.h"
+
+namespace ascend::plugin {
+
+class Metrics;
+
+struct PreferredRequest {
+  std::vector<std::string> available;
+  std::vector<std::string> must_include;
+  int size = 0;
+};
+
+class Plugin {
+ public:
+  // Takes the first snapshot and plans the resources. `query` and `metrics` (may be null) must outlive
+  // the plugin.
+  static Result<std::unique_ptr<Plugin>> create(npu::DeviceQuery& query, Config cfg, Metrics* metrics);
+  ~Plugin();
+
+  // Subscribes to device-query changes (health, vNPUs). Until then the first snapshot is used.
+  Status watch();
+
+  const Config& config() const { return cfg_; }
+  const std::vector<ResourceSpec>& resources() const { return resources_; }
+  const npu::DeviceQuery& query() const { return query_; }
+
+  // The advertised devices of `res` (withheld ones left out) and the version they belong to.
+  struct Listing {
+    std::uint64_t version = 0;
+    std::vector<DeviceEntry> devices;
+  };
+  Listing list(const ResourceSpec& res) const;
+  // Waits until the version differs from `seen`, `timeout` passes or wake_all() is called.
+  void wait_change(std::uint64_t seen, std::chrono::milliseconds timeout) const;
+  void wake_all() const;
+
+  Result<std::vector<std::vector<std::string>>> preferred(
+      const ResourceSpec& res, const std::vector<PreferredRequest>& requests) const;
+  Result<std::vector<ContainerAllocation>> allocate(const ResourceSpec& res,
+                                                    const std::vector<std::vector<std::string>>& requests);
+
+  // A new snapshot (the device-query subscription calls this).
+  void on_host_change(const npu::HostState& host);
+  // Ends dynamic-vNPU promises the kubelet no longer lists (resource name -> device ids in use).
+  int reconcile(const std::map<std::string, std::set<std::string>>& in_use, std::chrono::seconds grace);
+
+  npu::HostState host() const;
+  Ledger ledger() const;
+
+ private:
+  Plugin(npu::DeviceQuery& query, Config cfg, Metrics* metrics, npu::HostState host,
+         std::vector<ResourceSpec> resources);
+
+  npu::DeviceQuery& query_;
+  const Config cfg_;
+  Metrics* metrics_;
+  const std::vector<ResourceSpec> resources_;
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  npu::HostState host_;
+  Ledger ledger_;
+  std::uint64_t version_ = 1;
+  mutable std::uint64_t wakeups_ = 0;
+
+  std::unique_ptr<npu::Subscription> subscription_;  // last: stopped first on destruction
+};
+
+}  // namespace ascend::plugin

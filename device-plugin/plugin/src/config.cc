@@ -1,0 +1,132 @@
+#include "ascend/plugin/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <functional>
+#include <map>
+
+namespace ascend::plugin {
+
+std::string_view to_string(AllocateMode m) {
+  switch (m) {
+    case AllocateMode::kRuntime:
+      return "runtime";
+    case AllocateMode::kDeviceSpec:
+      return "device-spec";
+    case AllocateMode::kCdi:
+      return "cdi";
+  }
+  return "?";
+}
+
+Result<AllocateMode> parse_allocate_mode(std::string_view s) {
+  if (s == "runtime") return AllocateMode::kRuntime;
+  if (s == "device-spec") return AllocateMode::kDeviceSpec;
+  if (s == "cdi") return AllocateMode::kCdi;
+  return Error::invalid("unknown allocate mode '" + std::string(s) + "' (valid: runtime, device-spec, cdi)");
+}
+
+std::string_view to_string(VnpuMode m) {
+  switch (m) {
+    case VnpuMode::kOff:
+      return "off";
+    case VnpuMode::kStatic:
+      return "static";
+    case VnpuMode::kDynamic:
+      return "dynamic";
+  }
+  return "?";
+}
+
+Result<VnpuMode> parse_vnpu_mode(std::string_view s) {
+  if (s == "off") return VnpuMode::kOff;
+  if (s == "static") return VnpuMode::kStatic;
+  if (s == "dynamic") return VnpuMode::kDynamic;
+  return Error::invalid("unknown vnpu mode '" + std::string(s) + "' (valid: off, static, dynamic)");
+}
+
+Result<Config> load_config_file(const std::string& path, Config base) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    return Error::not_found("config file " + path + " cannot be read");
+  } catch (const YAML::Exception& e) {
+    return Error::invalid("config file " + path + ": " + e.what());
+  }
+  if (root.IsNull()) return base;
+  if (!root.IsMap())
+    return Error::invalid("config file " + path + ": expected a mapping of flag names to values");
+
+  using Setter = std::function<Status(const std::string&)>;
+  auto str = [](std::string& field) -> Setter {
+    return [&field](const std::string& v) -> Status {
+      field = v;
+      return {};
+    };
+  };
+  const std::map<std::string, Setter> setters = {
+      {"kubelet-socket-dir", str(base.kubelet_socket_dir)},
+      {"host-root", str(base.host_root)},
+      {"resource-name", str(base.resource_name)},
+      {"metrics-addr", str(base.metrics_addr)},
+      {"pod-resources-socket", str(base.pod_resources_socket)},
+      {"log-level", str(base.log_level)},
+      {"log-file", str(base.log_file)},
+      {"allocate-mode",
+       [&base](const std::string& v) -> Status {
+         ASCEND_ASSIGN(base.allocate_mode, parse_allocate_mode(v), "");
+         return {};
+       }},
+      {"vnpu",
+       [&base](const std::string& v) -> Status {
+         ASCEND_ASSIGN(base.vnpu, parse_vnpu_mode(v), "");
+         return {};
+       }},
+  };
+  for (const auto& kv : root) {
+    std::string key;
+    try {
+      key = kv.first.as<std::string>();
+    } catch (const YAML::Exception&) {
+      return Error::invalid("config file " + path + ": a key is not a string");
+    }
+    auto it = setters.find(key);
+    if (it == setters.end()) {
+      std::string valid;
+      for (const auto& s : setters) valid += (valid.empty() ? "" : ", ") + s.first;
+      return Error::invalid("config file " + path + ": unknown key '" + key + "' (valid: " + valid + ")");
+    }
+    if (!kv.second.IsScalar())
+      return Error::invalid("config file " + path + ": '" + key + "' must be a string");
+    ASCEND_CHECK(it->second(kv.second.as<std::string>()), "config file " + path + ": '" + key + "'");
+  }
+  return base;
+}
+
+Status validate(const Config& c) {
+  if (c.kubelet_socket_dir.empty() || c.kubelet_socket_dir.front() != '/') {
+    return Error::invalid("--kubelet-socket-dir must be an absolute path (got '" + c.kubelet_socket_dir +
+                          "')");
+  }
+  if (!c.resource_name.empty()) {
+    auto slash = c.resource_name.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == c.resource_name.size() ||
+        c.resource_name.find('/', slash + 1) != std::string::npos) {
+      return Error::invalid("--resource-name must look like vendor-domain/name (got '" + c.resource_name +
+                            "')");
+    }
+  }
+  if (c.vnpu == VnpuMode::kDynamic && c.allocate_mode != AllocateMode::kRuntime) {
+    return Error::invalid(
+        "--vnpu=dynamic needs --allocate-mode=runtime (the Ascend runtime creates the vNPU at container "
+        "start)");
+  }
+  if (c.vnpu == VnpuMode::kStatic && c.allocate_mode == AllocateMode::kCdi) {
+    return Error::invalid(
+        "--vnpu=static does not work with --allocate-mode=cdi (CDI specs name whole chips only)");
+  }
+  return {};
+}
+
+}  // namespace ascend::plugin

@@ -1,0 +1,192 @@
+#include "ascend/plugin/daemon.h"
+
+#include <grpcpp/grpcpp.h>
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "ascend/common/fs.h"
+#include "ascend/plugin/endpoint.h"
+#include "ascend/plugin/grpc_status.h"
+#include "ascend/plugin/metrics.h"
+#include "ascend/plugin/plugin.h"
+#include "podresources/v1/podresources.grpc.pb.h"
+
+namespace ascend::plugin {
+
+namespace {
+
+// Identifies one incarnation of a file: a re-created file differs in inode or ctime.
+struct FileId {
+  bool exists = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  long sec = 0;
+  long nsec = 0;
+  bool operator==(const FileId&) const = default;
+};
+
+FileId file_id(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return {};
+  return {true, st.st_dev, st.st_ino, st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
+}
+
+constexpr auto kTick = std::chrono::milliseconds(100);
+constexpr auto kIdle = std::chrono::milliseconds(1000);
+constexpr auto kRegisterTimeout = std::chrono::milliseconds(1000);
+constexpr auto kReconcileEvery = std::chrono::seconds(5);
+constexpr auto kPromiseGrace = std::chrono::seconds(10);
+
+Result<std::map<std::string, std::set<std::string>>> list_pod_resources(const std::string& socket) {
+  auto channel = grpc::CreateChannel("unix://" + socket, grpc::InsecureChannelCredentials());
+  auto stub = v1::PodResourcesLister::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  v1::ListPodResourcesRequest req;
+  v1::ListPodResourcesResponse resp;
+  grpc::Status s = stub->List(&ctx, req, &resp);
+  if (!s.ok()) return from_grpc_status(s, "list pod resources at " + socket);
+  std::map<std::string, std::set<std::string>> out;
+  for (const auto& pod : resp.pod_resources()) {
+    for (const auto& c : pod.containers()) {
+      for (const auto& d : c.devices())
+        out[d.resource_name()].insert(d.device_ids().begin(), d.device_ids().end());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Daemon>> Daemon::create(Config cfg, npu::DeviceQuery& query) {
+  std::unique_ptr<Daemon> d(new Daemon());
+  d->cfg_ = cfg;
+  d->stop_fd_ = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!d->stop_fd_.valid()) return Error::from_errno(errno, "eventfd");
+  d->metrics_ = std::make_unique<Metrics>();
+  ASCEND_ASSIGN(d->plugin_, Plugin::create(query, std::move(cfg), d->metrics_.get()), "");
+  if (!d->cfg_.metrics_addr.empty()) {
+    ASCEND_ASSIGN(d->metrics_server_, MetricsServer::start(d->cfg_.metrics_addr, *d->metrics_), "");
+    spdlog::info("serving /metrics on port {}", d->metrics_server_->port());
+  }
+  for (const auto& r : d->plugin_->resources()) {
+    d->endpoints_.push_back(
+        std::make_unique<Endpoint>(*d->plugin_, r, d->cfg_.kubelet_socket_dir, d->metrics_.get()));
+  }
+  return d;
+}
+
+Daemon::~Daemon() {
+  endpoints_.clear();
+  plugin_.reset();
+}
+
+int Daemon::metrics_port() const {
+  return metrics_server_ ? metrics_server_->port() : 0;
+}
+
+void Daemon::stop() {
+  std::uint64_t one = 1;
+  // write(2) is async-signal-safe; a full counter still wakes the loop.
+  [[maybe_unused]] auto n = ::write(stop_fd_.get(), &one, sizeof one);
+}
+
+void Daemon::reconcile_pod_resources() {
+  if (cfg_.vnpu != VnpuMode::kDynamic || cfg_.pod_resources_socket.empty()) return;
+  if (!file_id(cfg_.pod_resources_socket).exists) return;
+  auto in_use = list_pod_resources(cfg_.pod_resources_socket);
+  if (!in_use) {
+    spdlog::debug("{}", in_use.error().message());
+    return;
+  }
+  plugin_->reconcile(*in_use, kPromiseGrace);
+}
+
+Status Daemon::run() {
+  const std::string& dir = cfg_.kubelet_socket_dir;
+  const std::string kubelet = dir + (dir.ends_with('/') ? "" : "/") + kKubeletSocketName;
+  ASCEND_CHECK(make_dirs(dir), "create the device-plugins folder");
+  ASCEND_CHECK(plugin_->watch(), "");
+  for (auto& e : endpoints_) ASCEND_CHECK(e->start(), "");
+
+  UniqueFd ino(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  if (!ino.valid() ||
+      ::inotify_add_watch(ino.get(), dir.c_str(), IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM) < 0) {
+    spdlog::warn("cannot watch {} with inotify ({}); noticing kubelet restarts by polling", dir,
+                 std::strerror(errno));
+  }
+
+  std::vector<bool> pending(endpoints_.size(), true);
+  FileId kubelet_id;
+  bool said_waiting = false;
+  auto next_reconcile = std::chrono::steady_clock::now();
+  while (true) {
+    // A kubelet restart deletes our sockets: serve again.
+    for (std::size_t i = 0; i < endpoints_.size(); ++i) {
+      auto& e = *endpoints_[i];
+      if (e.serving() && e.socket_intact()) continue;
+      if (e.serving())
+        spdlog::info("{}: socket {} is gone (kubelet restart?); serving again", e.resource().name,
+                     e.socket_path());
+      e.stop();
+      if (auto st = e.start(); !st) {
+        spdlog::error("{}", st.error().message());
+        continue;
+      }
+      pending[i] = true;
+    }
+    // A new kubelet.sock is a new kubelet: register everything again.
+    auto id = file_id(kubelet);
+    if (id.exists && id != kubelet_id) {
+      if (kubelet_id.exists) spdlog::info("kubelet socket {} was re-created; registering again", kubelet);
+      pending.assign(endpoints_.size(), true);
+    }
+    kubelet_id = id;
+    if (id.exists) {
+      said_waiting = false;
+      for (std::size_t i = 0; i < endpoints_.size(); ++i) {
+        if (!pending[i] || !endpoints_[i]->serving()) continue;
+        if (auto st = endpoints_[i]->register_with(kubelet, kRegisterTimeout); !st) {
+          spdlog::warn("{}; retrying", st.error().message());
+          continue;
+        }
+        pending[i] = false;
+        registrations_++;
+        spdlog::info("{}: registered with the kubelet ({})", endpoints_[i]->resource().name,
+                     endpoints_[i]->resource().socket_name());
+      }
+    } else if (!said_waiting) {
+      spdlog::info("waiting for the kubelet: no {} yet", kubelet);
+      said_waiting = true;
+    }
+    if (std::chrono::steady_clock::now() >= next_reconcile) {
+      reconcile_pod_resources();
+      next_reconcile = std::chrono::steady_clock::now() + kReconcileEvery;
+    }
+
+    bool any_pending = false;
+    for (bool p : pending) any_pending = any_pending || p;
+    pollfd fds[2] = {{stop_fd_.get(), POLLIN, 0}, {ino.get(), POLLIN, 0}};
+    const auto wait = (any_pending && id.exists) ? kTick : kIdle;
+    int n = ::poll(fds, ino.valid() ? 2 : 1, static_cast<int>(wait.count()));
+    if (n < 0 && errno != EINTR) return Error::from_errno(errno, "poll");
+    if ((fds[0].revents & POLLIN) != 0) break;
+    if (ino.valid() && (fds[1].revents & POLLIN) != 0) {
+      alignas(inotify_event) char buf[4096];
+      while (::read(ino.get(), buf, sizeof buf) > 0) {
+        // The events only wake the loop; the checks above decide what to do.
+      }
+    }
+  }
+  spdlog::info("stopping: removing the plugin sockets");
+  for (auto& e : endpoints_) e->stop();
+  return {};
+}
+
+}  // namespace ascend::plugin

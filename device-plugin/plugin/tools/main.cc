@@ -1,0 +1,118 @@
+// ascend-device-plugin: the kubelet device plugin for Ascend NPUs (Device Plugin API v1beta1 over gRPC).
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <string>
+
+#include "ascend/common/log.h"
+#include "ascend/npu/emulator.h"
+#include "ascend/plugin/daemon.h"
+
+namespace {
+
+constexpr const char* kFooter = R"(
+Every flag may also be given in a YAML file (--config) under its name without the dashes, e.g.
+  allocate-mode: device-spec
+Flags on the command line win over the file.
+
+Resources: the whole-chip resource (huawei.com/Ascend910, huawei.com/Ascend310P, or --resource-name);
+  --vnpu=static adds one resource per vNPU template (huawei.com/Ascend910-10c.3cpu.32g for vir10_3c_32g);
+  --vnpu=dynamic adds huawei.com/npu-core (one device per AICore).
+Sockets: <kubelet-socket-dir>/ascend-<resource>.sock, registered on <kubelet-socket-dir>/kubelet.sock.
+Devices: the emulated host under --host-root (else $ASCEND_SIM_ROOT, else /).
+Signals: SIGTERM or SIGINT removes the sockets (the kubelet then drops the resources) and exits 0.
+Exit codes: 0 clean stop, 1 failure (one line on stderr says why), 2 bad usage.)";
+
+ascend::plugin::Daemon* g_daemon = nullptr;
+
+void on_signal(int /*sig*/) {
+  if (g_daemon != nullptr) g_daemon->stop();
+}
+
+int fail(const ascend::Error& e) {
+  std::fprintf(stderr, "ascend-device-plugin: %s\n", e.message().c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using ascend::plugin::Config;
+  CLI::App app{
+      "ascend-device-plugin: advertises Ascend NPUs to the kubelet and allocates them to containers"};
+  app.footer(kFooter);
+  Config cfg;
+  std::string config_file;
+  std::string allocate_mode = "runtime";
+  std::string vnpu = "off";
+  app.add_option("--config", config_file, "YAML file with any of the flags below")->check(CLI::ExistingFile);
+  auto* o_dir =
+      app.add_option("--kubelet-socket-dir", cfg.kubelet_socket_dir, "the kubelet's device-plugins folder")
+          ->capture_default_str();
+  auto* o_root = app.add_option("--host-root", cfg.host_root, "root of the (emulated) host");
+  auto* o_res =
+      app.add_option("--resource-name", cfg.resource_name, "whole-chip resource (default: from the chip)");
+  auto* o_mode =
+      app.add_option("--allocate-mode", allocate_mode, "runtime | device-spec | cdi")->capture_default_str();
+  auto* o_vnpu = app.add_option("--vnpu", vnpu, "off | static | dynamic")->capture_default_str();
+  auto* o_metrics =
+      app.add_option("--metrics-addr", cfg.metrics_addr, "serve /metrics on host:port (default: off)");
+  auto* o_pr = app.add_option("--pod-resources-socket", cfg.pod_resources_socket,
+                              "kubelet pod-resources socket (dynamic vNPU bookkeeping)")
+                   ->capture_default_str();
+  auto* o_level =
+      app.add_option("--log-level", cfg.log_level, "trace|debug|info|warn|error")->capture_default_str();
+  auto* o_log = app.add_option("--log-file", cfg.log_file, "log file (default: stderr)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+
+  if (!config_file.empty()) {
+    // The file is the base; flags given on the command line are applied over it.
+    Config flags = cfg;
+    auto from_file = ascend::plugin::load_config_file(config_file, Config{});
+    if (!from_file) return fail(from_file.error());
+    cfg = *from_file;
+    if (o_dir->count() > 0) cfg.kubelet_socket_dir = flags.kubelet_socket_dir;
+    if (o_root->count() > 0) cfg.host_root = flags.host_root;
+    if (o_res->count() > 0) cfg.resource_name = flags.resource_name;
+    if (o_metrics->count() > 0) cfg.metrics_addr = flags.metrics_addr;
+    if (o_pr->count() > 0) cfg.pod_resources_socket = flags.pod_resources_socket;
+    if (o_level->count() > 0) cfg.log_level = flags.log_level;
+    if (o_log->count() > 0) cfg.log_file = flags.log_file;
+  }
+  if (config_file.empty() || o_mode->count() > 0) {
+    auto m = ascend::plugin::parse_allocate_mode(allocate_mode);
+    if (!m) return fail(m.error().context("--allocate-mode"));
+    cfg.allocate_mode = *m;
+  }
+  if (config_file.empty() || o_vnpu->count() > 0) {
+    auto m = ascend::plugin::parse_vnpu_mode(vnpu);
+    if (!m) return fail(m.error().context("--vnpu"));
+    cfg.vnpu = *m;
+  }
+
+  ascend::LogOptions log;
+  log.level = cfg.log_level;
+  log.file = cfg.log_file;
+  if (auto st = ascend::setup_logging(log); !st) return fail(st.error());
+
+  ascend::npu::Emulator query(
+      ascend::npu::resolve_root(cfg.host_root.empty() ? std::nullopt : std::optional(cfg.host_root)));
+  auto daemon = ascend::plugin::Daemon::create(cfg, query);
+  if (!daemon) return fail(daemon.error());
+  g_daemon = daemon->get();
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+  auto st = (*daemon)->run();
+  g_daemon = nullptr;
+  if (!st) return fail(st.error());
+  return 0;
+}
