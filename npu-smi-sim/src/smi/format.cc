@@ -105,7 +105,6 @@ Clocks clocks(Family f) {
     case Family::k910:
       return {1000, 1000, 1200, 2666};
     case Family::k910B:
-      return {1800, 800, 1600, 0};
     case Family::k910_93:
       return {1800, 800, 1600, 0};
     case Family::k310P:
