@@ -1,0 +1,34 @@
+// Engine configuration, as `ascend-ctk runtime configure` does it: the runtime entry that makes Docker
+// (daemon.json) or containerd (config.toml) start containers through ascend-docker-runtime. Pure text-to-text
+// merges: everything else in the file is kept (daemon.json keeps its key order; config.toml keeps its values
+// but not its comments). Thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ascend/common/error.h"
+
+namespace ascend::hook {
+
+struct RuntimeEntry {
+  std::string name = "ascend";
+  std::string path;                       // absolute path of ascend-docker-runtime
+  std::vector<std::string> runtime_args;  // docker only: e.g. {"--config", "/etc/.../config.yaml"}
+  bool set_default = false;               // also make it the engine's default runtime
+};
+
+// daemon.json: runtimes.<name> = {path, runtimeArgs}; "default-runtime" with set_default. `current` may be
+// empty (no file yet).
+Result<std::string> configure_docker(std::string_view current, const RuntimeEntry& entry);
+// Removes runtimes.<name> (and default-runtime when it names it).
+Result<std::string> unconfigure_docker(std::string_view current, const std::string& name);
+
+// config.toml version 2 (plugins."io.containerd.grpc.v1.cri") or 3 (plugins."io.containerd.cri.v1.runtime"):
+// containerd.runtimes.<name> = {runtime_type = "io.containerd.runc.v2", options = {BinaryName = path}};
+// containerd.default_runtime_name with set_default. An empty `current` becomes a version 2 file.
+Result<std::string> configure_containerd(std::string_view current, const RuntimeEntry& entry);
+Result<std::string> unconfigure_containerd(std::string_view current, const std::string& name);
+
+}  // namespace ascend::hook

@@ -1,0 +1,133 @@
+// ascend-ctk: configures container engines for ascend-docker-runtime and generates CDI specs. See --help.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "ascend/common/fs.h"
+#include "ascend/hook/cdi.h"
+#include "ascend/hook/cli.h"
+#include "ascend/hook/config.h"
+#include "ascend/hook/engine_config.h"
+
+namespace {
+
+constexpr const char* kFooter = R"(
+Examples:
+  ascend-ctk runtime configure --runtime docker            # runtimes.ascend in /etc/docker/daemon.json
+  ascend-ctk runtime configure --runtime containerd --set-as-default
+  ascend-ctk cdi generate --output /etc/cdi/huawei.com-npu.json
+  docker run --device huawei.com/npu=0 ...                 # with the CDI spec in place
+Exit codes: 0 success, 1 the operation failed (one line on stderr says why), 2 bad usage.)";
+
+int fail(const ascend::Error& e) { return ascend::hook::report_failure("ascend-ctk", e); }
+
+ascend::Status write_out(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return {};
+  }
+  auto slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) ASCEND_CHECK(ascend::make_dirs(path.substr(0, slash)), "");
+  return ascend::atomic_replace(path, text, 0644);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ascend-ctk: container engine configuration and CDI specs for Ascend NPUs"};
+  app.footer(kFooter);
+  app.require_subcommand(1);
+  std::string config_path;
+  app.add_option("--config", config_path, "ascend-docker-runtime configuration (host root, mount lists)");
+
+  auto* runtime = app.add_subcommand("runtime", "register ascend-docker-runtime with an engine");
+  runtime->require_subcommand(1);
+  std::string engine = "docker";
+  std::string file;
+  ascend::hook::RuntimeEntry entry;
+  bool dry_run = false;
+  auto* configure = runtime->add_subcommand("configure", "add (or update) the runtime entry");
+  auto* unconfigure = runtime->add_subcommand("unconfigure", "remove the runtime entry");
+  for (auto* sub : {configure, unconfigure}) {
+    sub->add_option("--runtime", engine, "docker or containerd")->check(CLI::IsMember({"docker", "containerd"}));
+    sub->add_option("--file", file, "the engine's config (default /etc/docker/daemon.json, /etc/containerd/config.toml)");
+    sub->add_option("--name", entry.name, "the runtime's name in the engine (default ascend)");
+    sub->add_flag("--dry-run", dry_run, "print the new file instead of writing it");
+  }
+  configure->add_option("--runtime-path", entry.path, "ascend-docker-runtime (default: next to ascend-ctk)");
+  configure->add_option("--runtime-arg", entry.runtime_args, "an argument the engine passes (docker only)");
+  configure->add_flag("--set-as-default", entry.set_default, "make it the engine's default runtime");
+
+  auto* cdi = app.add_subcommand("cdi", "CDI specs");
+  cdi->require_subcommand(1);
+  auto* generate = cdi->add_subcommand("generate", "write the CDI spec of this host's NPUs");
+  auto* list = cdi->add_subcommand("list", "print the CDI device names of this host");
+  auto* validate = cdi->add_subcommand("validate", "check a CDI spec file against the CDI specification");
+  std::string output;
+  std::vector<std::string> lists{"base"};
+  bool allow_link = false;
+  std::string validate_file;
+  generate->add_option("--output", output, "file to write (default: standard output)");
+  for (auto* sub : {generate, list}) {
+    sub->add_option("--mount-list", lists, "mount lists to include (default base)");
+    sub->add_flag("--allow-link", allow_link, "allow mount-list entries that are symlinks");
+  }
+  validate->add_option("file", validate_file, "the spec (JSON)")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  ascend::hook::ConfigDefaults defaults{ascend::hook::self_exe_dir(), ""};
+  auto config = ascend::hook::load_config(config_path, defaults);
+  if (!config) return fail(config.error());
+  ascend::hook::setup_binary_logging(*config);
+
+  if (runtime->parsed()) {
+    bool docker = engine == "docker";
+    if (file.empty()) file = docker ? "/etc/docker/daemon.json" : "/etc/containerd/config.toml";
+    std::string current;
+    if (auto text = ascend::read_file(file, 4U << 20)) {
+      current = *text;
+    } else if (text.error().code() != ENOENT) {
+      return fail(text.error());
+    }
+    if (entry.path.empty()) entry.path = defaults.exe_dir + "/ascend-docker-runtime";
+    ascend::Result<std::string> out =
+        configure->parsed() ? (docker ? ascend::hook::configure_docker(current, entry)
+                                      : ascend::hook::configure_containerd(current, entry))
+                            : (docker ? ascend::hook::unconfigure_docker(current, entry.name)
+                                      : ascend::hook::unconfigure_containerd(current, entry.name));
+    if (!out) return fail(out.error().context(file));
+    if (dry_run) {
+      std::fputs(out->c_str(), stdout);
+      return 0;
+    }
+    if (auto st = write_out(file, *out); !st) return fail(st.error());
+    std::printf("updated %s; restart %s to apply it\n", file.c_str(), docker ? "dockerd" : "containerd");
+    return 0;
+  }
+
+  if (validate->parsed()) {
+    auto text = ascend::read_file(validate_file, 16U << 20);
+    if (!text) return fail(text.error());
+    auto j = nlohmann::json::parse(*text, nullptr, false);
+    if (j.is_discarded()) return fail(ascend::Error::invalid(validate_file + ": not JSON"));
+    if (auto st = ascend::hook::validate_cdi_spec(j); !st) return fail(st.error().context(validate_file));
+    std::printf("%s: valid CDI spec (%s)\n", validate_file.c_str(), j.value("cdiVersion", "").c_str());
+    return 0;
+  }
+
+  auto spec = ascend::hook::generate_cdi_spec(*config, lists, allow_link);
+  if (!spec) return fail(spec.error());
+  if (list->parsed()) {
+    for (const auto& n : ascend::hook::cdi_device_names(*spec)) std::printf("%s\n", n.c_str());
+    return 0;
+  }
+  if (auto st = write_out(output, spec->dump(2) + "\n"); !st) return fail(st.error());
+  return 0;
+}
