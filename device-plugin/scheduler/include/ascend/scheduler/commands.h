@@ -1,0 +1,41 @@
+// The ascend-scheduler subcommands as functions from options to an exit code, writing to the given streams
+// (so that tests can call them without a process). Exit codes: 0 ok, 1 an output file could not be written,
+// 2 bad input (the message names the file, line and field), 3 infeasible ({"error": ...} on stdout).
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "ascend/topology/plan.h"
+
+namespace ascend::scheduler {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitIo = 1;
+inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitInfeasible = 3;
+
+struct PlaceOptions {
+  std::string cluster;
+  std::string job;
+  std::string policy = "topo";
+  std::string ranktable;  // output path, optional
+  std::string svg;        // output path, optional
+};
+int run_place(const PlaceOptions& o, std::ostream& out, std::ostream& err);
+
+struct SimulateOptions {
+  std::string cluster;
+  std::string trace;
+  std::string policy = "topo";
+  bool backfill = false;
+};
+int run_simulate(const SimulateOptions& o, std::ostream& out, std::ostream& err);
+
+struct PlanOptions {
+  topology::PlanRequest request;
+  bool json = false;
+};
+int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err);
+
+}  // namespace ascend::scheduler
