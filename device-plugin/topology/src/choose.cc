@@ -62,8 +62,8 @@ int numa_count(const std::vector<int>& numa_of, std::uint64_t m) {
 }
 
 // Picks k positions of `avail` (a mask over n positions) to add to `fixed`, keeping the largest aligned
-// blocks of `pool & ~chosen` whole; ties: fewest NUMA nodes, then lowest ids. Exhaustive for small pools,
-// greedy above.
+// blocks of `pool & ~chosen` whole; ties: a chosen set made of the largest aligned blocks, then fewest NUMA
+// nodes, then lowest ids. Exhaustive for small pools, greedy above.
 std::uint64_t best_subset(int n, std::uint64_t pool, std::uint64_t avail, std::uint64_t fixed, int k,
                           const std::vector<int>& numa_of) {
   if (k == 0) return fixed;
@@ -93,6 +93,7 @@ std::uint64_t best_subset(int n, std::uint64_t pool, std::uint64_t avail, std::u
   for (std::uint64_t a = avail; a != 0; a &= a - 1) pos[static_cast<std::size_t>(npos++)] = lowest_slot(a);
   std::uint64_t best = 0;
   std::array<int, 7> best_score{};
+  std::array<int, 7> best_own{};
   int best_numa = 0;
   bool have = false;
   // Gosper's hack over m positions.
@@ -100,18 +101,22 @@ std::uint64_t best_subset(int n, std::uint64_t pool, std::uint64_t avail, std::u
   std::uint32_t limit = 1U << m;
   while (c < limit) {
     std::uint64_t s = 0;
-    for (std::uint32_t x = c; x != 0; x &= x - 1)
+    for (std::uint32_t x = c; x != 0; x &= x - 1) {
       s |= 1ULL << pos[static_cast<std::size_t>(std::countr_zero(x))];
+    }
     std::uint64_t chosen = fixed | s;
     auto score = block_score(blocks, pool & ~chosen);
+    auto own = block_score(blocks, chosen);
     int numa = numa_count(numa_of, chosen);
-    bool better =
-        !have || score > best_score ||
-        (score == best_score && (numa < best_numa || (numa == best_numa && lex_less(chosen, best))));
+    bool better = !have || score > best_score;
+    if (have && score == best_score) {
+      better = own > best_own || (own == best_own && (numa < best_numa || (numa == best_numa && lex_less(chosen, best))));
+    }
     if (better) {
       have = true;
       best = chosen;
       best_score = score;
+      best_own = own;
       best_numa = numa;
     }
     std::uint32_t lo = c & (~c + 1);
