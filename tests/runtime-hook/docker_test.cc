@@ -1,0 +1,130 @@
+// End to end with real dockerd: a private daemon (its own data root, exec root, socket and daemon.json that
+// registers the runtime as `ascend`), a busybox-static image made with `docker import`, and the issue's
+// commands. Every container, image and daemon the test starts is removed. Root only.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <memory>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "support.h"
+
+namespace ascend::hook {
+namespace {
+
+using namespace testing;  // NOLINT(google-build-using-namespace): the test support helpers
+
+constexpr const char* kImage = "ascend-hook-test/busybox:latest";
+
+std::set<int> smi_ids(const std::string& out) {
+  static const std::regex kRow(R"(\| (\d+) +(910\S*|Ascend\S*) )");
+  std::set<int> ids;
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), kRow); it != std::sregex_iterator(); ++it) {
+    ids.insert(std::stoi((*it)[1]));
+  }
+  return ids;
+}
+
+class DockerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root (dockerd)";
+    if (!have_program("dockerd") || !have_program("docker")) GTEST_SKIP() << "docker.io is not installed";
+    if (::access("/bin/busybox", X_OK) != 0) GTEST_SKIP() << "busybox-static is not installed";
+    host_ = std::make_unique<EmulatedHost>(tmp_ / "host");
+    ASSERT_TRUE(host_->ok()) << host_->error();
+    std::string config = write_hook_config(tmp_.path(), tmp_ / "host");
+    spit(tmp_ / "daemon.json", R"({"runtimes":{"ascend":{"path":")" + bin("ascend-docker-runtime") +
+                                   R"(","runtimeArgs":["--config",")" + config + R"("]}}})");
+    sock_ = "unix://" + (tmp_ / "docker.sock");
+    // A private daemon, whether or not another one runs: nothing here touches the machine's docker.
+    pid_ = spawn_background({"dockerd", "--config-file", tmp_ / "daemon.json", "--data-root", tmp_ / "data",
+                             "--exec-root", tmp_ / "exec", "--pidfile", tmp_ / "docker.pid", "-H", sock_,
+                             "--iptables=false", "--ip6tables=false", "--bridge=none"},
+                            tmp_ / "dockerd.log");
+    ASSERT_GT(pid_, 0);
+    bool up = false;
+    for (int i = 0; i < 300 && !up; ++i) {
+      up = docker({"version"}).exit_code == 0;
+      if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (!up) GTEST_SKIP() << "dockerd did not start here:\n" << slurp(tmp_ / "dockerd.log").substr(0, 4000);
+    make_busybox_rootfs(tmp_ / "image");
+    auto imported = run({"sh", "-c", "tar -C " + (tmp_ / "image") + " -c . | docker --config " + (tmp_ / "cli") +
+                                         " -H " + sock_ + " import -c 'ENV PATH=/usr/local/bin:/bin' - " + kImage});
+    ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  }
+
+  void TearDown() override {
+    if (pid_ <= 0) return;
+    auto ids = docker({"ps", "-aq"});
+    std::istringstream in(ids.out);
+    std::string id;
+    while (std::getline(in, id)) {
+      if (!id.empty()) docker({"rm", "-f", id});
+    }
+    docker({"rmi", "-f", kImage});
+    stop_process(pid_, std::chrono::seconds(20));
+  }
+
+  Output docker(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"docker", "--config", tmp_ / "cli", "-H", sock_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv, {.timeout = std::chrono::seconds(90)});
+  }
+
+  TempDir tmp_{"docker"};
+  std::unique_ptr<EmulatedHost> host_;
+  std::string sock_;
+  int pid_ = -1;
+};
+
+TEST_F(DockerTest, RunWithTwoNpusShowsExactlyThoseInNpuSmi) {
+  auto o = docker({"run", "--rm", "--network", "none", "--runtime=ascend", "-e", "ASCEND_VISIBLE_DEVICES=0,2", kImage,
+                   "npu-smi", "info"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(smi_ids(o.out), (std::set<int>{0, 2})) << o.out;
+  auto dev = docker({"run", "--rm", "--network", "none", "--runtime=ascend", "-e", "ASCEND_VISIBLE_DEVICES=0,2", kImage,
+                     "sh", "-c", "ls /dev; env"});
+  ASSERT_EQ(dev.exit_code, 0) << dev.err;
+  for (const char* want : {"davinci0\n", "davinci2\n", "davinci_manager\n", "devmm_svm\n", "hisi_hdc\n",
+                           "ASCEND_DOCKER_RUNTIME=True\n"}) {
+    EXPECT_NE(dev.out.find(want), std::string::npos) << want << dev.out;
+  }
+  EXPECT_EQ(dev.out.find("davinci1\n"), std::string::npos) << dev.out;
+}
+
+TEST_F(DockerTest, BadRequestsFailWithTheMessageAndLeaveNothingRunning) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"ASCEND_VISIBLE_DEVICES=9", "ASCEND_VISIBLE_DEVICES=9: no device 9 on this host (valid ids: 0-7)"},
+      {"ASCEND_VISIBLE_DEVICES=3-1", "ASCEND_VISIBLE_DEVICES=3-1: reversed range 3-1"},
+      {"ASCEND_RUNTIME_OPTIONS=BOGUS", "ASCEND_RUNTIME_OPTIONS=BOGUS: unknown option 'BOGUS'"},
+  };
+  for (const auto& [env, want] : cases) {
+    SCOPED_TRACE(env);
+    auto o = docker({"run", "--rm", "--network", "none", "--runtime=ascend", "-e", "ASCEND_VISIBLE_DEVICES=0", "-e",
+                     env, kImage, "echo", "STARTED"});
+    EXPECT_NE(o.exit_code, 0);
+    EXPECT_EQ(o.out.find("STARTED"), std::string::npos);
+    EXPECT_NE(o.err.find(want), std::string::npos) << o.err;
+  }
+  EXPECT_EQ(docker({"ps", "-q"}).out, "");
+}
+
+TEST_F(DockerTest, PlainRunIsUntouched) {
+  for (const std::vector<std::string>& runtime : {std::vector<std::string>{}, std::vector<std::string>{"--runtime=ascend"}}) {
+    std::vector<std::string> args = {"run", "--rm", "--network", "none"};
+    args.insert(args.end(), runtime.begin(), runtime.end());
+    args.insert(args.end(), {kImage, "sh", "-c", "ls /dev; env; cat /proc/self/mountinfo"});
+    auto o = docker(args);
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    EXPECT_EQ(o.out.find("davinci"), std::string::npos) << o.out;
+    EXPECT_EQ(o.out.find("ASCEND_"), std::string::npos) << o.out;
+    EXPECT_EQ(o.out.find("/usr/local/Ascend"), std::string::npos) << o.out;
+  }
+}
+
+}  // namespace
+}  // namespace ascend::hook

@@ -1,0 +1,338 @@
+// End to end with real runc: a busybox-static bundle whose container runs a probe reporting its /dev, its
+// mounts, the device cgroup's verdict and `npu-smi info`, started through ascend-docker-runtime (or with the
+// bare hook registered in the spec). Root only.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <memory>
+#include <regex>
+#include <set>
+
+#include "ascend/npu/emulator.h"
+#include "support.h"
+
+namespace ascend::hook {
+namespace {
+
+using namespace testing;  // NOLINT(google-build-using-namespace): the test support helpers
+
+constexpr const char* kBaseMounts[] = {"/usr/local/Ascend/driver/lib64", "/usr/local/Ascend/driver/include",
+                                       "/usr/local/Ascend/driver/version.info", "/usr/local/dcmi",
+                                       "/usr/local/bin/npu-smi", "/etc/ascend_install.info", "/etc/hccn.conf"};
+
+// The ids of the NPU rows of `npu-smi info` ("| 2     910B3  ..."), however the rest of the table looks.
+std::set<int> smi_ids(const std::vector<std::string>& lines) {
+  static const std::regex kRow(R"(^\| (\d+) +(910\S*|Ascend\S*) )");
+  std::set<int> ids;
+  std::smatch m;
+  for (const auto& l : lines) {
+    if (std::regex_search(l, m, kRow)) ids.insert(std::stoi(m[1]));
+  }
+  return ids;
+}
+
+class RuncTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root (runc, mounts, device nodes)";
+    if (!have_program("runc")) GTEST_SKIP() << "runc is not installed";
+    if (::access("/bin/busybox", X_OK) != 0) GTEST_SKIP() << "busybox-static is not installed";
+    host_ = std::make_unique<EmulatedHost>(tmp_ / "host");
+    ASSERT_TRUE(host_->ok()) << host_->error();
+    ::symlink("hccn.conf", (tmp_ / "host/etc/ascend-link.conf").c_str());
+    config_ = write_hook_config(tmp_.path(), tmp_ / "host",
+                                {{"links", "/etc/ascend-link.conf\n"},
+                                 {"sparse", "/usr/local/dcmi\n/opt/not-on-this-host\n"}});
+    auto s = npu::Emulator(tmp_ / "host").snapshot();
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    state_ = *s;
+  }
+
+  std::unique_ptr<Bundle> bundle(const std::vector<std::string>& env) {
+    auto b = std::make_unique<Bundle>(tmp_ / ("bundle" + std::to_string(bundles_++)));
+    spit(b->rootfs() + "/probe.sh", probe_script());
+    b->set_args({"/bin/sh", "/probe.sh"});
+    for (const auto& e : env) b->add_env(e);
+    b->save();
+    return b;
+  }
+
+  std::vector<std::string> shim() const { return {bin("ascend-docker-runtime"), "--config", config_}; }
+  Output run(const Bundle& b, const std::string& id) { return runner_.run(shim(), b, id); }
+
+  npu::HostState now() const { return npu::Emulator(tmp_ / "host").snapshot().value(); }
+
+  // The exact NPU nodes a container must hold: the chips (or vNPUs) and the three control nodes.
+  std::map<std::string, std::string> expected_nodes(const std::vector<int>& ids, bool is_virtual = false) const {
+    std::map<std::string, std::string> want;
+    auto text = [](int maj, int min) { return "c " + std::to_string(maj) + ":" + std::to_string(min); };
+    for (int id : ids) want["/dev/davinci" + std::to_string(id)] = text(is_virtual ? state_.majors.vdavinci : state_.majors.davinci, id);
+    want["/dev/davinci_manager"] = text(state_.majors.manager, 0);
+    want["/dev/devmm_svm"] = text(state_.majors.svm, 0);
+    want["/dev/hisi_hdc"] = text(state_.majors.hdc, 0);
+    return want;
+  }
+
+  void expect_base_mounts(const Probe& p) const {
+    for (const char* m : kBaseMounts) {
+      auto it = p.mounts.find(m);
+      ASSERT_NE(it, p.mounts.end()) << m;
+      EXPECT_EQ(it->second.rfind("ro,nosuid,nodev", 0), 0U) << m << " " << it->second;
+    }
+  }
+
+  TempDir tmp_{"runc"};
+  std::unique_ptr<EmulatedHost> host_;
+  std::string config_;
+  npu::HostState state_;
+  Runner runner_{tmp_ / "runc-state"};
+  int bundles_ = 0;
+};
+
+TEST_F(RuncTest, ContainerGetsExactlyTheRequestedChips) {
+  struct Case {
+    std::string visible;
+    std::vector<int> ids;
+  };
+  const Case cases[] = {{"0", {0}},
+                        {"0-3", {0, 1, 2, 3}},
+                        {"all", {0, 1, 2, 3, 4, 5, 6, 7}},
+                        {"Ascend910-3,npu-5", {3, 5}},
+                        {"6,0-1,1", {0, 1, 6}}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE("ASCEND_VISIBLE_DEVICES=" + c.visible);
+    auto b = bundle({"ASCEND_VISIBLE_DEVICES=" + c.visible});
+    auto o = run(*b, unique_id("set"));
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    Probe p = parse_probe(o.out);
+    ASSERT_TRUE(p.started) << o.out << o.err;
+    EXPECT_EQ(p.devices, expected_nodes(c.ids));
+    for (int id : c.ids) {
+      // ENXIO: the device cgroup let the open through to the (absent) driver.
+      EXPECT_EQ(p.opens["/dev/davinci" + std::to_string(id)],
+                "cat: can't open '/dev/davinci" + std::to_string(id) + "': No such device or address");
+    }
+    expect_base_mounts(p);
+    EXPECT_NE(p.write_error.find("Read-only file system"), std::string::npos) << p.write_error;
+    EXPECT_NE(std::find(p.env.begin(), p.env.end(), "ASCEND_DOCKER_RUNTIME=True"), p.env.end());
+    EXPECT_EQ(smi_ids(p.smi), std::set<int>(c.ids.begin(), c.ids.end())) << o.out;
+  }
+}
+
+TEST_F(RuncTest, TheLastOccurrenceOfTheVariableWins) {
+  auto b = bundle({"ASCEND_VISIBLE_DEVICES=0", "ASCEND_VISIBLE_DEVICES=2"});
+  auto o = run(*b, unique_id("last"));
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  Probe p = parse_probe(o.out);
+  EXPECT_EQ(p.devices, expected_nodes({2}));
+  EXPECT_EQ(smi_ids(p.smi), std::set<int>{2});
+}
+
+TEST_F(RuncTest, NodrvGivesDevicesWithoutDriverFiles) {
+  auto b = bundle({"ASCEND_VISIBLE_DEVICES=1", "ASCEND_RUNTIME_OPTIONS=NODRV"});
+  auto o = run(*b, unique_id("nodrv"));
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  Probe p = parse_probe(o.out);
+  ASSERT_TRUE(p.started);
+  EXPECT_EQ(p.devices, expected_nodes({1}));
+  for (const char* m : kBaseMounts) EXPECT_EQ(p.mounts.count(m), 0U) << m;
+  EXPECT_TRUE(p.smi.empty());
+}
+
+TEST_F(RuncTest, VirtualMapsAnExistingVnpu) {
+  npu::Emulator emu(tmp_ / "host");
+  auto v = emu.create_vnpu(2, "vir05_1c_16g", std::nullopt);
+  ASSERT_TRUE(v.ok()) << v.error().message();
+  auto b = bundle({"ASCEND_VISIBLE_DEVICES=" + std::to_string(v->id), "ASCEND_RUNTIME_OPTIONS=VIRTUAL"});
+  auto o = run(*b, unique_id("virtual"));
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  Probe p = parse_probe(o.out);
+  EXPECT_EQ(p.devices, expected_nodes({v->id}, true));
+  EXPECT_EQ(smi_ids(p.smi), std::set<int>{2}) << o.out;  // the vNPU's row is its chip's
+  EXPECT_EQ(now().vnpus.size(), 1U);  // a static vNPU outlives the container
+  ASSERT_TRUE(emu.destroy_vnpu(v->id, std::nullopt).ok());
+}
+
+TEST_F(RuncTest, DynamicVnpuIsCreatedForTheContainerAndDestroyedAfter) {
+  auto b = bundle({"ASCEND_VISIBLE_DEVICES=3", "ASCEND_VNPU_SPECS=vir05_1c_16g"});
+  auto o = run(*b, unique_id("vnpu"));
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  Probe p = parse_probe(o.out);
+  ASSERT_TRUE(p.started);
+  int vid = -1;
+  for (const auto& e : p.env) {
+    if (e.rfind("ASCEND_VISIBLE_DEVICES=", 0) == 0) vid = std::stoi(e.substr(23));
+  }
+  EXPECT_GE(vid, 100 + 16 * 3);
+  EXPECT_LE(vid, 100 + 16 * 3 + 15);
+  EXPECT_NE(std::find(p.env.begin(), p.env.end(), "ASCEND_RUNTIME_OPTIONS=VIRTUAL"), p.env.end());
+  EXPECT_EQ(p.devices, expected_nodes({vid}, true));
+  EXPECT_EQ(smi_ids(p.smi), std::set<int>{3}) << o.out;
+  EXPECT_TRUE(now().vnpus.empty()) << "the poststop hook did not destroy the vNPU";
+  struct stat st{};
+  EXPECT_NE(::lstat((tmp_ / ("host/dev/vdavinci" + std::to_string(vid))).c_str(), &st), 0);
+}
+
+TEST_F(RuncTest, DynamicVnpuIsDestroyedWhenTheContainerFailsToStart) {
+  auto b = bundle({"ASCEND_VISIBLE_DEVICES=3", "ASCEND_VNPU_SPECS=vir05_1c_16g"});
+  spit(b->rootfs() + "/usr", "a file where the driver folders must go\n");
+  auto o = run(*b, unique_id("vnpufail"));
+  EXPECT_NE(o.exit_code, 0);
+  EXPECT_FALSE(parse_probe(o.out).started);
+  EXPECT_NE(o.err.find("ascend-docker-hook"), std::string::npos) << o.err;
+  EXPECT_TRUE(now().vnpus.empty()) << "a failed container left its vNPU behind";
+}
+
+TEST_F(RuncTest, NoRequestKeepsTheSpecByteForByte) {
+  const std::vector<std::vector<std::string>> envs = {
+      {}, {"ASCEND_VISIBLE_DEVICES=void"}, {"ASCEND_VISIBLE_DEVICES=none"}, {"ASCEND_VISIBLE_DEVICES="},
+      {"ASCEND_RUNTIME_OPTIONS=NODRV", "ASCEND_VNPU_SPECS=vir05_1c_16g"}};
+  for (const auto& env : envs) {
+    SCOPED_TRACE(env.empty() ? "(no ASCEND_ variable)" : env[0]);
+    auto b = bundle(env);
+    spit(b->config_path(), b->spec().dump());  // compact, as engines write it
+    std::string before = slurp(b->config_path());
+    std::string id = unique_id("plain");
+    auto o = runner_.create(shim(), *b, id);
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    EXPECT_EQ(slurp(b->config_path()), before);
+    runner_.remove(id);
+  }
+  auto b = bundle({});
+  auto o = run(*b, unique_id("plainrun"));
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  Probe p = parse_probe(o.out);
+  ASSERT_TRUE(p.started);
+  EXPECT_TRUE(p.devices.empty());
+  EXPECT_TRUE(p.env.empty());
+  for (const char* m : kBaseMounts) EXPECT_EQ(p.mounts.count(m), 0U) << m;
+}
+
+TEST_F(RuncTest, EveryBadRequestStopsTheContainerWithOneClearLine) {
+  struct Case {
+    std::vector<std::string> env;
+    std::vector<std::string> want;
+    bool image_symlink = false;
+  };
+  const Case cases[] = {
+      {{"ASCEND_VISIBLE_DEVICES=8"}, {"ASCEND_VISIBLE_DEVICES=8", "no device 8", "valid ids: 0-7"}},
+      {{"ASCEND_VISIBLE_DEVICES=3-1"}, {"ASCEND_VISIBLE_DEVICES=3-1", "reversed range"}},
+      {{"ASCEND_VISIBLE_DEVICES=abc"}, {"ASCEND_VISIBLE_DEVICES=abc", "'abc'"}},
+      {{"ASCEND_VISIBLE_DEVICES=Ascend310P-1"}, {"Ascend310P-1", "Ascend910-N"}},
+      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_OPTIONS=FOO"}, {"ASCEND_RUNTIME_OPTIONS=FOO", "NODRV, VIRTUAL"}},
+      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_MOUNTS=nosuch"}, {"mount list 'nosuch' not found"}},
+      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_MOUNTS=../base"}, {"ASCEND_RUNTIME_MOUNTS", "not a mount-list name"}},
+      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_ALLOW_LINK=maybe"}, {"ASCEND_ALLOW_LINK=maybe"}},
+      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_VNPU_SPECS=vir99"}, {"ASCEND_VNPU_SPECS=vir99", "unknown vNPU template"}},
+      {{"ASCEND_VISIBLE_DEVICES=0,1", "ASCEND_VNPU_SPECS=vir05_1c_16g"}, {"exactly one"}},
+      {{"ASCEND_VISIBLE_DEVICES=105", "ASCEND_RUNTIME_OPTIONS=VIRTUAL"}, {"no vNPU 105"}},
+      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_MOUNTS=links"}, {"/etc/ascend-link.conf is a symbolic link on the host"}},
+      {{"ASCEND_VISIBLE_DEVICES=0"}, {"/usr/local/bin/npu-smi is a symbolic link in the image"}, true},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.env.back());
+    auto b = bundle(c.env);
+    if (c.image_symlink) {
+      ::mkdir((b->rootfs() + "/usr").c_str(), 0755);
+      ::mkdir((b->rootfs() + "/usr/local").c_str(), 0755);
+      ::mkdir((b->rootfs() + "/usr/local/bin").c_str(), 0755);
+      ASSERT_EQ(::symlink("/bin/busybox", (b->rootfs() + "/usr/local/bin/npu-smi").c_str()), 0);
+    }
+    std::string id = unique_id("bad");
+    auto o = run(*b, id);
+    EXPECT_NE(o.exit_code, 0);
+    EXPECT_FALSE(parse_probe(o.out).started) << o.out;
+    for (const auto& w : c.want) EXPECT_NE(o.err.find(w), std::string::npos) << o.err;
+    EXPECT_NE(runner_.runc({"state", id}).exit_code, 0);
+    EXPECT_TRUE(now().vnpus.empty());
+  }
+}
+
+TEST_F(RuncTest, HostSymlinksNeedAllowLinkAndMissingEntriesAreSkipped) {
+  auto b = bundle({"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_MOUNTS=base,links,sparse", "ASCEND_ALLOW_LINK=True"});
+  auto o = run(*b, unique_id("links"));
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  Probe p = parse_probe(o.out);
+  ASSERT_TRUE(p.started);
+  expect_base_mounts(p);
+  EXPECT_EQ(p.mounts.count("/etc/ascend-link.conf"), 1U);
+  EXPECT_EQ(p.mounts.count("/opt/not-on-this-host"), 0U);
+  EXPECT_NE(slurp(tmp_ / "log/ascend.log").find("/opt/not-on-this-host is not on the host"), std::string::npos);
+}
+
+TEST_F(RuncTest, ASymlinkInTheImageCannotRedirectMountsOntoTheHost) {
+  // The image's /usr points at a host folder through "..": the hook resolves it inside the rootfs.
+  std::string escape = tmp_ / "escape";
+  ::mkdir(escape.c_str(), 0755);
+  auto b = bundle({"ASCEND_VISIBLE_DEVICES=0"});
+  std::string inside = b->rootfs() + escape;
+  ASSERT_EQ(testing::run({"mkdir", "-p", inside}).exit_code, 0);
+  ASSERT_EQ(::symlink(("../../../../../../../.." + escape).c_str(), (b->rootfs() + "/usr").c_str()), 0);
+  auto o = run(*b, unique_id("escape"));
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  Probe p = parse_probe(o.out);
+  EXPECT_EQ(p.mounts.count(escape + "/local/dcmi"), 1U) << o.out;  // the container's view of its own folder
+  EXPECT_EQ(smi_ids(p.smi), std::set<int>{0});
+  struct stat st{};
+  EXPECT_NE(::lstat((escape + "/local").c_str(), &st), 0) << "the hook wrote into the host folder";
+}
+
+TEST_F(RuncTest, BareHookRegisteredInTheSpecCreatesNodesAndCgroupRules) {
+  auto b = bundle({"ASCEND_VISIBLE_DEVICES=1,3"});
+  b->spec()["hooks"]["prestart"] = {
+      {{"path", bin("ascend-docker-hook")}, {"args", {"ascend-docker-hook", "--config", config_}}, {"env", {"PATH=/usr/bin:/bin"}}}};
+  b->save();
+  auto o = runner_.run({"runc"}, *b, unique_id("bare"));
+  bool v1 = ::access("/sys/fs/cgroup/devices/devices.allow", F_OK) == 0;
+  if (!v1) {
+    EXPECT_NE(o.exit_code, 0);
+    EXPECT_NE(o.err.find("cgroup v2"), std::string::npos) << o.err;
+    return;
+  }
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  Probe p = parse_probe(o.out);
+  EXPECT_EQ(p.devices, expected_nodes({1, 3}));
+  for (int id : {1, 3}) {
+    EXPECT_EQ(p.opens["/dev/davinci" + std::to_string(id)],
+              "cat: can't open '/dev/davinci" + std::to_string(id) + "': No such device or address");
+  }
+  expect_base_mounts(p);
+  EXPECT_EQ(smi_ids(p.smi), (std::set<int>{1, 3}));
+}
+
+TEST_F(RuncTest, TheHookDoesNotInheritTheContainersEnvironment) {
+  // CVE-2025-23266: a hook that inherits LD_PRELOAD from the image runs the image's code as root. The canary
+  // library creates a file when loaded; the container asks for it, the hook must not load it.
+  std::string canary = ASCEND_CANARY_LIB;
+  ::unlink(ASCEND_CANARY_FILE);
+  ASSERT_EQ(testing::run({"env", "LD_PRELOAD=" + canary, "/bin/true"}).exit_code, 0);
+  ASSERT_EQ(::access(ASCEND_CANARY_FILE, F_OK), 0) << "the canary does not work, so this test proves nothing";
+  ::unlink(ASCEND_CANARY_FILE);
+  auto b = bundle({"ASCEND_VISIBLE_DEVICES=0", "LD_PRELOAD=" + canary, "LD_LIBRARY_PATH=/tmp"});
+  auto o = run(*b, unique_id("preload"));
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(::access(ASCEND_CANARY_FILE, F_OK), 0) << "the hook loaded the container's LD_PRELOAD";
+  ::unlink(ASCEND_CANARY_FILE);
+}
+
+TEST_F(RuncTest, OtherVerbsPassThroughToRunc) {
+  auto b = bundle({"ASCEND_VISIBLE_DEVICES=0"});
+  std::string id = unique_id("verbs");
+  auto created = runner_.create(shim(), *b, id);
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  std::vector<std::string> state = shim();
+  state.insert(state.end(), {"--root", tmp_ / "runc-state", "state", id});
+  auto via_shim = testing::run(state);
+  auto direct = runner_.runc({"state", id});
+  ASSERT_EQ(via_shim.exit_code, 0) << via_shim.err;
+  EXPECT_EQ(via_shim.out, direct.out);
+  EXPECT_NE(via_shim.out.find("\"status\": \"created\""), std::string::npos) << via_shim.out;
+  runner_.remove(id);
+  auto version = testing::run({bin("ascend-docker-runtime"), "--version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_NE(version.out.find("runc version"), std::string::npos) << version.out;
+}
+
+}  // namespace
+}  // namespace ascend::hook

@@ -1,0 +1,138 @@
+// The shim's command-line parsing (runc's argv passes through untouched) and the configuration file.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "ascend/hook/config.h"
+#include "ascend/hook/shim.h"
+#include "support.h"
+
+namespace ascend::hook {
+namespace {
+
+using testing::spit;
+using testing::TempDir;
+
+TEST(RuntimeArgs, PassesEverythingThroughButTheShimsOwnConfig) {
+  struct Case {
+    std::vector<std::string> argv;
+    std::vector<std::string> passed;
+    std::string config, verb, bundle, log, log_format;
+  };
+  const Case cases[] = {
+      // What containerd-shim-runc-v2 sends for docker run.
+      {{"--root", "/run/docker/runtime-runc/moby", "--log", "/run/x/log.json", "--log-format", "json", "create",
+        "--bundle", "/run/b", "--pid-file", "/run/b/init.pid", "c1"},
+       {"--root", "/run/docker/runtime-runc/moby", "--log", "/run/x/log.json", "--log-format", "json", "create",
+        "--bundle", "/run/b", "--pid-file", "/run/b/init.pid", "c1"},
+       "", "create", "/run/b", "/run/x/log.json", "json"},
+      // daemon.json runtimeArgs put --config first; it is the shim's and is removed.
+      {{"--config", "/etc/a.yaml", "--root", "/r", "state", "c1"}, {"--root", "/r", "state", "c1"}, "/etc/a.yaml",
+       "state"},
+      {{"--config=/etc/a.yaml", "--systemd-cgroup", "run", "-b", "bundle", "c1"},
+       {"--systemd-cgroup", "run", "-b", "bundle", "c1"}, "/etc/a.yaml", "run", "bundle"},
+      {{"--log=/l", "--log-format=text", "create", "--bundle=/b", "c"}, {"--log=/l", "--log-format=text", "create", "--bundle=/b", "c"},
+       "", "create", "/b", "/l", "text"},
+      // After the verb, --config belongs to the runtime.
+      {{"exec", "--config", "x", "c1"}, {"exec", "--config", "x", "c1"}, "", "exec"},
+      // No bundle flag: the current directory.
+      {{"create", "c1"}, {"create", "c1"}, "", "create", ""},
+      {{"--version"}, {"--version"}, "", ""},
+      {{}, {}, "", ""},
+  };
+  for (const auto& c : cases) {
+    std::string label;
+    for (const auto& a : c.argv) label += a + " ";
+    SCOPED_TRACE(label);
+    auto r = parse_runtime_args(c.argv);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->runtime_args, c.passed);
+    EXPECT_EQ(r->config, c.config);
+    EXPECT_EQ(r->verb, c.verb);
+    EXPECT_EQ(r->bundle, c.bundle);
+    EXPECT_EQ(r->log_file, c.log);
+    EXPECT_EQ(r->log_format, c.log_format);
+  }
+  EXPECT_FALSE(parse_runtime_args({"--config"}).ok());
+}
+
+TEST(FindRuntime, SearchesPathAndRefusesMissing) {
+  auto runc = find_runtime("runc");
+  if (testing::have_program("runc")) {
+    ASSERT_TRUE(runc.ok()) << runc.error().message();
+    EXPECT_NE(runc->find("/runc"), std::string::npos);
+  }
+  EXPECT_FALSE(find_runtime("no-such-runtime-xyz").ok());
+  EXPECT_FALSE(find_runtime("/no/such/runc").ok());
+  auto abs = find_runtime("/bin/sh");
+  ASSERT_TRUE(abs.ok());
+  EXPECT_EQ(*abs, "/bin/sh");
+}
+
+TEST(Config, DefaultsFindSiblingsNextToTheExecutable) {
+  TempDir d("cfg");
+  ConfigDefaults defaults{"/opt/ascend/bin", "runtime-run.log", d / "no-such-config-dir"};
+  auto c = load_config("", defaults);
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_EQ(c->config_file, "");
+  EXPECT_EQ(c->host_root, "/");
+  EXPECT_EQ(c->runtime_path, "runc");
+  EXPECT_EQ(c->hook_path, "/opt/ascend/bin/ascend-docker-hook");
+  EXPECT_EQ(c->mount_list_dir, "/opt/ascend/bin");  // no config folder: the lists next to the binary
+  EXPECT_EQ(c->log_file, "/var/log/ascend-docker-runtime/runtime-run.log");
+
+  // With the config folder present, the lists live there and its config.yaml is read.
+  ::mkdir((d / "etc").c_str(), 0755);
+  defaults.config_dir = d / "etc";
+  spit(d / "etc/config.yaml", "host-root: /srv/host\nlog-level: debug\n");
+  auto c2 = load_config("", defaults);
+  ASSERT_TRUE(c2.ok()) << c2.error().message();
+  EXPECT_EQ(c2->config_file, d / "etc/config.yaml");
+  EXPECT_EQ(c2->mount_list_dir, d / "etc");
+  EXPECT_EQ(c2->host_root, "/srv/host");
+  EXPECT_EQ(c2->log_level, "debug");
+}
+
+TEST(Config, ExplicitFileOverridesEveryKey) {
+  TempDir d("cfg");
+  spit(d / "c.yaml",
+       "host-root: /h\nruntime-path: /usr/sbin/runc\nhook-path: /x/hook\nmount-list-dir: /lists\n"
+       "log-file: /tmp/l.log\nlog-level: warn\n");
+  auto c = load_config(d / "c.yaml", {"/bin", "x.log", d / "none"});
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_EQ(c->host_root, "/h");
+  EXPECT_EQ(c->runtime_path, "/usr/sbin/runc");
+  EXPECT_EQ(c->hook_path, "/x/hook");
+  EXPECT_EQ(c->mount_list_dir, "/lists");
+  EXPECT_EQ(c->log_file, "/tmp/l.log");
+  EXPECT_EQ(c->log_level, "warn");
+  spit(d / "empty.yaml", "log-file:\n");
+  auto e = load_config(d / "empty.yaml", {"/bin", "x.log", d / "none"});
+  ASSERT_TRUE(e.ok()) << e.error().message();
+  EXPECT_EQ(e->log_file, "");
+}
+
+TEST(Config, RejectsUnknownKeysWrongTypesAndRelativePaths) {
+  TempDir d("cfg");
+  const std::pair<const char*, const char*> cases[] = {
+      {"host_root: /h\n", "unknown key 'host_root'"},
+      {"host-root: relative\n", "'host-root' must be an absolute path"},
+      {"hook-path: [a]\n", "'hook-path' must be a string"},
+      {"- a\n- b\n", "expected a mapping"},
+      {"host-root: [\n", "line"},
+      {"runtime-path: ''\n", "'runtime-path' is empty"},
+  };
+  for (const auto& [text, want] : cases) {
+    SCOPED_TRACE(text);
+    spit(d / "bad.yaml", text);
+    auto c = load_config(d / "bad.yaml", {"/bin", "", d / "none"});
+    ASSERT_FALSE(c.ok());
+    EXPECT_NE(c.error().message().find(want), std::string::npos) << c.error().message();
+    EXPECT_NE(c.error().message().find("bad.yaml"), std::string::npos) << c.error().message();
+  }
+  auto missing = load_config(d / "missing.yaml", {"/bin", "", d / "none"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message().find("missing.yaml"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ascend::hook

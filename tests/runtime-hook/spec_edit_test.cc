@@ -1,0 +1,163 @@
+// The shim's edit of config.json: golden before/after files (a real Docker spec and a `runc spec`), the
+// hook's explicit environment, idempotence.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "ascend/hook/oci.h"
+#include "ascend/hook/spec_edit.h"
+#include "ascend/npu/profiles.h"
+
+namespace ascend::hook {
+namespace {
+
+using nlohmann::ordered_json;
+
+std::string fixture(const std::string& name) { return std::string(ASCEND_FIXTURES) + "/runtime-hook/spec-edit/" + name; }
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Compares with the golden file; ASCEND_UPDATE_GOLDEN=1 rewrites it instead (review the diff!).
+void expect_golden(const std::string& got_text, const std::string& golden) {
+  ordered_json got = ordered_json::parse(got_text);
+  if (std::getenv("ASCEND_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(fixture(golden)) << got.dump(2) << "\n";
+  }
+  ordered_json want = ordered_json::parse(read(fixture(golden)));
+  EXPECT_EQ(got, want) << "got:\n" << got.dump(2);
+}
+
+npu::HostState host() {
+  npu::HostState h = npu::builtin_profile("atlas800t-a2").value();
+  h.majors = {234, 235, 236, 237, 238};
+  return h;
+}
+
+HookCommand hook(const std::string& stage) {
+  HookCommand h;
+  h.path = "/usr/local/bin/ascend-docker-hook";
+  h.args = {"ascend-docker-hook", "--config", "/etc/ascend-docker-runtime.d/config.yaml", stage};
+  return h;
+}
+
+TEST(SpecEdit, DockerSpecGolden) {
+  std::string before = read(fixture("docker.before.json"));
+  ASSERT_FALSE(before.empty());
+  Request r;
+  r.ids = {0, 2};
+  MountList base{"base", {"/usr/local/Ascend/driver/lib64", "/usr/local/bin/npu-smi"}};
+  SpecEdit edit = make_spec_edit(make_plan(r, host(), {base}), hook("prestart"));
+  auto after = apply_spec_edit(before, edit);
+  ASSERT_TRUE(after.ok()) << after.error().message();
+  expect_golden(*after, "docker.after.json");
+
+  // Applying it again changes nothing.
+  auto twice = apply_spec_edit(*after, edit);
+  ASSERT_TRUE(twice.ok());
+  EXPECT_EQ(ordered_json::parse(*twice), ordered_json::parse(*after));
+}
+
+TEST(SpecEdit, DynamicVnpuGolden) {
+  std::string before = read(fixture("runc.before.json"));
+  ASSERT_FALSE(before.empty());
+  npu::HostState h = host();
+  h.vnpus.push_back({116, 1, "vir05_1c_16g", 0, "", 0});
+  Request r;
+  r.ids = {116};
+  r.is_virtual = true;
+  r.nodrv = true;
+  SpecEdit edit = make_spec_edit(make_plan(r, h, {}), hook("prestart"));
+  HookCommand post = hook("poststop");
+  post.args.insert(post.args.end(), {"--destroy-vnpu", "116"});
+  edit.poststop.push_back(post);
+  edit.drop_env = {"ASCEND_VNPU_SPECS"};
+  edit.add_env.insert(edit.add_env.end(), {"ASCEND_VISIBLE_DEVICES=116", "ASCEND_RUNTIME_OPTIONS=VIRTUAL,NODRV"});
+  auto after = apply_spec_edit(before, edit);
+  ASSERT_TRUE(after.ok()) << after.error().message();
+  expect_golden(*after, "runc-vnpu.after.json");
+}
+
+TEST(SpecEdit, HookEnvironmentIsExplicitAndMinimal) {
+  // Whatever the container's environment holds (LD_PRELOAD included), the hook entry carries only PATH.
+  std::string spec = R"({"process":{"env":["LD_PRELOAD=/evil.so","PATH=/evil","ASCEND_VISIBLE_DEVICES=0"]}})";
+  Request r;
+  r.ids = {0};
+  auto after = apply_spec_edit(spec, make_spec_edit(make_plan(r, host(), {}), hook("prestart")));
+  ASSERT_TRUE(after.ok()) << after.error().message();
+  auto j = ordered_json::parse(*after);
+  ASSERT_EQ(j["hooks"]["prestart"].size(), 1U);
+  EXPECT_EQ(j["hooks"]["prestart"][0]["env"], ordered_json({kHookPathEnv}));
+  // The container keeps its own environment, plus the marker.
+  EXPECT_EQ(j["process"]["env"],
+            ordered_json({"LD_PRELOAD=/evil.so", "PATH=/evil", "ASCEND_VISIBLE_DEVICES=0", "ASCEND_DOCKER_RUNTIME=True"}));
+}
+
+TEST(SpecEdit, ReplacesADeviceOfTheSamePathAndKeepsOtherDevices) {
+  std::string spec = R"({"linux":{"devices":[{"path":"/dev/fuse","type":"c","major":10,"minor":229},
+    {"path":"/dev/davinci0","type":"c","major":1,"minor":1}],"resources":{"devices":[{"allow":false,"access":"rwm"}]}}})";
+  Request r;
+  r.ids = {0};
+  auto after = apply_spec_edit(spec, make_spec_edit(make_plan(r, host(), {}), hook("prestart")));
+  ASSERT_TRUE(after.ok()) << after.error().message();
+  auto j = ordered_json::parse(*after);
+  ASSERT_EQ(j["linux"]["devices"].size(), 5U);  // fuse, davinci0 (replaced), three control nodes
+  EXPECT_EQ(j["linux"]["devices"][0]["path"], "/dev/fuse");
+  EXPECT_EQ(j["linux"]["devices"][1]["major"], 234);
+  auto rules = j["linux"]["resources"]["devices"];
+  ASSERT_EQ(rules.size(), 5U);
+  EXPECT_EQ(rules[0]["allow"], false);  // the deny-all stays first; the allows follow it
+  EXPECT_EQ(rules[1], ordered_json({{"allow", true}, {"type", "c"}, {"major", 234}, {"minor", 0}, {"access", "rwm"}}));
+}
+
+TEST(SpecEdit, RejectsMalformedSpecs) {
+  Request r;
+  r.ids = {0};
+  SpecEdit edit = make_spec_edit(make_plan(r, host(), {}), hook("prestart"));
+  const std::pair<const char*, const char*> cases[] = {
+      {"not json", "not a JSON object"},
+      {"[]", "not a JSON object"},
+      {R"({"process":{"env":"A=1"}})", "process.env is not a list"},
+      {R"({"process":{"env":[1]}})", "non-string"},
+      {R"({"linux":{"devices":{}}})", "linux.devices is not a list"},
+      {R"({"hooks":{"prestart":{}}})", "hooks.prestart is not a list"},
+  };
+  for (const auto& [spec, want] : cases) {
+    SCOPED_TRACE(spec);
+    auto after = apply_spec_edit(spec, edit);
+    ASSERT_FALSE(after.ok());
+    EXPECT_NE(after.error().message().find(want), std::string::npos) << after.error().message();
+  }
+}
+
+TEST(OciState, ParsesAndBoundsTheHookInput) {
+  auto s = parse_oci_state(R"({"ociVersion":"1.0.2","id":"c1","status":"created","pid":4242,"bundle":"/run/b"})");
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->id, "c1");
+  EXPECT_EQ(s->pid, 4242);
+  EXPECT_EQ(s->bundle, "/run/b");
+  EXPECT_FALSE(parse_oci_state(R"({"pid":1})").ok());                       // no bundle
+  EXPECT_FALSE(parse_oci_state(R"({"pid":-1,"bundle":"/b"})").ok());         // not a pid
+  EXPECT_FALSE(parse_oci_state(R"({"pid":1,"bundle":"relative"})").ok());    // relative bundle
+  EXPECT_FALSE(parse_oci_state(std::string(kMaxStateBytes + 1, ' ')).ok());  // too large
+}
+
+TEST(OciSpec, RootfsIsMadeAbsoluteAgainstTheBundle) {
+  auto rel = spec_rootfs(ordered_json::parse(R"({"root":{"path":"rootfs"}})"), "/b");
+  ASSERT_TRUE(rel.ok());
+  EXPECT_EQ(*rel, "/b/rootfs");
+  auto abs = spec_rootfs(ordered_json::parse(R"({"root":{"path":"/var/lib/x/merged"}})"), "/b");
+  ASSERT_TRUE(abs.ok());
+  EXPECT_EQ(*abs, "/var/lib/x/merged");
+  EXPECT_FALSE(spec_rootfs(ordered_json::parse("{}"), "/b").ok());
+}
+
+}  // namespace
+}  // namespace ascend::hook
