@@ -16,6 +16,8 @@ struct Visible {
   std::vector<int> chips;  // phy ids whose /dev/davinci<phy> is the chip's node
   std::vector<int> vnpus;  // vNPU ids visible as /dev/davinci<id> or /dev/vdavinci<id>
 };
+// Nodes must be character devices with the major/minor the state records. A host loaded without device
+// nodes (HostState::device_nodes false: an unprivileged test or demo) shows every chip.
 Visible visible_devices(const HostState& s, const std::string& root);
 
 struct Output {
