@@ -27,6 +27,7 @@ inline CommandResult run_command(const std::vector<std::string>& argv,
     ::dup2(err_pipe[1], 2);
     for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
     std::vector<char*> args;
+    args.reserve(argv.size() + 1);
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     ::execvp(args[0], args.data());
