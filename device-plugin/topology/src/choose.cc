@@ -110,7 +110,8 @@ std::uint64_t best_subset(int n, std::uint64_t pool, std::uint64_t avail, std::u
     int numa = numa_count(numa_of, chosen);
     bool better = !have || score > best_score;
     if (have && score == best_score) {
-      better = own > best_own || (own == best_own && (numa < best_numa || (numa == best_numa && lex_less(chosen, best))));
+      better = own > best_own ||
+               (own == best_own && (numa < best_numa || (numa == best_numa && lex_less(chosen, best))));
     }
     if (better) {
       have = true;

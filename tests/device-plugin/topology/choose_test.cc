@@ -120,7 +120,11 @@ TEST(ChooseA3, KeepsDiesOfACardTogether) {
              {"4: two whole cards", all_but(h, {}), {}, 4, {0, 1, 2, 3}},
              {"4: lone dies only when whole cards run out", {0, 3, 5, 8, 9}, {}, 4, {0, 3, 8, 9}},
              {"must die brings its sibling", all_but(h, {}), {7}, 2, {6, 7}},
-             {"16: the whole node", all_but(h, {}), {}, 16, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}},
+             {"16: the whole node",
+              all_but(h, {}),
+              {},
+              16,
+              {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}},
          });
 }
 
@@ -162,8 +166,10 @@ TEST(Choose, PropertiesOnRandomFreeSets) {
       ASSERT_EQ(static_cast<int>(r->size()), size) << name;
       EXPECT_TRUE(std::is_sorted(r->begin(), r->end()));
       EXPECT_EQ(std::adjacent_find(r->begin(), r->end()), r->end()) << "a chip twice";
-      for (int id : *r) EXPECT_NE(std::find(free.begin(), free.end(), id), free.end()) << "chip " << id << " not free";
-      for (int id : must) EXPECT_NE(std::find(r->begin(), r->end(), id), r->end()) << "must chip " << id << " missing";
+      for (int id : *r)
+        EXPECT_NE(std::find(free.begin(), free.end(), id), free.end()) << "chip " << id << " not free";
+      for (int id : must)
+        EXPECT_NE(std::find(r->begin(), r->end(), id), r->end()) << "must chip " << id << " missing";
       if (h.family == npu::Family::k910 && size <= 4) {
         int ring = (*r)[0] / 4;
         for (int id : *r) EXPECT_EQ(id / 4, ring) << "Ascend 910: one HCCS ring";

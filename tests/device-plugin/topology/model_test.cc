@@ -33,7 +33,8 @@ TEST(ClusterFile, DefaultsAndGenerate) {
   EXPECT_EQ(c->nodes[0].busy, 0b1001U);
   EXPECT_EQ(c->nodes[0].unhealthy, 0b100000U);
   EXPECT_EQ(c->initially_free(0), 0xFFU & ~0b101001U);
-  // Generated: names padded, 2 nodes per leaf, 2 leaves per spine; numbering continues after the listed nodes.
+  // Generated: names padded, 2 nodes per leaf, 2 leaves per spine; numbering continues after the listed
+  // nodes.
   std::vector<std::string> names, leaves, spines;
   for (std::size_t i = 1; i < 6; ++i) {
     names.push_back(c->nodes[i].name);
@@ -64,8 +65,10 @@ TEST(ClusterFile, ErrorsNameTheField) {
       {R"({"nodes": [{"name": "a", "profile": "atlas800t-a2", "leaf": "l", "busy": [1, 8]}]})",
        "nodes[0].busy[1]: chip 8 is not on atlas800t-a2"},
       {R"({"nodes": [{"name": "a", "profile": "atlas800t-a9", "leaf": "l"}]})", "nodes[0].profile: "},
-      {R"({"nodes": [{"name": "a", "profile": "atlas800t-a2"}]})", "nodes[0].leaf: required field is missing"},
-      {R"({"nodes": [{"name": "a", "profile": "atlas800t-a2", "leaf": "l", "color": 1}]})", "nodes[0].color: unknown field"},
+      {R"({"nodes": [{"name": "a", "profile": "atlas800t-a2"}]})",
+       "nodes[0].leaf: required field is missing"},
+      {R"({"nodes": [{"name": "a", "profile": "atlas800t-a2", "leaf": "l", "color": 1}]})",
+       "nodes[0].color: unknown field"},
       {R"({"nodes": [{"name": "a", "profile": "atlas800t-a2", "leaf": "l"}, {"name": "a", "profile": "atlas800t-a2", "leaf": "l"}]})",
        "nodes[1].name: duplicate node name a"},
       {R"({"nodes": [{"name": "a", "profile": "atlas800t-a2", "leaf": "l"}, {"name": "b", "profile": "atlas800t-a2", "leaf": "l", "spine": "s2"}]})",
@@ -127,13 +130,15 @@ TEST(JobFile, Errors) {
     const char* message;
   };
   const Case cases[] = {
-      {R"({"npus": 64, "tp": 8, "pp": 4, "dp": 4, "comm_bytes": {}})", "npus: 64 is not tp x pp x dp = 8 x 4 x 4"},
+      {R"({"npus": 64, "tp": 8, "pp": 4, "dp": 4, "comm_bytes": {}})",
+       "npus: 64 is not tp x pp x dp = 8 x 4 x 4"},
       {R"({"npus": 8, "tp": 3, "comm_bytes": {}})", "npus: 8 is not a multiple of tp x pp = 3"},
       {R"({"npus": 8, "order": "pp-dp-tp", "comm_bytes": {}})", "order: unknown rank order 'pp-dp-tp'"},
       {R"({"npus": 8, "npus_per_pod": 3, "comm_bytes": {}})", "npus_per_pod: 3 does not divide npus 8"},
       {R"({"npus": 8})", "comm_bytes: give comm_bytes or model"},
       {R"({"npus": 8, "comm_bytes": {"tp": -1}})", "comm_bytes.tp: must not be negative"},
-      {R"({"npus": 8, "model": {"params": 1e9, "layers": 2, "hidden": 4}})", "model.seq_len: required field is missing"},
+      {R"({"npus": 8, "model": {"params": 1e9, "layers": 2, "hidden": 4}})",
+       "model.seq_len: required field is missing"},
       {R"({"npus": "eight", "comm_bytes": {}})", "npus: expected an integer"},
       {R"({"npus": 8, "comm_bytes": {}, "gpus": 8})", "gpus: unknown field"},
   };

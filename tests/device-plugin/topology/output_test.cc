@@ -19,12 +19,15 @@ using testing::node;
 
 TEST(RankTable, Version10) {
   // Two servers; the job's ranks land on node index 2 first (nodes 0, 1 are full), then node 3.
-  Cluster c = make({node("n0", "atlas800t-a2", "l0", "s0", {0, 1, 2, 3, 4, 5, 6, 7}), node("n1", "atlas800t-a2", "l0", "s0", {0, 1, 2, 3, 4, 5, 6, 7}),
-                    node("n2", "atlas800t-a2", "l0", "s0", {0, 1, 2, 3}), node("n3", "atlas800t-a2", "l0", "s0")});
+  Cluster c =
+      make({node("n0", "atlas800t-a2", "l0", "s0", {0, 1, 2, 3, 4, 5, 6, 7}),
+            node("n1", "atlas800t-a2", "l0", "s0", {0, 1, 2, 3, 4, 5, 6, 7}),
+            node("n2", "atlas800t-a2", "l0", "s0", {0, 1, 2, 3}), node("n3", "atlas800t-a2", "l0", "s0")});
   Placement p;
   p.job = "x";
   p.pod_size = 4;
-  // Ranks 0-3 on n3 (slots 4..7), ranks 4-7 on n2 (slots 7, 6, 5, 4): servers sorted by first rank, devices by rank.
+  // Ranks 0-3 on n3 (slots 4..7), ranks 4-7 on n2 (slots 7, 6, 5, 4): servers sorted by first rank, devices
+  // by rank.
   p.chips = {{3, 4}, {3, 5}, {3, 6}, {3, 7}, {2, 7}, {2, 6}, {2, 5}, {2, 4}};
   auto t = rank_table(c, p);
   EXPECT_EQ(t["status"], "completed");
@@ -85,8 +88,9 @@ int count(const std::string& s, const std::string& what) {
 }
 
 TEST(Svg, DrawsNodesChipsStagesRanksAndTpGroups) {
-  Cluster c = make({node("node-a", "atlas800t-a2", "leaf-0", "s0", {0}, {1}), node("node-b", "atlas800t-a2", "leaf-0", "s0"),
-                    node("node-c", "atlas800-9000", "leaf-1")});
+  Cluster c =
+      make({node("node-a", "atlas800t-a2", "leaf-0", "s0", {0}, {1}),
+            node("node-b", "atlas800t-a2", "leaf-0", "s0"), node("node-c", "atlas800-9000", "leaf-1")});
   ClusterState s = ClusterState::initial(c);
   Job j = job(16, 4, 2, 2, 8);
   auto p = place(c, s, j, Policy::kTopo);
@@ -96,9 +100,12 @@ TEST(Svg, DrawsNodesChipsStagesRanksAndTpGroups) {
   EXPECT_NE(svg.find("<svg xmlns=\"http://www.w3.org/2000/svg\""), std::string::npos);
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
   // Every node is a box with its name; every rank is written on its chip with a tooltip.
-  for (const char* n : {"node-a", "node-b", "node-c", "leaf-0", "leaf-1"}) EXPECT_NE(svg.find(n), std::string::npos) << n;
+  for (const char* n : {"node-a", "node-b", "node-c", "leaf-0", "leaf-1"})
+    EXPECT_NE(svg.find(n), std::string::npos) << n;
   for (int r = 0; r < 16; ++r) {
-    EXPECT_NE(svg.find("<title>rank " + std::to_string(r) + ", stage " + std::to_string(coord_of(j, r).p)), std::string::npos) << r;
+    EXPECT_NE(svg.find("<title>rank " + std::to_string(r) + ", stage " + std::to_string(coord_of(j, r).p)),
+              std::string::npos)
+        << r;
   }
   // Stage colours: stage 0 and stage 1 chips use the first two palette colours, 8 chips each.
   EXPECT_EQ(count(svg, "fill=\"#1f77b4\" stroke=\"#333\""), 8);

@@ -41,14 +41,14 @@ TEST(Place, InvariantsOnRandomClusters) {
         if (rng() % 40 == 0) bad.push_back(s);
       }
       int leaf = i / (1 + static_cast<int>(rng() % 4));
-      specs.push_back(node("n" + std::to_string(i), prof, "leaf-" + std::to_string(leaf), "spine-" + std::to_string(leaf / 2),
-                           busy, bad));
+      specs.push_back(node("n" + std::to_string(i), prof, "leaf-" + std::to_string(leaf),
+                           "spine-" + std::to_string(leaf / 2), busy, bad));
     }
     auto cluster = make_cluster("r", {}, specs, builtin_profiles());
     if (!cluster.ok()) continue;  // a leaf drawn under two spines
     ClusterState state = ClusterState::initial(*cluster);
-    static const int shapes[][4] = {{8, 8, 1, 1}, {16, 8, 2, 1}, {16, 4, 2, 2}, {32, 8, 2, 2}, {8, 2, 2, 2},
-                                    {12, 4, 3, 1}, {4, 1, 1, 4}, {24, 4, 2, 3}, {16, 2, 1, 8}, {2, 2, 1, 1}};
+    static const int shapes[][4] = {{8, 8, 1, 1},  {16, 8, 2, 1}, {16, 4, 2, 2}, {32, 8, 2, 2}, {8, 2, 2, 2},
+                                    {12, 4, 3, 1}, {4, 1, 1, 4},  {24, 4, 2, 3}, {16, 2, 1, 8}, {2, 2, 1, 1}};
     const auto& s = shapes[rng() % 10];
     int pods[] = {0, 1, 2, 4, 8};
     int per_pod = pods[rng() % 5];
@@ -59,7 +59,8 @@ TEST(Place, InvariantsOnRandomClusters) {
     for (int k = 0; k < 3; ++k) {
       got[k] = place(*cluster, state, j, kAll[k]);
       if (!got[k].ok()) {
-        EXPECT_TRUE(got[k].error().code() == ENOSPC || got[k].error().code() == EINVAL) << got[k].error().message();
+        EXPECT_TRUE(got[k].error().code() == ENOSPC || got[k].error().code() == EINVAL)
+            << got[k].error().message();
         EXPECT_NE(got[k].error().message().find("job " + j.name), std::string::npos);
         continue;
       }
@@ -83,7 +84,8 @@ TEST(Place, InvariantsOnRandomClusters) {
       const auto& t = got[0]->eval;
       const auto& f = got[1]->eval;
       EXPECT_TRUE(t.tp_groups_outside_hccs < f.tp_groups_outside_hccs ||
-                  (t.tp_groups_outside_hccs == f.tp_groups_outside_hccs && t.cost.total <= f.cost.total * (1 + 1e-9)));
+                  (t.tp_groups_outside_hccs == f.tp_groups_outside_hccs &&
+                   t.cost.total <= f.cost.total * (1 + 1e-9)));
     }
   }
   EXPECT_GT(placed[0], 100);  // the test really placed jobs
@@ -110,8 +112,9 @@ TEST(Place, TopoKeepsTpInsideAnHccsRing) {
 // tp 8 with pods of 4: the two pods of a TP group must share a node to keep TP on HCCS. First-fit and
 // Volcano fill the half-free nodes; topo puts both pods on one node.
 TEST(Place, TopoPutsThePodsOfATpGroupOnOneNode) {
-  Cluster c = make({node("a", "atlas800t-a2", "l0", "s0", {0, 1, 2, 3}), node("b", "atlas800t-a2", "l0", "s0", {4, 5, 6, 7}),
-                    node("c", "atlas800t-a2", "l0", "s0")});
+  Cluster c =
+      make({node("a", "atlas800t-a2", "l0", "s0", {0, 1, 2, 3}),
+            node("b", "atlas800t-a2", "l0", "s0", {4, 5, 6, 7}), node("c", "atlas800t-a2", "l0", "s0")});
   ClusterState s = ClusterState::initial(c);
   Job j = job(8, 8, 1, 1, 4);
   auto ff = place(c, s, j, Policy::kFirstFit);
@@ -162,8 +165,8 @@ TEST(Place, TopoWeighsDpAgainstPp) {
 }
 
 TEST(Place, FirstFitTakesTheFirstFreeChipsInNodeOrder) {
-  Cluster c = make({node("a", "atlas800t-a2", "l0", "s0", {0, 1, 2, 3, 4, 5}), node("b", "atlas800t-a2", "l0", "s0", {1}),
-                    node("c", "atlas800t-a2", "l0", "s0")});
+  Cluster c = make({node("a", "atlas800t-a2", "l0", "s0", {0, 1, 2, 3, 4, 5}),
+                    node("b", "atlas800t-a2", "l0", "s0", {1}), node("c", "atlas800t-a2", "l0", "s0")});
   ClusterState s = ClusterState::initial(c);
   auto p = place(c, s, job(8, 2, 1, 4, 2), Policy::kFirstFit);
   ASSERT_TRUE(p.ok());
@@ -174,9 +177,10 @@ TEST(Place, FirstFitTakesTheFirstFreeChipsInNodeOrder) {
 // Volcano (module910bx8): score = 8 x (healthy chips - (free - asked)): the fullest node that fits wins,
 // and a node with an unhealthy chip loses to a healthy one.
 TEST(Place, VolcanoPrefersTheFullestHealthyNode) {
-  Cluster c = make({node("free", "atlas800t-a2", "l0"), node("half", "atlas800t-a2", "l0", "spine-0", {0, 1, 2, 3}),
-                    node("tight", "atlas800t-a2", "l0", "spine-0", {0, 1, 2, 3, 4, 5}),
-                    node("sick", "atlas800t-a2", "l0", "spine-0", {0, 1, 2, 3, 4}, {5})});
+  Cluster c =
+      make({node("free", "atlas800t-a2", "l0"), node("half", "atlas800t-a2", "l0", "spine-0", {0, 1, 2, 3}),
+            node("tight", "atlas800t-a2", "l0", "spine-0", {0, 1, 2, 3, 4, 5}),
+            node("sick", "atlas800t-a2", "l0", "spine-0", {0, 1, 2, 3, 4}, {5})});
   ClusterState s = ClusterState::initial(c);
   auto p = place(c, s, job(2, 2, 1, 1), Policy::kVolcano);
   ASSERT_TRUE(p.ok());
@@ -190,9 +194,9 @@ TEST(Place, VolcanoPrefersTheFullestHealthyNode) {
 // Volcano (module910x8) on Ascend 910: a 1-chip pod goes to the node whose best ring has exactly 1 free
 // chip, and to that ring; a distributed job must use pods of 8.
 TEST(Place, VolcanoAscend910RingAffinity) {
-  Cluster c = make({node("n0", "atlas800-9000", "l0", "s0", {0, 1}),           // rings free 2 / 4
-                    node("n1", "atlas800-9000", "l0", "s0", {4, 5, 6}),        // rings free 4 / 1
-                    node("n2", "atlas800-9000", "l0", "s0", {0, 1, 2, 4})});   // rings free 1 / 3
+  Cluster c = make({node("n0", "atlas800-9000", "l0", "s0", {0, 1}),          // rings free 2 / 4
+                    node("n1", "atlas800-9000", "l0", "s0", {4, 5, 6}),       // rings free 4 / 1
+                    node("n2", "atlas800-9000", "l0", "s0", {0, 1, 2, 4})});  // rings free 1 / 3
   ClusterState s = ClusterState::initial(c);
   auto p = place(c, s, job(1, 1, 1, 1), Policy::kVolcano);
   ASSERT_TRUE(p.ok());

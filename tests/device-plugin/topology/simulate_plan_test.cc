@@ -77,8 +77,9 @@ TEST(Simulate, RejectsJobsThatNeverFitAndRunsByStepsAndCost) {
   auto j = to_json(r);
   std::vector<std::string> keys;
   for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
-  EXPECT_EQ(keys, (std::vector<std::string>{"policy", "jobs", "completed", "rejected", "mean_wait_s", "p95_wait_s",
-                                            "makespan_s", "utilization", "mean_comm_cost", "tp_groups_outside_hccs"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"policy", "jobs", "completed", "rejected", "mean_wait_s",
+                                            "p95_wait_s", "makespan_s", "utilization", "mean_comm_cost",
+                                            "tp_groups_outside_hccs"}));
 }
 
 TEST(TraceFile, ParsesAndRejectsBadEntries) {
@@ -96,10 +97,14 @@ TEST(TraceFile, ParsesAndRejectsBadEntries) {
     const char* message;
   };
   const Case cases[] = {
-      {R"([{"npus": 8, "comm_bytes": {}, "arrival": 0}])", "[0].duration: give duration, or steps and step_compute_s"},
-      {R"([{"npus": 8, "comm_bytes": {}, "arrival": -1, "duration": 1}])", "[0].arrival: must not be negative"},
-      {R"([{"npus": 8, "comm_bytes": {}, "arrival": 0, "duration": 1, "steps": 3}])", "[0].steps: give duration or steps"},
-      {R"({"jobs": [{"npus": 8, "comm_bytes": {}, "arrival": 0, "steps": 3}]})", "jobs[0].step_compute_s: required"},
+      {R"([{"npus": 8, "comm_bytes": {}, "arrival": 0}])",
+       "[0].duration: give duration, or steps and step_compute_s"},
+      {R"([{"npus": 8, "comm_bytes": {}, "arrival": -1, "duration": 1}])",
+       "[0].arrival: must not be negative"},
+      {R"([{"npus": 8, "comm_bytes": {}, "arrival": 0, "duration": 1, "steps": 3}])",
+       "[0].steps: give duration or steps"},
+      {R"({"jobs": [{"npus": 8, "comm_bytes": {}, "arrival": 0, "steps": 3}]})",
+       "jobs[0].step_compute_s: required"},
       {R"({"jobs": 3})", "jobs: expected a list"},
   };
   for (const auto& k : cases) {
@@ -125,7 +130,8 @@ TEST(Plan, TenBillionParametersNeedMoreThanOneChip) {
   ASSERT_TRUE(one.ok()) << one.error().message();
   ASSERT_EQ(one->entries.size(), 1U);
   EXPECT_FALSE(one->entries[0].fits);
-  EXPECT_NE(one->entries[0].why_not.find("GiB per NPU, the chip has 64.0 GiB"), std::string::npos) << one->entries[0].why_not;
+  EXPECT_NE(one->entries[0].why_not.find("GiB per NPU, the chip has 64.0 GiB"), std::string::npos)
+      << one->entries[0].why_not;
   auto eight = plan(ten_b(8));
   ASSERT_TRUE(eight.ok());
   EXPECT_EQ(eight->entries.size(), 10U);  // ordered triples with product 8

@@ -60,7 +60,8 @@ inline void expect_valid(const Cluster& c, const ClusterState& state, const Job&
     ASSERT_GE(ch.slot, 0);
     ASSERT_LT(ch.slot, c.type_of(ch.node).size);
     EXPECT_TRUE(seen.insert({ch.node, ch.slot}).second) << "chip used twice by rank " << r;
-    EXPECT_NE(state.free[static_cast<std::size_t>(ch.node)] >> ch.slot & 1, 0U) << "rank " << r << " on a chip that is not free";
+    EXPECT_NE(state.free[static_cast<std::size_t>(ch.node)] >> ch.slot & 1, 0U)
+        << "rank " << r << " on a chip that is not free";
     EXPECT_EQ(c.nodes[static_cast<std::size_t>(ch.node)].unhealthy >> ch.slot & 1, 0U) << "unhealthy chip";
     EXPECT_EQ(c.nodes[static_cast<std::size_t>(ch.node)].busy >> ch.slot & 1, 0U) << "busy chip";
     int pod = static_cast<int>(r) / p.pod_size;
