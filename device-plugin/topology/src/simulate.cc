@@ -148,7 +148,8 @@ SimResult simulate(const Cluster& c, const std::vector<TraceJob>& trace, const S
     }
     while (next < arrivals.size() && trace[arrivals[next]].arrival <= now) {
       std::size_t i = arrivals[next++];
-      auto fits = place(c, empty, trace[i].job, opt.policy);
+      // topo places whatever first-fit can (and first-fit is cheap); the others are asked themselves.
+      auto fits = place(c, empty, trace[i].job, opt.policy == Policy::kTopo ? Policy::kFirstFit : opt.policy);
       if (!fits.ok()) {
         res.detail[i].rejected = fits.error().message();
         continue;

@@ -473,11 +473,14 @@ bool better(const Evaluation& a, const Evaluation& b) {
 // {p, d, t} is rank order for tp-dp-pp, {d, p, t} for tp-pp-dp.
 constexpr int kLayouts[6][3] = {{2, 1, 0}, {1, 2, 0}, {2, 0, 1}, {0, 2, 1}, {1, 0, 2}, {0, 1, 2}};
 
-std::array<int, 3> layout_key(const Job& job, int r, const int (&sig)[3]) {
-  Coord c = coord_of(job, r);
-  std::array<int, 3> v = {c.t, c.d, c.p};
-  return {v[static_cast<std::size_t>(sig[0])], v[static_cast<std::size_t>(sig[1])],
-          v[static_cast<std::size_t>(sig[2])]};
+// Every rank's (t, d, p), computed once per job.
+std::vector<std::array<int, 3>> coords_of(const Job& job) {
+  std::vector<std::array<int, 3>> out(static_cast<std::size_t>(job.npus));
+  for (int r = 0; r < job.npus; ++r) {
+    Coord c = coord_of(job, r);
+    out[static_cast<std::size_t>(r)] = {c.t, c.d, c.p};
+  }
+  return out;
 }
 
 // A set of ranks and the chips they share out among themselves, chips in canonical order.
@@ -487,14 +490,19 @@ struct Share {
 };
 
 // Lays every share's ranks onto its chips in the order `sig`.
-void lay_out(const Job& job, const std::vector<Share>& shares, const int (&sig)[3],
-             std::vector<ChipRef>& chips) {
-  std::vector<int> rs;
+void lay_out(const std::vector<std::array<int, 3>>& coords, const std::vector<Share>& shares,
+             const int (&sig)[3], std::vector<ChipRef>& chips) {
+  std::vector<std::pair<std::array<int, 3>, int>> rs;
   for (const auto& sh : shares) {
-    rs = sh.ranks;
-    std::stable_sort(rs.begin(), rs.end(),
-                     [&](int a, int b) { return layout_key(job, a, sig) < layout_key(job, b, sig); });
-    for (std::size_t i = 0; i < rs.size(); ++i) chips[static_cast<std::size_t>(rs[i])] = sh.chips[i];
+    rs.clear();
+    for (int r : sh.ranks) {
+      const auto& v = coords[static_cast<std::size_t>(r)];
+      rs.push_back({{v[static_cast<std::size_t>(sig[0])], v[static_cast<std::size_t>(sig[1])],
+                     v[static_cast<std::size_t>(sig[2])]},
+                    r});
+    }
+    std::sort(rs.begin(), rs.end());
+    for (std::size_t i = 0; i < rs.size(); ++i) chips[static_cast<std::size_t>(rs[i].second)] = sh.chips[i];
   }
 }
 
@@ -539,6 +547,7 @@ bool uniform_links(const NodeType& t) {
 // better.
 void improve(const Cluster& c, const ClusterState& s, const Job& job, const Groups& g, Placement& p) {
   if (job.npus > 256) return;
+  const auto coords = coords_of(job);
   int budget = 3000;
   const int n = p.pod_size;
   const int pods = job.npus / n;
@@ -639,7 +648,7 @@ void improve(const Cluster& c, const ClusterState& s, const Job& job, const Grou
           std::vector<ChipRef> old(p.chips.begin() + a * n, p.chips.begin() + (a + 1) * n);
           bool moved = false;
           for (const auto& sig : kLayouts) {
-            lay_out(job, {sh}, sig, p.chips);
+            lay_out(coords, {sh}, sig, p.chips);
             if (keep()) {
               moved = true;
               break;
@@ -674,6 +683,11 @@ Result<Placement> topo(const Cluster& c, const ClusterState& state, const Job& j
   const std::array<double, 3> bytes = {job.comm.tp, job.comm.dp, job.comm.pp};
   std::array<double, 4> target_bw = {c.bw.bytes_per_s(Level::kHccs), c.bw.bytes_per_s(Level::kLeaf),
                                      c.bw.bytes_per_s(Level::kSpine), c.bw.bytes_per_s(Level::kCore)};
+
+  // Rank layouts matter only on nodes whose chips are not all alike (rings, cards).
+  bool all_uniform = true;
+  for (const auto& t : c.types) all_uniform = all_uniform && uniform_links(t);
+  const auto coords = coords_of(job);
 
   Placement best;
   bool have = false;
@@ -720,6 +734,7 @@ Result<Placement> topo(const Cluster& c, const ClusterState& state, const Job& j
       for (char sp : slots.spread) any_spread = any_spread || sp != 0;
       const int variants = !small ? 2 : any_spread ? 8 : 4;
       double round_best = std::numeric_limits<double>::infinity();
+      std::vector<std::vector<std::pair<int, int>>> tried;  // packings already scored
       for (const auto& cb : combos) {
         if (cb.bound >= round_best) break;
         for (int variant = 0; variant < variants; ++variant) {
@@ -729,6 +744,8 @@ Result<Placement> topo(const Cluster& c, const ClusterState& state, const Job& j
           auto comps = components(units, ug, cb.target, by_size);
           Packer packer(c, slots, units, roomy, colocate);
           if (!packer.pack(comps)) continue;
+          if (std::find(tried.begin(), tried.end(), packer.at()) != tried.end()) continue;
+          tried.push_back(packer.at());
           for (std::size_t x = 0; x < packer.at().size(); ++x) {
             auto [bin, set] = packer.at()[x];
             materialize(c, state, slots, bin, set + 1);
@@ -738,17 +755,21 @@ Result<Placement> topo(const Cluster& c, const ClusterState& state, const Job& j
           p.policy = Policy::kTopo;
           p.pod_size = n;
           p.chips.resize(static_cast<std::size_t>(job.npus));
-          for (int scope = 0; scope < 3; ++scope) {
+          std::vector<std::vector<ChipRef>> seen;
+          for (int scope = 0; scope < (all_uniform ? 1 : 3); ++scope) {
             auto shares = shares_of(c, slots, packer.at(), u, scope);
             if (scope > 0 && shares.size() == static_cast<std::size_t>(units)) continue;  // same as per unit
             for (const auto& sig : kLayouts) {
-              lay_out(job, shares, sig, p.chips);
+              lay_out(coords, shares, sig, p.chips);
+              if (std::find(seen.begin(), seen.end(), p.chips) != seen.end()) continue;
+              seen.push_back(p.chips);
               p.eval = evaluate(c, job, groups, p.chips);
               round_best = std::min(round_best, p.eval.cost.total);
               if (!have || better(p.eval, best.eval)) {
                 best = p;
                 have = true;
               }
+              if (all_uniform) break;  // every layout costs the same
             }
           }
         }
