@@ -94,12 +94,15 @@ Result<Config> load_config_file(const std::string& path, Config base) {
     auto it = setters.find(key);
     if (it == setters.end()) {
       std::string valid;
-      for (const auto& s : setters) valid += (valid.empty() ? "" : ", ") + s.first;
-      return Error::invalid("config file " + path + ": unknown key '" + key + "' (valid: " + valid + ")");
+      for (const auto& s : setters) valid.append(valid.empty() ? "" : ", ").append(s.first);
+      std::string msg = "config file " + path;
+      msg.append(": unknown key '").append(key).append("' (valid: ").append(valid).append(")");
+      return Error::invalid(msg);
     }
-    if (!kv.second.IsScalar())
-      return Error::invalid("config file " + path + ": '" + key + "' must be a string");
-    ASCEND_CHECK(it->second(kv.second.as<std::string>()), "config file " + path + ": '" + key + "'");
+    std::string where = "config file " + path;
+    where.append(": '").append(key).append("'");
+    if (!kv.second.IsScalar()) return Error::invalid(where + " must be a string");
+    ASCEND_CHECK(it->second(kv.second.as<std::string>()), where);
   }
   return base;
 }

@@ -72,7 +72,9 @@ Result<std::vector<ResourceSpec>> plan_resources(const npu::HostState& host, con
   if (cfg.vnpu == VnpuMode::kStatic) {
     for (const auto& t : host.templates) {
       ASCEND_ASSIGN(std::string suffix, vnpu_resource_suffix(t.name), "vNPU resources");
-      out.push_back({chip_resource + "-" + suffix, DeviceKind::kVnpu, t.name});
+      std::string name = chip_resource;
+      name.append("-").append(suffix);
+      out.push_back({std::move(name), DeviceKind::kVnpu, t.name});
     }
   } else if (cfg.vnpu == VnpuMode::kDynamic) {
     out.push_back({kCoreResource, DeviceKind::kCore, ""});
@@ -117,6 +119,7 @@ std::vector<DeviceEntry> device_table(const npu::HostState& host, const Resource
         // the cores that vNPU templates took beyond the tokens the kubelet already holds.
         int withhold = std::max(0, ledger.cores_used(host, c.phy_id) - ledger.held_on(c.phy_id));
         std::vector<DeviceEntry> tokens;
+        tokens.reserve(static_cast<std::size_t>(std::max(cap, 0)));
         for (int k = 0; k < cap; ++k) {
           tokens.push_back(
               {Ledger::token_id(c.phy_id, k), DeviceKind::kCore, c.phy_id, -1, k, c.numa_node, health, ""});

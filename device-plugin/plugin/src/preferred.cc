@@ -94,6 +94,8 @@ Result<std::vector<std::string>> preferred_allocation(const npu::HostState& host
     case DeviceKind::kChip: {
       std::vector<int> free;
       std::vector<int> need;
+      free.reserve(avail.size());
+      need.reserve(must.size());
       for (const auto* e : avail) free.push_back(e->phy);
       for (const auto* e : must) need.push_back(e->phy);
       ASCEND_ASSIGN(std::vector<int> chosen, topology::choose(host, free, need, size), what);
@@ -121,6 +123,7 @@ Result<std::vector<std::string>> preferred_allocation(const npu::HostState& host
   }
   std::sort(picked.begin(), picked.end(), by_position);
   std::vector<std::string> out;
+  out.reserve(picked.size());
   for (const auto* e : picked) out.push_back(e->id);
   return out;
 }

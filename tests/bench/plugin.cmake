@@ -1,0 +1,9 @@
+# ascend-device-plugin: Allocate latency (p50/p99) with 64 concurrent gRPC callers against the plugin
+# binary, fault-to-Unhealthy latency on a ListAndWatch stream, and the plugin's resident memory after
+# 10 000 Allocate calls. Each figure has a baseline in the same run (see plugin_bench.cc).
+if(TARGET ascend-device-plugin)
+  add_executable(plugin_bench ${CMAKE_CURRENT_LIST_DIR}/plugin_bench.cc)
+  target_link_libraries(plugin_bench PRIVATE ascend_plugin benchmark::benchmark)
+  target_compile_definitions(plugin_bench PRIVATE ASCEND_BIN_DIR="${CMAKE_BINARY_DIR}/bin")
+  add_dependencies(plugin_bench ascend-device-plugin npu-smi ascend_driver_stub)
+endif()
