@@ -6,6 +6,8 @@
 #include <fstream>
 #include <set>
 
+#include <yaml-cpp/yaml.h>
+
 #include "ascend/npu/emulator.h"
 #include "ascend/npu/profiles.h"
 #include "ascend/plugin/allocate.h"
@@ -94,6 +96,27 @@ TEST(PluginConfig, YamlFileOverridesBaseAndNamesBadKeys) {
   ASSERT_FALSE(bad2.ok());
   EXPECT_NE(bad2.error().message().find("'allocate-mode'"), std::string::npos) << bad2.error().message();
   EXPECT_EQ(load_config_file(dir / "missing.yaml", Config{}).error().code(), ENOENT);
+}
+
+TEST(PluginConfig, TheShippedDaemonSetConfigLoads) {
+  // deploy/kubernetes/ascend-device-plugin.yaml carries the plugin's config in a ConfigMap.
+  YAML::Node cm;
+  for (const auto& doc : YAML::LoadAllFromFile(std::string(ASCEND_SOURCE_DIR) +
+                                               "/deploy/kubernetes/ascend-device-plugin.yaml")) {
+    if (doc["kind"].as<std::string>() == "ConfigMap") cm = doc;
+  }
+  ASSERT_TRUE(cm) << "no ConfigMap in the manifest";
+  testing::TempDir dir;
+  {
+    std::ofstream f(dir / "config.yaml");
+    f << cm["data"]["config.yaml"].as<std::string>();
+  }
+  auto c = load_config_file(dir / "config.yaml", Config{});
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_TRUE(validate(*c).ok());
+  EXPECT_EQ(c->kubelet_socket_dir, kDefaultSocketDir);
+  EXPECT_EQ(c->metrics_addr, ":9101");
+  EXPECT_EQ(c->vnpu, VnpuMode::kOff);
 }
 
 TEST(PluginConfig, ValidateRefusesCombinationsThatCannotWork) {
