@@ -7,6 +7,7 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -40,8 +41,6 @@ FileId file_id(const std::string& path) {
 constexpr auto kTick = std::chrono::milliseconds(100);
 constexpr auto kIdle = std::chrono::milliseconds(1000);
 constexpr auto kRegisterTimeout = std::chrono::milliseconds(1000);
-constexpr auto kReconcileEvery = std::chrono::seconds(5);
-constexpr auto kPromiseGrace = std::chrono::seconds(10);
 
 Result<std::map<std::string, std::set<std::string>>> list_pod_resources(const std::string& socket) {
   auto channel = grpc::CreateChannel("unix://" + socket, grpc::InsecureChannelCredentials());
@@ -105,7 +104,7 @@ void Daemon::reconcile_pod_resources() {
     spdlog::debug("{}", in_use.error().message());
     return;
   }
-  plugin_->reconcile(*in_use, kPromiseGrace);
+  plugin_->reconcile(*in_use, cfg_.promise_grace);
 }
 
 Status Daemon::run() {
@@ -167,13 +166,14 @@ Status Daemon::run() {
     }
     if (std::chrono::steady_clock::now() >= next_reconcile) {
       reconcile_pod_resources();
-      next_reconcile = std::chrono::steady_clock::now() + kReconcileEvery;
+      next_reconcile = std::chrono::steady_clock::now() + cfg_.reconcile_every;
     }
 
     bool any_pending = false;
     for (bool p : pending) any_pending = any_pending || p;
     pollfd fds[2] = {{stop_fd_.get(), POLLIN, 0}, {ino.get(), POLLIN, 0}};
-    const auto wait = (any_pending && id.exists) ? kTick : kIdle;
+    auto wait = (any_pending && id.exists) ? kTick : kIdle;
+    if (cfg_.vnpu == VnpuMode::kDynamic) wait = std::min(wait, cfg_.reconcile_every);
     int n = ::poll(fds, ino.valid() ? 2 : 1, static_cast<int>(wait.count()));
     if (n < 0 && errno != EINTR) return Error::from_errno(errno, "poll");
     if ((fds[0].revents & POLLIN) != 0) break;

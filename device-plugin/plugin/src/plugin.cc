@@ -99,7 +99,7 @@ void Plugin::on_host_change(const npu::HostState& host) {
 }
 
 int Plugin::reconcile(const std::map<std::string, std::set<std::string>>& in_use,
-                      std::chrono::seconds grace) {
+                      std::chrono::milliseconds grace) {
   int ended = 0;
   {
     std::lock_guard lock(mu_);

@@ -41,17 +41,18 @@ topology::LineLocator locator(const YAML::Node& root) {
       cur.reset(root);
       int line = cur.IsDefined() && !cur.IsNull() ? cur.Mark().line + 1 : 0;
       for (const auto& part : path.parts) {
-        YAML::Node next;
         const YAML::Node& c = cur;
+        YAML::Node next;  // a missing key gives an invalid node: test it before rebinding anything to it
         if (const auto* key = std::get_if<std::string>(&part)) {
           if (!c.IsMap()) break;
-          next.reset(c[*key]);
+          YAML::Node v = c[*key];
+          if (!v.IsDefined()) break;
+          next.reset(v);
         } else {
           int i = std::get<int>(part);
           if (!c.IsSequence() || i < 0 || static_cast<std::size_t>(i) >= c.size()) break;
           next.reset(c[static_cast<std::size_t>(i)]);
         }
-        if (!next.IsDefined()) break;
         cur.reset(next);
         if (cur.Mark().line >= 0) line = cur.Mark().line + 1;
       }

@@ -128,6 +128,13 @@ SimResult simulate(const Cluster& c, const std::vector<TraceJob>& trace, const S
     if (!opt.backfill || queue.size() < 2) return;
     double shadow = shadow_time(queue.front());
     for (auto it = std::next(queue.begin()); it != queue.end();) {
+      // Run time is at least the compute time: a job that cannot end before the shadow time is not tried.
+      const TraceJob& tj = trace[*it];
+      double at_least = tj.duration >= 0 ? tj.duration : static_cast<double>(tj.steps) * tj.step_compute_s;
+      if (now + at_least > shadow + 1e-9) {
+        ++it;
+        continue;
+      }
       auto p = try_place(*it, state);
       if (p.ok() && now + run_time(trace[*it], *p) <= shadow + 1e-9) {
         start(*it, std::move(p).value(), now);

@@ -3,6 +3,7 @@
 // value; pure functions; thread-safe.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <string_view>
 
@@ -40,6 +41,11 @@ struct Config {
   // The kubelet's pod-resources socket, used in dynamic vNPU mode to learn which promises ended; empty or
   // absent: promises end only when the kubelet hands their ids out again.
   std::string pod_resources_socket = kDefaultPodResourcesSocket;
+  // How often the pod-resources list is read, and how old a promise must be before its absence from that
+  // list ends it (the kubelet records an allocation only after Allocate returns). Not flags: tests shorten
+  // them.
+  std::chrono::milliseconds reconcile_every{5000};
+  std::chrono::milliseconds promise_grace{10000};
   std::string log_level = "info";
   std::string log_file;
 };

@@ -65,7 +65,7 @@ class Plugin {
   // A new snapshot (the device-query subscription calls this).
   void on_host_change(const npu::HostState& host);
   // Ends dynamic-vNPU promises the kubelet no longer lists (resource name -> device ids in use).
-  int reconcile(const std::map<std::string, std::set<std::string>>& in_use, std::chrono::seconds grace);
+  int reconcile(const std::map<std::string, std::set<std::string>>& in_use, std::chrono::milliseconds grace);
 
   npu::HostState host() const;
   Ledger ledger() const;
