@@ -469,6 +469,29 @@ TEST_F(PluginE2E, DynamicVnpuAdvertisesCoresAndNeverHandsAChipOutTwice) {
   ASSERT_TRUE(cores->wait_for([](const auto& x) { return x.devices_size() == 8 * 20 - 2 - 20; }, 5s));
 }
 
+TEST_F(PluginE2E, DynamicPromisesEndWhenThePodResourcesNoLongerListThem) {
+  Config cfg = config();
+  cfg.vnpu = VnpuMode::kDynamic;
+  cfg.reconcile_every = 50ms;
+  cfg.promise_grace = 300ms;
+  up("atlas800t-a2", cfg, 2);
+  auto chips = kubelet->watch("ascend-Ascend910.sock");
+  ASSERT_TRUE(chips->wait_for([](const auto& x) { return x.devices_size() == 8; }, 5s));
+  const std::vector<std::string> tokens = {"npu-core-6-0", "npu-core-6-1"};
+  kubelet->set_in_use({{"huawei.com/npu-core", {tokens.begin(), tokens.end()}}});
+  grpc::Status s;
+  allocate("ascend-npu-core.sock", {tokens}, &s);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_TRUE(chips->wait_for([](const auto& x) { return x.devices_size() == 7; }, 5s));
+  // While the kubelet lists the tokens, the promise holds past its grace period.
+  std::this_thread::sleep_for(800ms);
+  EXPECT_EQ(daemon->plugin().ledger().promises().size(), 1U);
+  // The pod is gone: the promise ends and chip 6 is advertised whole again.
+  kubelet->set_in_use({});
+  ASSERT_TRUE(chips->wait_for([](const auto& x) { return x.devices_size() == 8; }, 5s));
+  EXPECT_TRUE(daemon->plugin().ledger().promises().empty());
+}
+
 // ---- kubelet restarts -----------------------------------------------------------------------------------
 
 TEST_F(PluginE2E, KubeletRestartTwentyTimesReRegistersWithinOneSecondEachTime) {
