@@ -11,11 +11,18 @@ using nlohmann::ordered_json;
 namespace {
 
 ordered_json device_node(const npu::DeviceNode& n, const std::string& container_path, const CdiInput& in) {
-  return {{"path", container_path}, {"hostPath", in.host_path(n.path)}, {"type", "c"}, {"major", n.major},
-          {"minor", n.minor},       {"fileMode", n.mode},                {"permissions", "rw"}};
+  return {{"path", container_path},
+          {"hostPath", in.host_path(n.path)},
+          {"type", "c"},
+          {"major", n.major},
+          {"minor", n.minor},
+          {"fileMode", n.mode},
+          {"permissions", "rw"}};
 }
 
-bool alnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+bool alnum(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0;
+}
 
 // Name segment rules shared by device names and the kind's class: alphanumeric at both ends, '-', '_', '.'
 // (and alphanumerics) between.
@@ -45,8 +52,8 @@ bool valid_dns_subdomain(const std::string& s) {
 
 // "0.5.0" -> {0,5,0}; nullopt when not a known version.
 std::optional<std::vector<int>> known_version(const std::string& v) {
-  static const std::set<std::string> kKnown = {"0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0",
-                                               "0.8.0", "1.0.0", "1.1.0"};
+  static const std::set<std::string> kKnown = {"0.3.0", "0.4.0", "0.5.0", "0.6.0",
+                                               "0.7.0", "0.8.0", "1.0.0", "1.1.0"};
   if (kKnown.count(v) == 0) return std::nullopt;
   return std::vector<int>{v[0] - '0', v[2] - '0', v[4] - '0'};
 }
@@ -59,7 +66,9 @@ Status only_fields(const json& obj, const std::set<std::string>& allowed, const 
   return {};
 }
 
-bool absolute(const json& j) { return j.is_string() && !j.get<std::string>().empty() && j.get<std::string>()[0] == '/'; }
+bool absolute(const json& j) {
+  return j.is_string() && !j.get<std::string>().empty() && j.get<std::string>()[0] == '/';
+}
 
 bool string_list(const json& j) {
   if (!j.is_array()) return false;
@@ -71,31 +80,37 @@ bool string_list(const json& j) {
 
 // Validates one containerEdits object; raises `min` to the version its features need.
 Status check_edits(const json& e, const std::string& where, std::vector<int>& min) {
-  ASCEND_CHECK(only_fields(e, {"env", "deviceNodes", "mounts", "hooks", "intelRdt", "additionalGids", "netDevices"},
-                           where),
-               "");
+  ASCEND_CHECK(
+      only_fields(e, {"env", "deviceNodes", "mounts", "hooks", "intelRdt", "additionalGids", "netDevices"},
+                  where),
+      "");
   if (e.contains("env")) {
     if (!string_list(e["env"])) return Error::invalid(where + ".env: expected a list of strings");
     for (const auto& v : e["env"]) {
-      if (v.get<std::string>().find('=') == std::string::npos) return Error::invalid(where + ".env: entry without '='");
+      if (v.get<std::string>().find('=') == std::string::npos)
+        return Error::invalid(where + ".env: entry without '='");
     }
   }
   if (e.contains("deviceNodes")) {
     if (!e["deviceNodes"].is_array()) return Error::invalid(where + ".deviceNodes: expected a list");
     for (const auto& d : e["deviceNodes"]) {
       std::string w = where + ".deviceNodes[" + d.value("path", std::string("?")) + "]";
-      ASCEND_CHECK(only_fields(d, {"path", "hostPath", "type", "major", "minor", "fileMode", "permissions", "uid", "gid"}, w),
-                   "");
+      ASCEND_CHECK(
+          only_fields(
+              d, {"path", "hostPath", "type", "major", "minor", "fileMode", "permissions", "uid", "gid"}, w),
+          "");
       if (!absolute(d.value("path", json()))) return Error::invalid(w + ".path: required, absolute");
       if (d.contains("hostPath")) {
         if (!absolute(d["hostPath"])) return Error::invalid(w + ".hostPath: must be absolute");
         min = std::max(min, std::vector<int>{0, 5, 0});
       }
-      if (d.contains("type") && d["type"] != "c" && d["type"] != "b" && d["type"] != "u" && d["type"] != "p") {
+      if (d.contains("type") && d["type"] != "c" && d["type"] != "b" && d["type"] != "u" &&
+          d["type"] != "p") {
         return Error::invalid(w + ".type: one of b, c, u, p");
       }
       for (const char* k : {"major", "minor", "fileMode", "uid", "gid"}) {
-        if (d.contains(k) && !d[k].is_number_integer()) return Error::invalid(w + "." + k + ": expected an integer");
+        if (d.contains(k) && !d[k].is_number_integer())
+          return Error::invalid(w + "." + k + ": expected an integer");
       }
       if (d.contains("permissions")) {
         std::string p = d["permissions"].is_string() ? d["permissions"].get<std::string>() : "?";
@@ -110,9 +125,12 @@ Status check_edits(const json& e, const std::string& where, std::vector<int>& mi
     for (const auto& m : e["mounts"]) {
       std::string w = where + ".mounts[" + m.value("containerPath", std::string("?")) + "]";
       ASCEND_CHECK(only_fields(m, {"hostPath", "containerPath", "options", "type"}, w), "");
-      if (!m.contains("hostPath") || !m["hostPath"].is_string()) return Error::invalid(w + ".hostPath: required");
-      if (!absolute(m.value("containerPath", json()))) return Error::invalid(w + ".containerPath: required, absolute");
-      if (m.contains("options") && !string_list(m["options"])) return Error::invalid(w + ".options: list of strings");
+      if (!m.contains("hostPath") || !m["hostPath"].is_string())
+        return Error::invalid(w + ".hostPath: required");
+      if (!absolute(m.value("containerPath", json())))
+        return Error::invalid(w + ".containerPath: required, absolute");
+      if (m.contains("options") && !string_list(m["options"]))
+        return Error::invalid(w + ".options: list of strings");
       if (m.contains("type")) min = std::max(min, std::vector<int>{0, 4, 0});
     }
   }
@@ -155,10 +173,13 @@ ordered_json make_cdi_spec(const npu::HostState& host, const CdiInput& in) {
 }
 
 Status validate_cdi_spec(const json& spec) {
-  ASCEND_CHECK(only_fields(spec, {"cdiVersion", "kind", "annotations", "devices", "containerEdits"}, "CDI spec"), "");
-  if (!spec.contains("cdiVersion") || !spec["cdiVersion"].is_string()) return Error::invalid("cdiVersion: required");
+  ASCEND_CHECK(
+      only_fields(spec, {"cdiVersion", "kind", "annotations", "devices", "containerEdits"}, "CDI spec"), "");
+  if (!spec.contains("cdiVersion") || !spec["cdiVersion"].is_string())
+    return Error::invalid("cdiVersion: required");
   auto version = known_version(spec["cdiVersion"].get<std::string>());
-  if (!version) return Error::invalid("cdiVersion: '" + spec["cdiVersion"].get<std::string>() + "' is not a CDI version");
+  if (!version)
+    return Error::invalid("cdiVersion: '" + spec["cdiVersion"].get<std::string>() + "' is not a CDI version");
   std::vector<int> min = {0, 3, 0};
 
   if (!spec.contains("kind") || !spec["kind"].is_string()) return Error::invalid("kind: required");
@@ -184,20 +205,24 @@ Status validate_cdi_spec(const json& spec) {
     if (!names.insert(name).second) return Error::invalid("devices[" + name + "]: duplicate name");
     if (!std::isalpha(static_cast<unsigned char>(name[0]))) min = std::max(min, std::vector<int>{0, 5, 0});
     if (d.contains("annotations")) min = std::max(min, std::vector<int>{0, 6, 0});
-    if (!d.contains("containerEdits")) return Error::invalid("devices[" + name + "]: containerEdits is required");
+    if (!d.contains("containerEdits"))
+      return Error::invalid("devices[" + name + "]: containerEdits is required");
     ASCEND_CHECK(check_edits(d["containerEdits"], "devices[" + name + "].containerEdits", min), "");
   }
-  if (spec.contains("containerEdits")) ASCEND_CHECK(check_edits(spec["containerEdits"], "containerEdits", min), "");
+  if (spec.contains("containerEdits"))
+    ASCEND_CHECK(check_edits(spec["containerEdits"], "containerEdits", min), "");
   if (*version < min) {
-    return Error::invalid("cdiVersion " + spec["cdiVersion"].get<std::string>() + " is lower than the features used need (" +
-                          std::to_string(min[0]) + "." + std::to_string(min[1]) + "." + std::to_string(min[2]) + ")");
+    return Error::invalid("cdiVersion " + spec["cdiVersion"].get<std::string>() +
+                          " is lower than the features used need (" + std::to_string(min[0]) + "." +
+                          std::to_string(min[1]) + "." + std::to_string(min[2]) + ")");
   }
   return {};
 }
 
 std::vector<std::string> cdi_device_names(const json& spec) {
   std::vector<std::string> out;
-  for (const auto& d : spec.value("devices", json::array())) out.push_back(spec.value("kind", "") + "=" + d.value("name", ""));
+  for (const auto& d : spec.value("devices", json::array()))
+    out.push_back(spec.value("kind", "") + "=" + d.value("name", ""));
   return out;
 }
 

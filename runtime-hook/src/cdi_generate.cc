@@ -11,8 +11,9 @@
 
 namespace ascend::hook {
 
-Result<nlohmann::ordered_json> generate_cdi_spec(const Config& config, const std::vector<std::string>& mount_lists,
-                                                 bool allow_link, const std::string& kind) {
+Result<nlohmann::ordered_json> generate_cdi_spec(const Config& config,
+                                                 const std::vector<std::string>& mount_lists, bool allow_link,
+                                                 const std::string& kind) {
   npu::Emulator dq(config.host_root);
   ASCEND_ASSIGN(npu::HostState host, dq.snapshot(), "read the NPU host");
   Request all;
@@ -26,13 +27,14 @@ Result<nlohmann::ordered_json> generate_cdi_spec(const Config& config, const std
   in.host_path = [&dq](const std::string& p) { return dq.host_path(p); };
   for (const auto& m : plan.mounts) {
     std::string hp = dq.host_path(m.path);
-    struct stat st{};
+    struct stat st {};
     if (::lstat(hp.c_str(), &st) != 0) {
       spdlog::info("mount list {}: {} is not on the host, skipped", m.list, m.path);
       continue;
     }
     if (S_ISLNK(st.st_mode) && !allow_link) {
-      return Error(ELOOP, "mount list " + m.list + ": " + m.path + " is a symbolic link on the host (pass --allow-link)");
+      return Error(ELOOP, "mount list " + m.list + ": " + m.path +
+                              " is a symbolic link on the host (pass --allow-link)");
     }
     in.mounts.push_back(m.path);
   }

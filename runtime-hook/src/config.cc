@@ -12,12 +12,12 @@ namespace ascend::hook {
 namespace {
 
 bool is_dir(const std::string& p) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 bool is_file(const std::string& p) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
@@ -55,17 +55,18 @@ Result<Config> load_config(const std::string& path, const ConfigDefaults& defaul
     std::string* field;
     bool absolute;  // must be an absolute path
   };
-  const Key keys[] = {{"host-root", &c.host_root, true},       {"runtime-path", &c.runtime_path, false},
-                      {"hook-path", &c.hook_path, true},       {"mount-list-dir", &c.mount_list_dir, true},
-                      {"log-file", &c.log_file, false},        {"log-level", &c.log_level, false}};
+  const Key keys[] = {{"host-root", &c.host_root, true}, {"runtime-path", &c.runtime_path, false},
+                      {"hook-path", &c.hook_path, true}, {"mount-list-dir", &c.mount_list_dir, true},
+                      {"log-file", &c.log_file, false},  {"log-level", &c.log_level, false}};
   for (const auto& [k, v] : doc.items()) {
     const Key* key = nullptr;
     for (const auto& candidate : keys) {
       if (k == candidate.name) key = &candidate;
     }
     if (key == nullptr) {
-      return Error::invalid("config " + file + ": unknown key '" + k +
-                            "' (known: host-root, runtime-path, hook-path, mount-list-dir, log-file, log-level)");
+      return Error::invalid(
+          "config " + file + ": unknown key '" + k +
+          "' (known: host-root, runtime-path, hook-path, mount-list-dir, log-file, log-level)");
     }
     if (k == "log-file" && v.is_null()) {  // "log-file:" with no value: no log file
       c.log_file.clear();
@@ -79,7 +80,8 @@ Result<Config> load_config(const std::string& path, const ConfigDefaults& defaul
     if (k == "log-file" && !value.empty() && value[0] != '/') {
       return Error::invalid("config " + file + ": 'log-file' must be an absolute path or empty");
     }
-    if (k == "runtime-path" && value.empty()) return Error::invalid("config " + file + ": 'runtime-path' is empty");
+    if (k == "runtime-path" && value.empty())
+      return Error::invalid("config " + file + ": 'runtime-path' is empty");
     *key->field = value;
   }
   return c;

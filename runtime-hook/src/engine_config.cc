@@ -1,8 +1,8 @@
 #include "ascend/hook/engine_config.h"
 
+#include <toml++/toml.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <toml++/toml.h>
 
 namespace ascend::hook {
 
@@ -15,7 +15,8 @@ Result<ordered_json> parse_daemon_json(std::string_view current) {
   if (blank) return ordered_json::object();
   auto j = ordered_json::parse(current, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return Error::invalid("daemon.json is not a JSON object");
-  if (j.contains("runtimes") && !j["runtimes"].is_object()) return Error::invalid("daemon.json: runtimes is not an object");
+  if (j.contains("runtimes") && !j["runtimes"].is_object())
+    return Error::invalid("daemon.json: runtimes is not an object");
   return j;
 }
 
@@ -23,7 +24,8 @@ Status check_entry(const RuntimeEntry& e) {
   if (e.name.empty() || e.name.find_first_of(" \t\"'.[]=") != std::string::npos) {
     return Error::invalid("runtime name '" + e.name + "' is not a plain name");
   }
-  if (e.path.empty() || e.path[0] != '/') return Error::invalid("runtime path '" + e.path + "' is not absolute");
+  if (e.path.empty() || e.path[0] != '/')
+    return Error::invalid("runtime path '" + e.path + "' is not absolute");
   return {};
 }
 
@@ -32,7 +34,8 @@ Result<toml::table> parse_toml(std::string_view current) {
     return toml::parse(current);
   } catch (const toml::parse_error& err) {
     const auto& src = err.source();
-    return Error::invalid("config.toml line " + std::to_string(src.begin.line) + ": " + std::string(err.description()));
+    return Error::invalid("config.toml line " + std::to_string(src.begin.line) + ": " +
+                          std::string(err.description()));
   }
 }
 
@@ -97,7 +100,8 @@ Result<std::string> unconfigure_docker(std::string_view current, const std::stri
 Result<std::string> configure_containerd(std::string_view current, const RuntimeEntry& entry) {
   ASCEND_CHECK(check_entry(entry), "");
   if (!entry.runtime_args.empty()) {
-    return Error::invalid("containerd's runc shim takes no runtime arguments; put the config at the default path");
+    return Error::invalid(
+        "containerd's runc shim takes no runtime arguments; put the config at the default path");
   }
   ASCEND_ASSIGN(toml::table root, parse_toml(current), "");
   ASCEND_ASSIGN(toml::table * containerd, cri_table(root, true), "");
@@ -107,7 +111,8 @@ Result<std::string> configure_containerd(std::string_view current, const Runtime
     runtimes = containerd->get("runtimes");
   }
   if (!runtimes->is_table()) return Error::invalid("config.toml: containerd.runtimes is not a table");
-  toml::table rt{{"runtime_type", "io.containerd.runc.v2"}, {"options", toml::table{{"BinaryName", entry.path}}}};
+  toml::table rt{{"runtime_type", "io.containerd.runc.v2"},
+                 {"options", toml::table{{"BinaryName", entry.path}}}};
   runtimes->as_table()->insert_or_assign(entry.name, std::move(rt));
   if (entry.set_default) containerd->insert_or_assign("default_runtime_name", entry.name);
   return dump(root);

@@ -25,7 +25,9 @@ namespace {
 constexpr long kProcSuperMagic = 0x9fa0;
 constexpr long kSysfsMagic = 0x62656572;
 
-std::string rdev_text(dev_t d) { return std::to_string(major(d)) + ":" + std::to_string(minor(d)); }
+std::string rdev_text(dev_t d) {
+  return std::to_string(major(d)) + ":" + std::to_string(minor(d));
+}
 
 // Being inside a container's mount namespace, as a scope: entering needs CAP_SYS_ADMIN and CAP_SYS_CHROOT
 // (setns on a mount namespace); leaving returns to the namespace the hook started in.
@@ -37,9 +39,12 @@ class MountNamespace {
     std::string path = "/proc/" + std::to_string(pid) + "/ns/mnt";
     UniqueFd target(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!target.valid()) return Error::from_errno(errno, "open " + path + " (is the container still there?)");
-    struct stat a{}, b{};
-    if (::fstat(own.get(), &a) == 0 && ::fstat(target.get(), &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
-      return Error::invalid("process " + std::to_string(pid) + " shares the host's mount namespace; refusing to mount");
+    struct stat a {
+    }, b{};
+    if (::fstat(own.get(), &a) == 0 && ::fstat(target.get(), &b) == 0 && a.st_ino == b.st_ino &&
+        a.st_dev == b.st_dev) {
+      return Error::invalid("process " + std::to_string(pid) +
+                            " shares the host's mount namespace; refusing to mount");
     }
     if (::setns(target.get(), CLONE_NEWNS) != 0) return Error::from_errno(errno, "setns " + path);
     return MountNamespace(std::move(own));
@@ -60,8 +65,8 @@ class MountNamespace {
 // A driver path made ready in the host's namespace.
 struct Source {
   const MountEntry* entry = nullptr;
-  UniqueFd fd;    // O_PATH, inside the host root
-  UniqueFd tree;  // detached read-only clone (new mount API); invalid on the legacy path
+  UniqueFd fd;              // O_PATH, inside the host root
+  UniqueFd tree;            // detached read-only clone (new mount API); invalid on the legacy path
   int open_flags = O_PATH;  // how the host path was resolved (O_NOFOLLOW unless symlinks are allowed)
   bool is_dir = false;
   dev_t dev = 0;
@@ -80,7 +85,7 @@ Result<std::optional<Source>> prepare_source(const MountEntry& m, int host_root,
     }
     return fd.error().context("mount list " + m.list + ": open " + host_path);
   }
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd->get(), &st) != 0) return Error::from_errno(errno, "stat " + host_path);
   if (S_ISLNK(st.st_mode)) {
     return Error(ELOOP, "mount list " + m.list + ": " + m.path + " is a symbolic link on the host; set " +
@@ -101,7 +106,7 @@ Result<std::optional<Source>> prepare_source(const MountEntry& m, int host_root,
       return Error::from_errno(errno, "open_tree " + host_path);
     }
     s.tree = UniqueFd(tree);
-    struct mount_attr attr{};
+    struct mount_attr attr {};
     attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
     if (::mount_setattr(s.tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0) {
       return Error::from_errno(errno, "mount_setattr " + host_path);
@@ -128,9 +133,7 @@ Result<UniqueFd> ensure_target(int root, const std::string& path, bool dir) {
   for (std::size_t i = 0; i < parts.size(); ++i) {
     bool last = i + 1 == parts.size();
     UniqueFd parent;
-    {
-      ASCEND_ASSIGN(parent, open_in_root(root, prefix.empty() ? "/" : prefix, O_PATH | O_DIRECTORY), "");
-    }
+    { ASCEND_ASSIGN(parent, open_in_root(root, prefix.empty() ? "/" : prefix, O_PATH | O_DIRECTORY), ""); }
     const std::string& name = parts[i];
     prefix += "/" + name;
     if (!last || dir) {
@@ -138,21 +141,25 @@ Result<UniqueFd> ensure_target(int root, const std::string& path, bool dir) {
         return Error::from_errno(errno, "mkdir " + prefix + " in the container");
       }
     } else {
-      UniqueFd f(::openat(parent.get(), name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644));
-      if (!f.valid() && errno != EEXIST) return Error::from_errno(errno, "create " + prefix + " in the container");
+      UniqueFd f(
+          ::openat(parent.get(), name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644));
+      if (!f.valid() && errno != EEXIST)
+        return Error::from_errno(errno, "create " + prefix + " in the container");
     }
   }
-  ASCEND_ASSIGN(UniqueFd fd, open_in_root(root, path, O_PATH | O_NOFOLLOW), "open " + path + " in the container");
-  struct stat st{};
+  ASCEND_ASSIGN(UniqueFd fd, open_in_root(root, path, O_PATH | O_NOFOLLOW),
+                "open " + path + " in the container");
+  struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return Error::from_errno(errno, "stat " + path + " in the container");
   if (S_ISLNK(st.st_mode)) {
     return Error(ELOOP, path + " is a symbolic link in the image; refusing to mount over it");
   }
   if (dir != S_ISDIR(st.st_mode)) {
-    return Error(dir ? ENOTDIR : EISDIR, path + " in the image is " + (dir ? "not a directory" : "a directory") +
+    return Error(dir ? ENOTDIR : EISDIR, path + " in the image is " +
+                                             (dir ? "not a directory" : "a directory") +
                                              " but the host's is " + (dir ? "one" : "a file"));
   }
-  struct statfs fs{};
+  struct statfs fs {};
   if (::fstatfs(fd.get(), &fs) != 0) return Error::from_errno(errno, "statfs " + path + " in the container");
   if (fs.f_type == kProcSuperMagic || fs.f_type == kSysfsMagic) {
     return Error(EPERM, path + " resolves into procfs or sysfs in the container; refusing to mount there");
@@ -165,7 +172,8 @@ Status attach(Source& s, int root, int host_root, bool legacy) {
   ASCEND_ASSIGN(UniqueFd target, ensure_target(root, path, s.is_dir), "mount " + path);
   if (s.tree.valid() && !legacy) {
     // CAP_SYS_ADMIN: attach the sealed clone onto the fd of the resolved target.
-    if (::move_mount(s.tree.get(), "", target.get(), "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
+    if (::move_mount(s.tree.get(), "", target.get(), "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) !=
+        0) {
       return Error::from_errno(errno, "move_mount " + path);
     }
     return {};
@@ -174,7 +182,7 @@ Status attach(Source& s, int root, int host_root, bool legacy) {
   // only from the caller's namespace. Reopen the source there (`host_root` was opened after setns) and insist
   // it is the very file opened in the host's namespace.
   ASCEND_ASSIGN(UniqueFd src, open_in_root(host_root, path, s.open_flags), "mount " + path);
-  struct stat st{};
+  struct stat st {};
   if (::fstat(src.get(), &st) != 0 || st.st_dev != s.dev || st.st_ino != s.ino) {
     return Error(ESTALE, "mount " + path + ": the host file changed while it was being mounted");
   }
@@ -189,7 +197,9 @@ Status attach(Source& s, int root, int host_root, bool legacy) {
   return {};
 }
 
-std::string basename_of(const std::string& p) { return p.substr(p.rfind('/') + 1); }
+std::string basename_of(const std::string& p) {
+  return p.substr(p.rfind('/') + 1);
+}
 
 // CAP_MKNOD: the node the runtime did not create (the hook registered without the shim).
 Status make_node(int root, const DeviceEntry& d) {
@@ -208,12 +218,13 @@ Status make_node(int root, const DeviceEntry& d) {
 
 Status check_node(int root, const DeviceEntry& d) {
   ASCEND_ASSIGN(UniqueFd fd, open_in_root(root, d.path, O_PATH | O_NOFOLLOW), "device " + d.path);
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return Error::from_errno(errno, "stat " + d.path + " in the container");
   dev_t want = makedev(d.major, d.minor);
   if (!S_ISCHR(st.st_mode) || st.st_rdev != want) {
     return Error(EPERM, d.path + " in the container is not the NPU device c " + rdev_text(want) +
-                            (S_ISCHR(st.st_mode) ? " (found c " + rdev_text(st.st_rdev) + ")" : " (not a char device)"));
+                            (S_ISCHR(st.st_mode) ? " (found c " + rdev_text(st.st_rdev) + ")"
+                                                 : " (not a char device)"));
   }
   return {};
 }
@@ -240,7 +251,7 @@ Result<std::vector<DeviceEntry>> check_host_devices(const std::vector<DeviceEntr
   std::vector<DeviceEntry> out;
   for (auto d : devices) {
     std::string p = dq.host_path(d.host_path);
-    struct stat st{};
+    struct stat st {};
     if (::lstat(p.c_str(), &st) != 0) {
       return Error::from_errno(errno, "host device " + d.host_path + " (" + p + ")");
     }
@@ -302,8 +313,9 @@ Status execute(const InjectionPlan& plan, const npu::DeviceQuery& dq, const Exec
 
   std::vector<Source> sources;
   for (const auto& m : plan.mounts) {
-    ASCEND_ASSIGN(std::optional<Source> s,
-                  prepare_source(m, host_root.get(), dq.host_path(m.path), plan.allow_link, target.legacy_mounts), "");
+    ASCEND_ASSIGN(
+        std::optional<Source> s,
+        prepare_source(m, host_root.get(), dq.host_path(m.path), plan.allow_link, target.legacy_mounts), "");
     if (s) sources.push_back(std::move(*s));
   }
   // CAP_DAC_OVERRIDE is not needed: the devices cgroup files are root's.
@@ -316,10 +328,12 @@ Status execute(const InjectionPlan& plan, const npu::DeviceQuery& dq, const Exec
   for (const auto& d : target.create_nodes) ASCEND_CHECK(make_node(root.get(), d), "inject device");
   for (const auto& d : plan.devices) ASCEND_CHECK(check_node(root.get(), d), "inject device");
   UniqueFd ns_host_root;
-  bool need_legacy = std::any_of(sources.begin(), sources.end(), [](const Source& s) { return !s.tree.valid(); });
+  bool need_legacy =
+      std::any_of(sources.begin(), sources.end(), [](const Source& s) { return !s.tree.valid(); });
   if (need_legacy) {
     ns_host_root = UniqueFd(::open(host_root_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!ns_host_root.valid()) return Error::from_errno(errno, "open host root " + host_root_path + " in the container");
+    if (!ns_host_root.valid())
+      return Error::from_errno(errno, "open host root " + host_root_path + " in the container");
   }
   for (auto& s : sources) {
     ASCEND_CHECK(attach(s, root.get(), ns_host_root.get(), target.legacy_mounts), "inject driver files");

@@ -17,7 +17,8 @@ namespace ascend::hook {
 namespace {
 
 constexpr CapabilityUse kCapabilities[] = {
-    {CAP_SYS_ADMIN, "setns into the container's mount namespace; open_tree, mount_setattr, move_mount, mount"},
+    {CAP_SYS_ADMIN,
+     "setns into the container's mount namespace; open_tree, mount_setattr, move_mount, mount"},
     {CAP_SYS_CHROOT, "setns into a mount namespace also needs it"},
     {CAP_SYS_PTRACE, "open /proc/<pid>/ns/mnt of a container process"},
     {CAP_MKNOD, "create device nodes when registered without ascend-docker-runtime"},
@@ -25,18 +26,42 @@ constexpr CapabilityUse kCapabilities[] = {
 };
 
 constexpr const char* kDenied[] = {
-    "execve",         "execveat",      "ptrace",         "process_vm_readv", "process_vm_writev",
-    "kexec_load",     "kexec_file_load", "init_module",  "finit_module",     "delete_module",
-    "bpf",            "perf_event_open", "userfaultfd",  "keyctl",           "add_key",
-    "request_key",    "open_by_handle_at", "name_to_handle_at", "reboot",    "swapon",
-    "swapoff",        "pivot_root",    "chroot",         "unshare",          "iopl",
+    "execve",
+    "execveat",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "pivot_root",
+    "chroot",
+    "unshare",
+    "iopl",
     "ioperm",
 };
 
 }  // namespace
 
-std::span<const CapabilityUse> hook_capabilities() { return kCapabilities; }
-std::span<const char* const> hook_denied_syscalls() { return kDenied; }
+std::span<const CapabilityUse> hook_capabilities() {
+  return kCapabilities;
+}
+std::span<const char* const> hook_denied_syscalls() {
+  return kDenied;
+}
 
 void scrub_environment() {
   ::clearenv();
@@ -45,16 +70,20 @@ void scrub_environment() {
 }
 
 Status harden_hook_process() {
-  if (::geteuid() != 0) return Error(EPERM, "the hook must run as root (it is started by the container runtime)");
+  if (::geteuid() != 0)
+    return Error(EPERM, "the hook must run as root (it is started by the container runtime)");
   auto kept = [](cap_value_t c) {
-    return std::any_of(std::begin(kCapabilities), std::end(kCapabilities), [c](const auto& u) { return u.cap == c; });
+    return std::any_of(std::begin(kCapabilities), std::end(kCapabilities),
+                       [c](const auto& u) { return u.cap == c; });
   };
   // The bounding set first, while CAP_SETPCAP is still held.
   for (cap_value_t c = 0; c <= CAP_LAST_CAP; ++c) {
     if (kept(c) || !CAP_IS_SUPPORTED(c)) continue;
-    if (::cap_drop_bound(c) != 0 && errno != EINVAL) return Error::from_errno(errno, "drop capability from bounding set");
+    if (::cap_drop_bound(c) != 0 && errno != EINVAL)
+      return Error::from_errno(errno, "drop capability from bounding set");
   }
-  if (::cap_reset_ambient() != 0 && errno != EINVAL) return Error::from_errno(errno, "clear ambient capabilities");
+  if (::cap_reset_ambient() != 0 && errno != EINVAL)
+    return Error::from_errno(errno, "clear ambient capabilities");
   cap_t caps = ::cap_init();
   if (caps == nullptr) return Error::from_errno(errno, "cap_init");
   cap_value_t list[std::size(kCapabilities)];

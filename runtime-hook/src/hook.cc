@@ -18,7 +18,8 @@ namespace {
 
 // The planned nodes the runtime was not told to create (no matching linux.devices entry): the hook was
 // registered without the shim and must make them itself.
-std::vector<DeviceEntry> missing_nodes(const nlohmann::ordered_json& spec, const std::vector<DeviceEntry>& planned) {
+std::vector<DeviceEntry> missing_nodes(const nlohmann::ordered_json& spec,
+                                       const std::vector<DeviceEntry>& planned) {
   std::vector<DeviceEntry> out;
   const nlohmann::ordered_json* devices = nullptr;
   if (auto l = spec.find("linux"); l != spec.end() && l->is_object()) {
@@ -26,8 +27,8 @@ std::vector<DeviceEntry> missing_nodes(const nlohmann::ordered_json& spec, const
   }
   for (const auto& p : planned) {
     bool present = devices != nullptr && std::any_of(devices->begin(), devices->end(), [&](const auto& e) {
-                     return e.is_object() && e.value("path", "") == p.path && e.value("major", -1) == p.major &&
-                            e.value("minor", -1) == p.minor;
+                     return e.is_object() && e.value("path", "") == p.path &&
+                            e.value("major", -1) == p.major && e.value("minor", -1) == p.minor;
                    });
     if (!present) out.push_back(p);
   }
@@ -38,7 +39,8 @@ std::vector<DeviceEntry> missing_nodes(const nlohmann::ordered_json& spec, const
 
 Status run_prestart(std::string_view oci_state, const Config& config, const PrestartOptions& opts) {
   ASCEND_ASSIGN(OciState state, parse_oci_state(oci_state), "");
-  if (state.pid <= 0) return Error::invalid("OCI state of " + state.id + " has no pid; is this a prestart hook?");
+  if (state.pid <= 0)
+    return Error::invalid("OCI state of " + state.id + " has no pid; is this a prestart hook?");
   std::string spec_path = state.bundle + "/config.json";
   ASCEND_ASSIGN(std::string text, read_file(spec_path, kMaxSpecBytes), "read the container's spec");
   ASCEND_ASSIGN(nlohmann::ordered_json spec, parse_spec(text), spec_path);
@@ -53,8 +55,9 @@ Status run_prestart(std::string_view oci_state, const Config& config, const Pres
   ASCEND_ASSIGN(std::optional<Request> request, parse_request(env, host), "");
   if (!request) return {};
   if (!request->vnpu_template.empty()) {
-    return Error::invalid(std::string(kEnvVnpuSpecs) +
-                          " needs ascend-docker-runtime as the container runtime: the bare hook cannot create vNPUs");
+    return Error::invalid(
+        std::string(kEnvVnpuSpecs) +
+        " needs ascend-docker-runtime as the container runtime: the bare hook cannot create vNPUs");
   }
   std::vector<MountList> lists;
   if (!request->nodrv) {
@@ -69,8 +72,8 @@ Status run_prestart(std::string_view oci_state, const Config& config, const Pres
   target.create_nodes = missing_nodes(spec, plan.devices);
   target.legacy_mounts = opts.legacy_mounts;
   if (!target.create_nodes.empty()) {
-    spdlog::info("container {}: {} device nodes not in the spec, creating them (hook without the shim)", state.id,
-                 target.create_nodes.size());
+    spdlog::info("container {}: {} device nodes not in the spec, creating them (hook without the shim)",
+                 state.id, target.create_nodes.size());
   }
   return execute(plan, dq, target).context("container " + state.id);
 }

@@ -26,7 +26,8 @@ Result<MountList> parse_mount_list(std::string_view text, const std::string& nam
       std::size_t j = p.find('/', i);
       if (j == std::string::npos) j = p.size();
       std::string comp = p.substr(i, j - i);
-      if (comp == "." || comp == "..") return Error::invalid(where + "'" + p + "' has a '" + comp + "' component");
+      if (comp == "." || comp == "..")
+        return Error::invalid(where + "'" + p + "' has a '" + comp + "' component");
       if (!comp.empty()) norm += "/" + comp;
       i = j + 1;
     }
@@ -36,7 +37,8 @@ Result<MountList> parse_mount_list(std::string_view text, const std::string& nam
   return list;
 }
 
-Result<std::vector<MountList>> load_mount_lists(const std::string& dir, const std::vector<std::string>& names) {
+Result<std::vector<MountList>> load_mount_lists(const std::string& dir,
+                                                const std::vector<std::string>& names) {
   std::vector<MountList> out;
   for (const auto& n : names) {
     std::string path = dir + "/" + n + ".list";

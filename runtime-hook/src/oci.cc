@@ -11,11 +11,13 @@ Result<OciState> parse_oci_state(std::string_view text) {
   OciState s;
   if (!j.contains("bundle") || !j["bundle"].is_string()) return Error::invalid("OCI state has no bundle");
   s.bundle = j["bundle"].get<std::string>();
-  if (s.bundle.empty() || s.bundle[0] != '/') return Error::invalid("OCI state bundle '" + s.bundle + "' is not absolute");
+  if (s.bundle.empty() || s.bundle[0] != '/')
+    return Error::invalid("OCI state bundle '" + s.bundle + "' is not absolute");
   if (j.contains("id") && j["id"].is_string()) s.id = j["id"].get<std::string>();
   if (j.contains("status") && j["status"].is_string()) s.status = j["status"].get<std::string>();
   if (j.contains("pid")) {
-    if (!j["pid"].is_number_integer() || j["pid"].get<long long>() < 0 || j["pid"].get<long long>() > (1 << 30)) {
+    if (!j["pid"].is_number_integer() || j["pid"].get<long long>() < 0 ||
+        j["pid"].get<long long>() > (1 << 30)) {
       return Error::invalid("OCI state pid is not a process id");
     }
     s.pid = j["pid"].get<int>();

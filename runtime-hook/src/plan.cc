@@ -4,7 +4,8 @@
 
 namespace ascend::hook {
 
-InjectionPlan make_plan(const Request& request, const npu::HostState& host, const std::vector<MountList>& lists) {
+InjectionPlan make_plan(const Request& request, const npu::HostState& host,
+                        const std::vector<MountList>& lists) {
   InjectionPlan plan;
   for (int id : request.ids) {
     if (request.is_virtual) {
@@ -15,12 +16,14 @@ InjectionPlan make_plan(const Request& request, const npu::HostState& host, cons
       plan.devices.push_back({n.path, n.path, n.major, n.minor, n.mode});
     }
   }
-  for (const auto& n : host.control_nodes()) plan.devices.push_back({n.path, n.path, n.major, n.minor, n.mode});
+  for (const auto& n : host.control_nodes())
+    plan.devices.push_back({n.path, n.path, n.major, n.minor, n.mode});
 
   if (!request.nodrv) {
     for (const auto& l : lists) {
       for (const auto& p : l.paths) {
-        bool seen = std::any_of(plan.mounts.begin(), plan.mounts.end(), [&](const MountEntry& m) { return m.path == p; });
+        bool seen = std::any_of(plan.mounts.begin(), plan.mounts.end(),
+                                [&](const MountEntry& m) { return m.path == p; });
         if (!seen) plan.mounts.push_back({p, l.name});
       }
     }
@@ -47,7 +50,8 @@ std::string describe(const InjectionPlan& plan) {
   std::string env;
   for (const auto& e : plan.env) env += " " + e;
   return "devices " + (devs.empty() ? "none" : devs) + " (+" + std::to_string(control) + " control), " +
-         std::to_string(plan.mounts.size()) + " mounts" + (lists.empty() ? "" : " (" + lists + ")") + ", env" + env;
+         std::to_string(plan.mounts.size()) + " mounts" + (lists.empty() ? "" : " (" + lists + ")") +
+         ", env" + env;
 }
 
 }  // namespace ascend::hook

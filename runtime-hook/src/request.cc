@@ -19,7 +19,8 @@ std::vector<std::string> split_commas(std::string_view s) {
   std::size_t start = 0;
   for (;;) {
     std::size_t comma = s.find(',', start);
-    out.push_back(trim(s.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
+    out.push_back(
+        trim(s.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
@@ -113,7 +114,8 @@ class DeviceParser {
 
   Status add(std::set<int>& ids, int id) {
     if (valid_.count(id) == 0) {
-      return invalid(std::string(virtual_ ? "no vNPU " : "no device ") + std::to_string(id) + " on this host");
+      return invalid(std::string(virtual_ ? "no vNPU " : "no device ") + std::to_string(id) +
+                     " on this host");
     }
     ids.insert(id);
     return {};
@@ -121,8 +123,9 @@ class DeviceParser {
 
   Error invalid(const std::string& what) const {
     std::vector<int> valid(valid_.begin(), valid_.end());
-    std::string hint = valid.empty() ? (virtual_ ? "no vNPU exists" : "no device exists")
-                                     : std::string(virtual_ ? "valid vNPU ids: " : "valid ids: ") + format_ids(valid);
+    std::string hint = valid.empty()
+                           ? (virtual_ ? "no vNPU exists" : "no device exists")
+                           : std::string(virtual_ ? "valid vNPU ids: " : "valid ids: ") + format_ids(valid);
     return Error::invalid(std::string(kEnvVisibleDevices) + "=" + value_ + ": " + what + " (" + hint + ")");
   }
   Error fail(const std::string& what) const { return invalid(what); }
@@ -173,7 +176,8 @@ std::string format_ids(const std::vector<int>& ids) {
   return out;
 }
 
-Result<std::optional<Request>> parse_request(const std::vector<std::string>& env, const npu::HostState& host) {
+Result<std::optional<Request>> parse_request(const std::vector<std::string>& env,
+                                             const npu::HostState& host) {
   if (!requests_devices(env)) return std::optional<Request>();
   Request r;
 
@@ -197,7 +201,8 @@ Result<std::optional<Request>> parse_request(const std::vector<std::string>& env
         return Error::invalid(std::string(kEnvRuntimeMounts) + "=" + *mounts + ": '" + m +
                               "' is not a mount-list name (letters, digits, '-', '_', '.')");
       }
-      if (std::find(r.mount_lists.begin(), r.mount_lists.end(), m) == r.mount_lists.end()) r.mount_lists.push_back(m);
+      if (std::find(r.mount_lists.begin(), r.mount_lists.end(), m) == r.mount_lists.end())
+        r.mount_lists.push_back(m);
     }
   }
 
@@ -216,7 +221,8 @@ Result<std::optional<Request>> parse_request(const std::vector<std::string>& env
   if (auto spec = env_value(env, kEnvVnpuSpecs); spec && !trim(*spec).empty()) {
     std::string name = trim(*spec);
     std::string prefix = std::string(kEnvVnpuSpecs) + "=" + *spec + ": ";
-    if (r.is_virtual) return Error::invalid(prefix + "cannot be combined with VIRTUAL (it creates the vNPU itself)");
+    if (r.is_virtual)
+      return Error::invalid(prefix + "cannot be combined with VIRTUAL (it creates the vNPU itself)");
     if (r.ids.size() != 1) {
       return Error::invalid(prefix + "needs exactly one physical device in " + kEnvVisibleDevices + ", got " +
                             devices);
@@ -224,7 +230,8 @@ Result<std::optional<Request>> parse_request(const std::vector<std::string>& env
     if (host.find_template(name) == nullptr) {
       std::string names;
       for (const auto& t : host.templates) names += (names.empty() ? "" : ", ") + t.name;
-      return Error::invalid(prefix + "unknown vNPU template (valid: " + (names.empty() ? "none" : names) + ")");
+      return Error::invalid(prefix + "unknown vNPU template (valid: " + (names.empty() ? "none" : names) +
+                            ")");
     }
     r.vnpu_template = name;
   }

@@ -144,7 +144,8 @@ Result<bool> prepare_bundle(const RuntimeArgs& args, const Config& config) {
   HookCommand prestart;
   prestart.path = config.hook_path;
   prestart.args = {kHookName};
-  if (!config.config_file.empty()) prestart.args.insert(prestart.args.end(), {"--config", config.config_file});
+  if (!config.config_file.empty())
+    prestart.args.insert(prestart.args.end(), {"--config", config.config_file});
   HookCommand poststop = prestart;
   prestart.args.emplace_back("prestart");
   SpecEdit edit = make_spec_edit(plan, prestart);
@@ -171,7 +172,8 @@ Result<std::string> find_runtime(const std::string& runtime_path) {
   ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
   std::string me = n > 0 ? std::string(self, static_cast<std::size_t>(n)) : "";
   const char* path_env = std::getenv("PATH");
-  std::string path = path_env != nullptr ? path_env : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  std::string path =
+      path_env != nullptr ? path_env : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
   std::size_t start = 0;
   while (start <= path.size()) {
     std::size_t colon = path.find(':', start);
@@ -184,7 +186,8 @@ Result<std::string> find_runtime(const std::string& runtime_path) {
     if (::realpath(cand.c_str(), real) != nullptr && me == real) continue;  // never exec ourselves
     return cand;
   }
-  return Error::not_found("runtime '" + runtime_path + "' not found in PATH (set runtime-path in the config)");
+  return Error::not_found("runtime '" + runtime_path +
+                          "' not found in PATH (set runtime-path in the config)");
 }
 
 Error run_shim(const RuntimeArgs& args, const Config& config) {

@@ -10,7 +10,9 @@ using nlohmann::ordered_json;
 
 namespace {
 
-std::string env_key(const std::string& entry) { return entry.substr(0, entry.find('=')); }
+std::string env_key(const std::string& entry) {
+  return entry.substr(0, entry.find('='));
+}
 
 // obj[key] as an object/array, created when missing; an error when it exists with another type.
 Result<ordered_json*> child(ordered_json& obj, const char* key, bool array, const std::string& where) {
@@ -75,16 +77,18 @@ Result<std::string> apply_spec_edit(std::string_view spec_text, const SpecEdit& 
     ASCEND_ASSIGN(ordered_json * resources, child(*linux_, "resources", false, "linux."), "");
     ASCEND_ASSIGN(ordered_json * rules, child(*resources, "devices", true, "linux.resources."), "");
     for (const auto& d : edit.devices) {
-      ordered_json node = {{"path", d.path}, {"type", "c"},   {"major", d.major}, {"minor", d.minor},
-                           {"fileMode", d.mode}, {"uid", 0}, {"gid", 0}};
-      auto same = std::find_if(devices->begin(), devices->end(),
-                               [&](const ordered_json& e) { return e.is_object() && e.value("path", "") == d.path; });
+      ordered_json node = {{"path", d.path},     {"type", "c"}, {"major", d.major}, {"minor", d.minor},
+                           {"fileMode", d.mode}, {"uid", 0},    {"gid", 0}};
+      auto same = std::find_if(devices->begin(), devices->end(), [&](const ordered_json& e) {
+        return e.is_object() && e.value("path", "") == d.path;
+      });
       if (same != devices->end()) {
         *same = std::move(node);
       } else {
         devices->push_back(std::move(node));
       }
-      ordered_json rule = {{"allow", true}, {"type", "c"}, {"major", d.major}, {"minor", d.minor}, {"access", "rwm"}};
+      ordered_json rule = {
+          {"allow", true}, {"type", "c"}, {"major", d.major}, {"minor", d.minor}, {"access", "rwm"}};
       if (std::find(rules->begin(), rules->end(), rule) == rules->end()) rules->push_back(std::move(rule));
     }
   }

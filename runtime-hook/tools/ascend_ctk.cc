@@ -21,7 +21,9 @@ Examples:
   docker run --device huawei.com/npu=0 ...                 # with the CDI spec in place
 Exit codes: 0 success, 1 the operation failed (one line on stderr says why), 2 bad usage.)";
 
-int fail(const ascend::Error& e) { return ascend::hook::report_failure("ascend-ctk", e); }
+int fail(const ascend::Error& e) {
+  return ascend::hook::report_failure("ascend-ctk", e);
+}
 
 ascend::Status write_out(const std::string& path, const std::string& text) {
   if (path.empty() || path == "-") {
@@ -51,8 +53,10 @@ int main(int argc, char** argv) {
   auto* configure = runtime->add_subcommand("configure", "add (or update) the runtime entry");
   auto* unconfigure = runtime->add_subcommand("unconfigure", "remove the runtime entry");
   for (auto* sub : {configure, unconfigure}) {
-    sub->add_option("--runtime", engine, "docker or containerd")->check(CLI::IsMember({"docker", "containerd"}));
-    sub->add_option("--file", file, "the engine's config (default /etc/docker/daemon.json, /etc/containerd/config.toml)");
+    sub->add_option("--runtime", engine, "docker or containerd")
+        ->check(CLI::IsMember({"docker", "containerd"}));
+    sub->add_option("--file", file,
+                    "the engine's config (default /etc/docker/daemon.json, /etc/containerd/config.toml)");
     sub->add_option("--name", entry.name, "the runtime's name in the engine (default ascend)");
     sub->add_flag("--dry-run", dry_run, "print the new file instead of writing it");
   }

@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
   CLI::App app{"ascend-docker-hook: the OCI hook that gives a container the Ascend NPUs it requested"};
   app.footer(kFooter);
   std::string config_path;
-  app.add_option("--config", config_path, "configuration file (default /etc/ascend-docker-runtime.d/config.yaml)");
+  app.add_option("--config", config_path,
+                 "configuration file (default /etc/ascend-docker-runtime.d/config.yaml)");
   auto* prestart = app.add_subcommand("prestart", "inject the requested NPUs (the default stage)");
   bool legacy = false;
   prestart->add_flag("--legacy-mounts", legacy, "use mount(2) instead of the new mount API (for tests)");
@@ -53,7 +54,8 @@ int main(int argc, char** argv) {
   ascend::hook::setup_binary_logging(*config);
 
   auto state = ascend::read_file("/dev/stdin", ascend::hook::kMaxStateBytes);
-  if (!state) return ascend::hook::report_failure("ascend-docker-hook", state.error().context("read OCI state"));
+  if (!state)
+    return ascend::hook::report_failure("ascend-docker-hook", state.error().context("read OCI state"));
   if (auto st = ascend::hook::harden_hook_process(); !st) {
     return ascend::hook::report_failure("ascend-docker-hook", st.error());
   }

@@ -15,7 +15,9 @@ namespace {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
-std::string fixture(const std::string& name) { return std::string(ASCEND_FIXTURES) + "/runtime-hook/cdi/" + name; }
+std::string fixture(const std::string& name) {
+  return std::string(ASCEND_FIXTURES) + "/runtime-hook/cdi/" + name;
+}
 
 ordered_json generated() {
   npu::HostState h = npu::builtin_profile("atlas300i-duo").value();
@@ -28,7 +30,8 @@ ordered_json generated() {
 
 TEST(Cdi, GeneratedSpecGolden) {
   ordered_json got = generated();
-  if (std::getenv("ASCEND_UPDATE_GOLDEN") != nullptr) std::ofstream(fixture("atlas300i-duo.json")) << got.dump(2) << "\n";
+  if (std::getenv("ASCEND_UPDATE_GOLDEN") != nullptr)
+    std::ofstream(fixture("atlas300i-duo.json")) << got.dump(2) << "\n";
   std::ifstream in(fixture("atlas300i-duo.json"));
   ASSERT_TRUE(in.good());
   ordered_json want = ordered_json::parse(in);
@@ -61,7 +64,8 @@ TEST(Cdi, GeneratedSpecFollowsTheSpecification) {
 TEST(Cdi, ValidatorRejectsWhatTheSpecificationForbids) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"kind":"a.com/b","devices":[{"name":"x","containerEdits":{}}]})", "cdiVersion"},
-      {R"({"cdiVersion":"0.9.9","kind":"a.com/b","devices":[{"name":"x","containerEdits":{}}]})", "not a CDI version"},
+      {R"({"cdiVersion":"0.9.9","kind":"a.com/b","devices":[{"name":"x","containerEdits":{}}]})",
+       "not a CDI version"},
       {R"({"cdiVersion":"0.5.0","kind":"npu","devices":[{"name":"x","containerEdits":{}}]})", "kind"},
       {R"({"cdiVersion":"0.5.0","kind":"a.com/b/c","devices":[{"name":"x","containerEdits":{}}]})", "kind"},
       {R"({"cdiVersion":"0.5.0","kind":"-a.com/b","devices":[{"name":"x","containerEdits":{}}]})", "kind"},
@@ -76,13 +80,15 @@ TEST(Cdi, ValidatorRejectsWhatTheSpecificationForbids) {
        "permissions"},
       {R"({"cdiVersion":"0.5.0","kind":"a.com/b","devices":[{"name":"x","containerEdits":{"mounts":[{"hostPath":"/a"}]}}]})",
        "containerPath"},
-      {R"({"cdiVersion":"0.5.0","kind":"a.com/b","devices":[{"name":"x","containerEdits":{"env":["NOEQUALS"]}}]})", "env"},
+      {R"({"cdiVersion":"0.5.0","kind":"a.com/b","devices":[{"name":"x","containerEdits":{"env":["NOEQUALS"]}}]})",
+       "env"},
       {R"({"cdiVersion":"0.5.0","kind":"a.com/b","devices":[{"name":"x","containerEdits":{"bogus":1}}]})",
        "unknown field 'bogus'"},
       {R"({"cdiVersion":"0.5.0","kind":"a.com/b","extra":1,"devices":[{"name":"x","containerEdits":{}}]})",
        "unknown field 'extra'"},
       // Features newer than the declared version.
-      {R"({"cdiVersion":"0.4.0","kind":"a.com/b","devices":[{"name":"0","containerEdits":{}}]})", "lower than"},
+      {R"({"cdiVersion":"0.4.0","kind":"a.com/b","devices":[{"name":"0","containerEdits":{}}]})",
+       "lower than"},
       {R"({"cdiVersion":"0.4.0","kind":"a.com/b","devices":[{"name":"x","containerEdits":{"deviceNodes":[{"path":"/d","hostPath":"/h"}]}}]})",
        "lower than"},
       {R"({"cdiVersion":"0.5.0","kind":"a.com/b","annotations":{"a":"b"},"devices":[{"name":"x","containerEdits":{}}]})",
@@ -95,7 +101,8 @@ TEST(Cdi, ValidatorRejectsWhatTheSpecificationForbids) {
     EXPECT_NE(st.error().message().find(want), std::string::npos) << st.error().message();
   }
   // The specification's own example is valid.
-  auto example = json::parse(R"({"cdiVersion":"0.6.0","kind":"vendor.com/device","devices":[{"name":"myDevice",
+  auto example =
+      json::parse(R"({"cdiVersion":"0.6.0","kind":"vendor.com/device","devices":[{"name":"myDevice",
     "containerEdits":{"deviceNodes":[{"hostPath":"/vendorroot/dev/card1","path":"/dev/card1"},{"path":"/dev/card2"}]}}],
     "containerEdits":{"env":["FOO=CDI_SPEC"],"deviceNodes":[{"path":"/dev/vendorctl","uid":1000,"gid":1000}],
     "mounts":[{"hostPath":"/bin/vendorBin","containerPath":"/bin/vendorBin"}],

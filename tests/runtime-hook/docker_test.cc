@@ -52,8 +52,9 @@ class DockerTest : public ::testing::Test {
     }
     if (!up) GTEST_SKIP() << "dockerd did not start here:\n" << slurp(tmp_ / "dockerd.log").substr(0, 4000);
     make_busybox_rootfs(tmp_ / "image");
-    auto imported = run({"sh", "-c", "tar -C " + (tmp_ / "image") + " -c . | docker --config " + (tmp_ / "cli") +
-                                         " -H " + sock_ + " import -c 'ENV PATH=/usr/local/bin:/bin' - " + kImage});
+    auto imported = run({"sh", "-c",
+                         "tar -C " + (tmp_ / "image") + " -c . | docker --config " + (tmp_ / "cli") + " -H " +
+                             sock_ + " import -c 'ENV PATH=/usr/local/bin:/bin' - " + kImage});
     ASSERT_EQ(imported.exit_code, 0) << imported.err;
   }
 
@@ -82,12 +83,12 @@ class DockerTest : public ::testing::Test {
 };
 
 TEST_F(DockerTest, RunWithTwoNpusShowsExactlyThoseInNpuSmi) {
-  auto o = docker({"run", "--rm", "--network", "none", "--runtime=ascend", "-e", "ASCEND_VISIBLE_DEVICES=0,2", kImage,
-                   "npu-smi", "info"});
+  auto o = docker({"run", "--rm", "--network", "none", "--runtime=ascend", "-e", "ASCEND_VISIBLE_DEVICES=0,2",
+                   kImage, "npu-smi", "info"});
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_EQ(smi_ids(o.out), (std::set<int>{0, 2})) << o.out;
-  auto dev = docker({"run", "--rm", "--network", "none", "--runtime=ascend", "-e", "ASCEND_VISIBLE_DEVICES=0,2", kImage,
-                     "sh", "-c", "ls /dev; env"});
+  auto dev = docker({"run", "--rm", "--network", "none", "--runtime=ascend", "-e",
+                     "ASCEND_VISIBLE_DEVICES=0,2", kImage, "sh", "-c", "ls /dev; env"});
   ASSERT_EQ(dev.exit_code, 0) << dev.err;
   for (const char* want : {"davinci0\n", "davinci2\n", "davinci_manager\n", "devmm_svm\n", "hisi_hdc\n",
                            "ASCEND_DOCKER_RUNTIME=True\n"}) {
@@ -104,8 +105,8 @@ TEST_F(DockerTest, BadRequestsFailWithTheMessageAndLeaveNothingRunning) {
   };
   for (const auto& [env, want] : cases) {
     SCOPED_TRACE(env);
-    auto o = docker({"run", "--rm", "--network", "none", "--runtime=ascend", "-e", "ASCEND_VISIBLE_DEVICES=0", "-e",
-                     env, kImage, "echo", "STARTED"});
+    auto o = docker({"run", "--rm", "--network", "none", "--runtime=ascend", "-e", "ASCEND_VISIBLE_DEVICES=0",
+                     "-e", env, kImage, "echo", "STARTED"});
     EXPECT_NE(o.exit_code, 0);
     EXPECT_EQ(o.out.find("STARTED"), std::string::npos);
     EXPECT_NE(o.err.find(want), std::string::npos) << o.err;
@@ -114,7 +115,8 @@ TEST_F(DockerTest, BadRequestsFailWithTheMessageAndLeaveNothingRunning) {
 }
 
 TEST_F(DockerTest, PlainRunIsUntouched) {
-  for (const std::vector<std::string>& runtime : {std::vector<std::string>{}, std::vector<std::string>{"--runtime=ascend"}}) {
+  for (const std::vector<std::string>& runtime :
+       {std::vector<std::string>{}, std::vector<std::string>{"--runtime=ascend"}}) {
     std::vector<std::string> args = {"run", "--rm", "--network", "none"};
     args.insert(args.end(), runtime.begin(), runtime.end());
     args.insert(args.end(), {kImage, "sh", "-c", "ls /dev; env; cat /proc/self/mountinfo"});

@@ -1,8 +1,8 @@
 // ascend-ctk's engine configuration: daemon.json and config.toml merges keep what was there.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
 #include <toml++/toml.h>
+#include <nlohmann/json.hpp>
 
 #include "ascend/hook/engine_config.h"
 
@@ -24,7 +24,8 @@ TEST(DockerConfig, AddsTheRuntimeAndKeepsEverythingElse) {
   e.runtime_args = {"--config", "/etc/ascend-docker-runtime.d/config.yaml"};
   auto after = configure_docker(before, e);
   ASSERT_TRUE(after.ok()) << after.error().message();
-  ordered_json want = ordered_json::parse(R"({"log-level":"warn","runtimes":{"nvidia":{"path":"nvidia-container-runtime"},
+  ordered_json want =
+      ordered_json::parse(R"({"log-level":"warn","runtimes":{"nvidia":{"path":"nvidia-container-runtime"},
     "ascend":{"path":"/usr/local/bin/ascend-docker-runtime","runtimeArgs":["--config","/etc/ascend-docker-runtime.d/config.yaml"]}},
     "registry-mirrors":["https://m.example"]})");
   EXPECT_EQ(ordered_json::parse(*after), want);
@@ -44,8 +45,10 @@ TEST(DockerConfig, NewFileAndDefaultRuntime) {
   e.set_default = true;
   auto after = configure_docker("", e);
   ASSERT_TRUE(after.ok()) << after.error().message();
-  EXPECT_EQ(ordered_json::parse(*after),
-            ordered_json::parse(R"({"runtimes":{"ascend":{"path":"/usr/local/bin/ascend-docker-runtime"}},"default-runtime":"ascend"})"));
+  EXPECT_EQ(
+      ordered_json::parse(*after),
+      ordered_json::parse(
+          R"({"runtimes":{"ascend":{"path":"/usr/local/bin/ascend-docker-runtime"}},"default-runtime":"ascend"})"));
   auto removed = unconfigure_docker(*after, "ascend");
   ASSERT_TRUE(removed.ok());
   EXPECT_EQ(ordered_json::parse(*removed), ordered_json::object());
@@ -83,7 +86,8 @@ root = "/var/lib/containerd"
   EXPECT_EQ(cd["default_runtime_name"].value<std::string>(), "ascend");
   EXPECT_EQ(cd["runtimes"]["runc"]["runtime_type"].value<std::string>(), "io.containerd.runc.v2");
   EXPECT_EQ(cd["runtimes"]["ascend"]["runtime_type"].value<std::string>(), "io.containerd.runc.v2");
-  EXPECT_EQ(cd["runtimes"]["ascend"]["options"]["BinaryName"].value<std::string>(), "/usr/local/bin/ascend-docker-runtime");
+  EXPECT_EQ(cd["runtimes"]["ascend"]["options"]["BinaryName"].value<std::string>(),
+            "/usr/local/bin/ascend-docker-runtime");
 
   auto removed = unconfigure_containerd(*after, "ascend");
   ASSERT_TRUE(removed.ok()) << removed.error().message();
@@ -98,8 +102,9 @@ TEST(ContainerdConfig, Version3AndNewFile) {
   auto v3 = configure_containerd("version = 3\n", entry());
   ASSERT_TRUE(v3.ok()) << v3.error().message();
   toml::table t = toml::parse(*v3);
-  EXPECT_EQ(t["plugins"]["io.containerd.cri.v1.runtime"]["containerd"]["runtimes"]["ascend"]["options"]["BinaryName"]
-                .value<std::string>(),
+  EXPECT_EQ(t["plugins"]["io.containerd.cri.v1.runtime"]["containerd"]["runtimes"]["ascend"]["options"]
+             ["BinaryName"]
+                 .value<std::string>(),
             "/usr/local/bin/ascend-docker-runtime");
   auto fresh = configure_containerd("", entry());
   ASSERT_TRUE(fresh.ok()) << fresh.error().message();
@@ -111,7 +116,8 @@ TEST(ContainerdConfig, Version3AndNewFile) {
 TEST(ContainerdConfig, RejectsVersion1GarbageAndRuntimeArgs) {
   auto v1 = configure_containerd("[plugins.cri]\n", entry());
   ASSERT_FALSE(v1.ok());
-  EXPECT_NE(v1.error().message().find("version 1 is not supported"), std::string::npos) << v1.error().message();
+  EXPECT_NE(v1.error().message().find("version 1 is not supported"), std::string::npos)
+      << v1.error().message();
   auto garbage = configure_containerd("version = = 2\n", entry());
   ASSERT_FALSE(garbage.ok());
   EXPECT_NE(garbage.error().message().find("line 1"), std::string::npos) << garbage.error().message();

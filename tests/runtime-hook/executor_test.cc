@@ -1,8 +1,8 @@
 // The privileged executor against a real mount namespace (a forked child that unshared one), without runc:
 // both mount paths (new mount API and the legacy bind + remount), device node creation and checks, cgroup
 // v1 rules, and the refusals that stop image-controlled paths (CVE-2024-0132 class). Root only.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -49,7 +49,8 @@ class NamespaceChild {
       ::close(ready[0]);
       ::close(hold[1]);
       char ok = 'y';
-      if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) ok = 'n';
+      if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+        ok = 'n';
       if (!proc_at.empty() && ::mount("proc", proc_at.c_str(), "proc", 0, nullptr) != 0) ok = 'n';
       if (::write(ready[1], &ok, 1) != 1) _exit(2);
       char c;
@@ -71,7 +72,9 @@ class NamespaceChild {
   int pid() const { return pid_; }
   bool ok() const { return ok_; }
   // Mount points and options inside the child's namespace.
-  std::map<std::string, std::string> mounts() const { return parse(slurp("/proc/" + std::to_string(pid_) + "/mountinfo")); }
+  std::map<std::string, std::string> mounts() const {
+    return parse(slurp("/proc/" + std::to_string(pid_) + "/mountinfo"));
+  }
   static std::map<std::string, std::string> parse(const std::string& mi) {
     std::map<std::string, std::string> out;
     std::istringstream in(mi);
@@ -85,7 +88,9 @@ class NamespaceChild {
     return out;
   }
   // A file as the child sees it.
-  std::string read(const std::string& path) const { return slurp("/proc/" + std::to_string(pid_) + "/root" + path); }
+  std::string read(const std::string& path) const {
+    return slurp("/proc/" + std::to_string(pid_) + "/root" + path);
+  }
 
  private:
   pid_t pid_ = -1;
@@ -106,11 +111,12 @@ class DeviceCgroup {
  public:
   explicit DeviceCgroup(int pid) : pid_(pid) {
     base_ = "/sys/fs/cgroup/devices";
-    struct stat st{};
+    struct stat st {};
     if (::stat((base_ + "/devices.allow").c_str(), &st) != 0) return;
     dir_ = base_ + "/ascend-exec-test-" + std::to_string(::getpid());
     ::mkdir(dir_.c_str(), 0755);
-    if (!write_quiet(dir_ + "/cgroup.procs", std::to_string(pid)) || !write_quiet(dir_ + "/devices.deny", "a")) {
+    if (!write_quiet(dir_ + "/cgroup.procs", std::to_string(pid)) ||
+        !write_quiet(dir_ + "/devices.deny", "a")) {
       ::rmdir(dir_.c_str());
       dir_.clear();
     }
@@ -161,7 +167,8 @@ TEST_P(ExecutorTest, MountsReadOnlyInsideTheContainerOnly) {
   NamespaceChild child;
   ASSERT_TRUE(child.ok());
   npu::Emulator dq(host_);
-  InjectionPlan p = plan({"/usr/local/dcmi", "/usr/local/bin/npu-smi", "/etc/hccn.conf", "/etc/not-on-this-host"});
+  InjectionPlan p =
+      plan({"/usr/local/dcmi", "/usr/local/bin/npu-smi", "/etc/hccn.conf", "/etc/not-on-this-host"});
   ExecTarget t{child.pid(), rootfs_, {}, legacy};
   auto st = execute(p, dq, t);
   ASSERT_TRUE(st.ok()) << st.error().message();
@@ -199,7 +206,7 @@ TEST_P(ExecutorTest, CreatesAndChecksDeviceNodesAndAllowsThemInTheCgroup) {
     return;
   }
   ASSERT_TRUE(st.ok()) << st.error().message();
-  struct stat sb{};
+  struct stat sb {};
   ASSERT_EQ(::lstat((rootfs_ + "/dev/davinci_t").c_str(), &sb), 0);
   EXPECT_TRUE(S_ISCHR(sb.st_mode));
   EXPECT_EQ(sb.st_rdev, makedev(1, 3));
@@ -216,8 +223,9 @@ TEST_P(ExecutorTest, RefusesANodeThatIsNotTheExpectedDevice) {
   p.devices = {{"/dev/davinci9", "/dev/davinci9", 1, 3, 0660}};
   auto st = execute(p, dq, {child.pid(), rootfs_, {}, GetParam()});
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message().find("/dev/davinci9 in the container is not the NPU device c 1:3 (found c 1:5)"),
-            std::string::npos)
+  EXPECT_NE(
+      st.error().message().find("/dev/davinci9 in the container is not the NPU device c 1:3 (found c 1:5)"),
+      std::string::npos)
       << st.error().message();
 }
 
@@ -248,7 +256,7 @@ TEST_P(ExecutorTest, ASymlinkInTheImageCannotLeadOutOfTheRootfs) {
   auto inside = child.mounts();
   EXPECT_EQ(inside.count(rootfs_ + escape + "/local/dcmi"), 1U);  // landed inside the rootfs
   EXPECT_EQ(inside.count(escape + "/local/dcmi"), 0U);
-  struct stat sb{};
+  struct stat sb {};
   EXPECT_NE(::lstat((escape + "/local").c_str(), &sb), 0) << "the host folder was written to";
 }
 
@@ -272,7 +280,8 @@ TEST_P(ExecutorTest, HostSymlinksNeedAllowLink) {
     ASSERT_TRUE(child.ok());
     auto st = execute(plan({"/etc/link.conf"}), dq, {child.pid(), rootfs_, {}, GetParam()});
     ASSERT_FALSE(st.ok());
-    EXPECT_NE(st.error().message().find("/etc/link.conf is a symbolic link on the host; set ASCEND_ALLOW_LINK=True"),
+    EXPECT_NE(st.error().message().find(
+                  "/etc/link.conf is a symbolic link on the host; set ASCEND_ALLOW_LINK=True"),
               std::string::npos)
         << st.error().message();
   }
@@ -289,7 +298,8 @@ TEST_P(ExecutorTest, RefusesAProcessInTheHostsMountNamespace) {
   npu::Emulator dq(host_);
   auto st = execute(plan({"/etc/hccn.conf"}), dq, {static_cast<int>(::getpid()), rootfs_, {}, GetParam()});
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message().find("shares the host's mount namespace"), std::string::npos) << st.error().message();
+  EXPECT_NE(st.error().message().find("shares the host's mount namespace"), std::string::npos)
+      << st.error().message();
 }
 
 INSTANTIATE_TEST_SUITE_P(MountApi, ExecutorTest, ::testing::Values(false, true),

@@ -16,7 +16,8 @@ npu::HostState host() {
 }
 
 MountList base() {
-  return {"base", {"/usr/local/Ascend/driver/lib64", "/usr/local/dcmi", "/usr/local/bin/npu-smi", "/etc/hccn.conf"}};
+  return {"base",
+          {"/usr/local/Ascend/driver/lib64", "/usr/local/dcmi", "/usr/local/bin/npu-smi", "/etc/hccn.conf"}};
 }
 
 const std::vector<DeviceEntry> kControl = {{"/dev/davinci_manager", "/dev/davinci_manager", 235, 0, 0660},
@@ -49,15 +50,21 @@ TEST(InjectionPlan, DevicesMountsAndEnvPerRequest) {
       {"two chips",
        two,
        {base()},
-       {with_control({{"/dev/davinci0", "/dev/davinci0", 234, 0, 0660}, {"/dev/davinci2", "/dev/davinci2", 234, 2, 0660}}),
+       {with_control({{"/dev/davinci0", "/dev/davinci0", 234, 0, 0660},
+                      {"/dev/davinci2", "/dev/davinci2", 234, 2, 0660}}),
         {{"/usr/local/Ascend/driver/lib64", "base"},
          {"/usr/local/dcmi", "base"},
          {"/usr/local/bin/npu-smi", "base"},
          {"/etc/hccn.conf", "base"}},
         false,
         {"ASCEND_DOCKER_RUNTIME=True"}}},
-      {"NODRV drops every mount", nodrv, {base()},
-       {with_control({{"/dev/davinci7", "/dev/davinci7", 234, 7, 0660}}), {}, false, {"ASCEND_DOCKER_RUNTIME=True"}}},
+      {"NODRV drops every mount",
+       nodrv,
+       {base()},
+       {with_control({{"/dev/davinci7", "/dev/davinci7", 234, 7, 0660}}),
+        {},
+        false,
+        {"ASCEND_DOCKER_RUNTIME=True"}}},
       {"VIRTUAL maps vdavinci to davinci",
        virt,
        {base(), extra},
@@ -88,7 +95,8 @@ TEST(InjectionPlan, DescribeIsOneLine) {
 }
 
 TEST(MountList, ParsesPathsCommentsAndBlankLines) {
-  auto l = parse_mount_list("# driver\n/usr/local/dcmi\n\n  /etc//hccn.conf  # the NIC config\n/usr/lib64/\n", "base");
+  auto l = parse_mount_list("# driver\n/usr/local/dcmi\n\n  /etc//hccn.conf  # the NIC config\n/usr/lib64/\n",
+                            "base");
   ASSERT_TRUE(l.ok()) << l.error().message();
   EXPECT_EQ(l->name, "base");
   EXPECT_EQ(l->paths, (std::vector<std::string>{"/usr/local/dcmi", "/etc/hccn.conf", "/usr/lib64"}));
@@ -114,10 +122,10 @@ TEST(MountList, ShippedBaseListHasTheEmulatorDriverPaths) {
   std::string dir = ASCEND_BIN_DIR;
   auto lists = load_mount_lists(dir, {"base"});
   ASSERT_TRUE(lists.ok()) << lists.error().message();
-  EXPECT_EQ(lists->at(0).paths,
-            (std::vector<std::string>{"/usr/local/Ascend/driver/lib64", "/usr/local/Ascend/driver/include",
-                                      "/usr/local/Ascend/driver/version.info", "/usr/local/dcmi",
-                                      "/usr/local/bin/npu-smi", "/etc/ascend_install.info", "/etc/hccn.conf"}));
+  EXPECT_EQ(lists->at(0).paths, (std::vector<std::string>{
+                                    "/usr/local/Ascend/driver/lib64", "/usr/local/Ascend/driver/include",
+                                    "/usr/local/Ascend/driver/version.info", "/usr/local/dcmi",
+                                    "/usr/local/bin/npu-smi", "/etc/ascend_install.info", "/etc/hccn.conf"}));
   auto missing = load_mount_lists(dir, {"base", "no-such-list"});
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message().find("mount list 'no-such-list' not found"), std::string::npos);

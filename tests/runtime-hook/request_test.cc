@@ -42,14 +42,26 @@ TEST(RequestParser, AcceptsEveryDocumentedForm) {
       {{"ASCEND_VISIBLE_DEVICES=100", "ASCEND_RUNTIME_OPTIONS=VIRTUAL"}, {100}, false, true},
       {{"ASCEND_VISIBLE_DEVICES=all", "ASCEND_RUNTIME_OPTIONS=VIRTUAL,NODRV"}, {100, 117}, true, true},
       {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_OPTIONS="}, {0}},
-      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_MOUNTS=base,extra-1,base"}, {0}, false, false, {"base", "extra-1"}},
+      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_MOUNTS=base,extra-1,base"},
+       {0},
+       false,
+       false,
+       {"base", "extra-1"}},
       {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_MOUNTS="}, {0}},
       {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_ALLOW_LINK=True"}, {0}, false, false, {"base"}, true},
       {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_ALLOW_LINK=false"}, {0}},
-      {{"ASCEND_VISIBLE_DEVICES=2", "ASCEND_VNPU_SPECS=vir05_1c_16g"}, {2}, false, false, {"base"}, false, "vir05_1c_16g"},
+      {{"ASCEND_VISIBLE_DEVICES=2", "ASCEND_VNPU_SPECS=vir05_1c_16g"},
+       {2},
+       false,
+       false,
+       {"base"},
+       false,
+       "vir05_1c_16g"},
       // The last occurrence wins, as for the process.
       {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_VISIBLE_DEVICES=2"}, {2}},
-      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_OPTIONS=BOGUS", "ASCEND_RUNTIME_OPTIONS=NODRV"}, {0}, true},
+      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_OPTIONS=BOGUS", "ASCEND_RUNTIME_OPTIONS=NODRV"},
+       {0},
+       true},
   };
   npu::HostState host = host_with_vnpus();
   for (const auto& c : cases) {
@@ -111,17 +123,21 @@ TEST(RequestParser, RejectsWithOneLineNamingTheProblem) {
       {{"ASCEND_VISIBLE_DEVICES=Ascend310P-1"}, {"Ascend310P-1", "Ascend910-N or npu-N"}},
       {{"ASCEND_VISIBLE_DEVICES=npu-9"}, {"no device 9"}},
       {{"ASCEND_VISIBLE_DEVICES=gpu-1"}, {"'gpu-1'"}},
-      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_OPTIONS=FOO"}, {"ASCEND_RUNTIME_OPTIONS=FOO", "'FOO'", "NODRV, VIRTUAL"}},
+      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_OPTIONS=FOO"},
+       {"ASCEND_RUNTIME_OPTIONS=FOO", "'FOO'", "NODRV, VIRTUAL"}},
       {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_OPTIONS=NODRV,,VIRTUAL"}, {"ASCEND_RUNTIME_OPTIONS"}},
       {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_OPTIONS=nodrv"}, {"'nodrv'"}},
-      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_OPTIONS=VIRTUAL"}, {"no vNPU 0", "valid vNPU ids: 100,117"}},
+      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_OPTIONS=VIRTUAL"},
+       {"no vNPU 0", "valid vNPU ids: 100,117"}},
       {{"ASCEND_VISIBLE_DEVICES=101", "ASCEND_RUNTIME_OPTIONS=VIRTUAL"}, {"no vNPU 101"}},
       {{"ASCEND_VISIBLE_DEVICES=100-117", "ASCEND_RUNTIME_OPTIONS=VIRTUAL"}, {"no vNPU 101"}},
-      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_MOUNTS=../etc/passwd"}, {"ASCEND_RUNTIME_MOUNTS", "not a mount-list name"}},
+      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_MOUNTS=../etc/passwd"},
+       {"ASCEND_RUNTIME_MOUNTS", "not a mount-list name"}},
       {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_MOUNTS=a/b"}, {"'a/b'"}},
       {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_MOUNTS=.hidden"}, {"'.hidden'"}},
       {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_ALLOW_LINK=yes"}, {"ASCEND_ALLOW_LINK=yes", "True or False"}},
-      {{"ASCEND_VISIBLE_DEVICES=0,1", "ASCEND_VNPU_SPECS=vir05_1c_16g"}, {"ASCEND_VNPU_SPECS", "exactly one"}},
+      {{"ASCEND_VISIBLE_DEVICES=0,1", "ASCEND_VNPU_SPECS=vir05_1c_16g"},
+       {"ASCEND_VNPU_SPECS", "exactly one"}},
       {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_VNPU_SPECS=vir99"}, {"unknown vNPU template", "vir10_3c_32g"}},
       {{"ASCEND_VISIBLE_DEVICES=100", "ASCEND_RUNTIME_OPTIONS=VIRTUAL", "ASCEND_VNPU_SPECS=vir05_1c_16g"},
        {"cannot be combined with VIRTUAL"}},
@@ -134,7 +150,8 @@ TEST(RequestParser, RejectsWithOneLineNamingTheProblem) {
     auto r = parse_request(c.env, host);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().message().find('\n'), std::string::npos);
-    for (const auto& part : c.message_parts) EXPECT_NE(r.error().message().find(part), std::string::npos) << r.error().message();
+    for (const auto& part : c.message_parts)
+      EXPECT_NE(r.error().message().find(part), std::string::npos) << r.error().message();
   }
 }
 

@@ -17,9 +17,13 @@ namespace {
 
 using namespace testing;  // NOLINT(google-build-using-namespace): the test support helpers
 
-constexpr const char* kBaseMounts[] = {"/usr/local/Ascend/driver/lib64", "/usr/local/Ascend/driver/include",
-                                       "/usr/local/Ascend/driver/version.info", "/usr/local/dcmi",
-                                       "/usr/local/bin/npu-smi", "/etc/ascend_install.info", "/etc/hccn.conf"};
+constexpr const char* kBaseMounts[] = {"/usr/local/Ascend/driver/lib64",
+                                       "/usr/local/Ascend/driver/include",
+                                       "/usr/local/Ascend/driver/version.info",
+                                       "/usr/local/dcmi",
+                                       "/usr/local/bin/npu-smi",
+                                       "/etc/ascend_install.info",
+                                       "/etc/hccn.conf"};
 
 // The ids of the NPU rows of `npu-smi info` ("| 2     910B3  ..."), however the rest of the table looks.
 std::set<int> smi_ids(const std::vector<std::string>& lines) {
@@ -41,9 +45,9 @@ class RuncTest : public ::testing::Test {
     host_ = std::make_unique<EmulatedHost>(tmp_ / "host");
     ASSERT_TRUE(host_->ok()) << host_->error();
     ::symlink("hccn.conf", (tmp_ / "host/etc/ascend-link.conf").c_str());
-    config_ = write_hook_config(tmp_.path(), tmp_ / "host",
-                                {{"links", "/etc/ascend-link.conf\n"},
-                                 {"sparse", "/usr/local/dcmi\n/opt/not-on-this-host\n"}});
+    config_ = write_hook_config(
+        tmp_.path(), tmp_ / "host",
+        {{"links", "/etc/ascend-link.conf\n"}, {"sparse", "/usr/local/dcmi\n/opt/not-on-this-host\n"}});
     auto s = npu::Emulator(tmp_ / "host").snapshot();
     ASSERT_TRUE(s.ok()) << s.error().message();
     state_ = *s;
@@ -64,10 +68,13 @@ class RuncTest : public ::testing::Test {
   npu::HostState now() const { return npu::Emulator(tmp_ / "host").snapshot().value(); }
 
   // The exact NPU nodes a container must hold: the chips (or vNPUs) and the three control nodes.
-  std::map<std::string, std::string> expected_nodes(const std::vector<int>& ids, bool is_virtual = false) const {
+  std::map<std::string, std::string> expected_nodes(const std::vector<int>& ids,
+                                                    bool is_virtual = false) const {
     std::map<std::string, std::string> want;
     auto text = [](int maj, int min) { return "c " + std::to_string(maj) + ":" + std::to_string(min); };
-    for (int id : ids) want["/dev/davinci" + std::to_string(id)] = text(is_virtual ? state_.majors.vdavinci : state_.majors.davinci, id);
+    for (int id : ids)
+      want["/dev/davinci" + std::to_string(id)] =
+          text(is_virtual ? state_.majors.vdavinci : state_.majors.davinci, id);
     want["/dev/davinci_manager"] = text(state_.majors.manager, 0);
     want["/dev/devmm_svm"] = text(state_.majors.svm, 0);
     want["/dev/hisi_hdc"] = text(state_.majors.hdc, 0);
@@ -150,7 +157,7 @@ TEST_F(RuncTest, VirtualMapsAnExistingVnpu) {
   Probe p = parse_probe(o.out);
   EXPECT_EQ(p.devices, expected_nodes({v->id}, true));
   EXPECT_EQ(smi_ids(p.smi), std::set<int>{2}) << o.out;  // the vNPU's row is its chip's
-  EXPECT_EQ(now().vnpus.size(), 1U);  // a static vNPU outlives the container
+  EXPECT_EQ(now().vnpus.size(), 1U);                     // a static vNPU outlives the container
   ASSERT_TRUE(emu.destroy_vnpu(v->id, std::nullopt).ok());
 }
 
@@ -170,7 +177,7 @@ TEST_F(RuncTest, DynamicVnpuIsCreatedForTheContainerAndDestroyedAfter) {
   EXPECT_EQ(p.devices, expected_nodes({vid}, true));
   EXPECT_EQ(smi_ids(p.smi), std::set<int>{3}) << o.out;
   EXPECT_TRUE(now().vnpus.empty()) << "the poststop hook did not destroy the vNPU";
-  struct stat st{};
+  struct stat st {};
   EXPECT_NE(::lstat((tmp_ / ("host/dev/vdavinci" + std::to_string(vid))).c_str(), &st), 0);
 }
 
@@ -186,7 +193,10 @@ TEST_F(RuncTest, DynamicVnpuIsDestroyedWhenTheContainerFailsToStart) {
 
 TEST_F(RuncTest, NoRequestKeepsTheSpecByteForByte) {
   const std::vector<std::vector<std::string>> envs = {
-      {}, {"ASCEND_VISIBLE_DEVICES=void"}, {"ASCEND_VISIBLE_DEVICES=none"}, {"ASCEND_VISIBLE_DEVICES="},
+      {},
+      {"ASCEND_VISIBLE_DEVICES=void"},
+      {"ASCEND_VISIBLE_DEVICES=none"},
+      {"ASCEND_VISIBLE_DEVICES="},
       {"ASCEND_RUNTIME_OPTIONS=NODRV", "ASCEND_VNPU_SPECS=vir05_1c_16g"}};
   for (const auto& env : envs) {
     SCOPED_TRACE(env.empty() ? "(no ASCEND_ variable)" : env[0]);
@@ -220,14 +230,18 @@ TEST_F(RuncTest, EveryBadRequestStopsTheContainerWithOneClearLine) {
       {{"ASCEND_VISIBLE_DEVICES=3-1"}, {"ASCEND_VISIBLE_DEVICES=3-1", "reversed range"}},
       {{"ASCEND_VISIBLE_DEVICES=abc"}, {"ASCEND_VISIBLE_DEVICES=abc", "'abc'"}},
       {{"ASCEND_VISIBLE_DEVICES=Ascend310P-1"}, {"Ascend310P-1", "Ascend910-N"}},
-      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_OPTIONS=FOO"}, {"ASCEND_RUNTIME_OPTIONS=FOO", "NODRV, VIRTUAL"}},
+      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_OPTIONS=FOO"},
+       {"ASCEND_RUNTIME_OPTIONS=FOO", "NODRV, VIRTUAL"}},
       {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_MOUNTS=nosuch"}, {"mount list 'nosuch' not found"}},
-      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_MOUNTS=../base"}, {"ASCEND_RUNTIME_MOUNTS", "not a mount-list name"}},
+      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_MOUNTS=../base"},
+       {"ASCEND_RUNTIME_MOUNTS", "not a mount-list name"}},
       {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_ALLOW_LINK=maybe"}, {"ASCEND_ALLOW_LINK=maybe"}},
-      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_VNPU_SPECS=vir99"}, {"ASCEND_VNPU_SPECS=vir99", "unknown vNPU template"}},
+      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_VNPU_SPECS=vir99"},
+       {"ASCEND_VNPU_SPECS=vir99", "unknown vNPU template"}},
       {{"ASCEND_VISIBLE_DEVICES=0,1", "ASCEND_VNPU_SPECS=vir05_1c_16g"}, {"exactly one"}},
       {{"ASCEND_VISIBLE_DEVICES=105", "ASCEND_RUNTIME_OPTIONS=VIRTUAL"}, {"no vNPU 105"}},
-      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_MOUNTS=links"}, {"/etc/ascend-link.conf is a symbolic link on the host"}},
+      {{"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_MOUNTS=links"},
+       {"/etc/ascend-link.conf is a symbolic link on the host"}},
       {{"ASCEND_VISIBLE_DEVICES=0"}, {"/usr/local/bin/npu-smi is a symbolic link in the image"}, true},
   };
   for (const auto& c : cases) {
@@ -250,7 +264,8 @@ TEST_F(RuncTest, EveryBadRequestStopsTheContainerWithOneClearLine) {
 }
 
 TEST_F(RuncTest, HostSymlinksNeedAllowLinkAndMissingEntriesAreSkipped) {
-  auto b = bundle({"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_MOUNTS=base,links,sparse", "ASCEND_ALLOW_LINK=True"});
+  auto b = bundle(
+      {"ASCEND_VISIBLE_DEVICES=0", "ASCEND_RUNTIME_MOUNTS=base,links,sparse", "ASCEND_ALLOW_LINK=True"});
   auto o = run(*b, unique_id("links"));
   ASSERT_EQ(o.exit_code, 0) << o.err;
   Probe p = parse_probe(o.out);
@@ -258,7 +273,8 @@ TEST_F(RuncTest, HostSymlinksNeedAllowLinkAndMissingEntriesAreSkipped) {
   expect_base_mounts(p);
   EXPECT_EQ(p.mounts.count("/etc/ascend-link.conf"), 1U);
   EXPECT_EQ(p.mounts.count("/opt/not-on-this-host"), 0U);
-  EXPECT_NE(slurp(tmp_ / "log/ascend.log").find("/opt/not-on-this-host is not on the host"), std::string::npos);
+  EXPECT_NE(slurp(tmp_ / "log/ascend.log").find("/opt/not-on-this-host is not on the host"),
+            std::string::npos);
 }
 
 TEST_F(RuncTest, ASymlinkInTheImageCannotRedirectMountsOntoTheHost) {
@@ -274,14 +290,15 @@ TEST_F(RuncTest, ASymlinkInTheImageCannotRedirectMountsOntoTheHost) {
   Probe p = parse_probe(o.out);
   EXPECT_EQ(p.mounts.count(escape + "/local/dcmi"), 1U) << o.out;  // the container's view of its own folder
   EXPECT_EQ(smi_ids(p.smi), std::set<int>{0});
-  struct stat st{};
+  struct stat st {};
   EXPECT_NE(::lstat((escape + "/local").c_str(), &st), 0) << "the hook wrote into the host folder";
 }
 
 TEST_F(RuncTest, BareHookRegisteredInTheSpecCreatesNodesAndCgroupRules) {
   auto b = bundle({"ASCEND_VISIBLE_DEVICES=1,3"});
-  b->spec()["hooks"]["prestart"] = {
-      {{"path", bin("ascend-docker-hook")}, {"args", {"ascend-docker-hook", "--config", config_}}, {"env", {"PATH=/usr/bin:/bin"}}}};
+  b->spec()["hooks"]["prestart"] = {{{"path", bin("ascend-docker-hook")},
+                                     {"args", {"ascend-docker-hook", "--config", config_}},
+                                     {"env", {"PATH=/usr/bin:/bin"}}}};
   b->save();
   auto o = runner_.run({"runc"}, *b, unique_id("bare"));
   bool v1 = ::access("/sys/fs/cgroup/devices/devices.allow", F_OK) == 0;

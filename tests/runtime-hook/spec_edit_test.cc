@@ -16,7 +16,9 @@ namespace {
 
 using nlohmann::ordered_json;
 
-std::string fixture(const std::string& name) { return std::string(ASCEND_FIXTURES) + "/runtime-hook/spec-edit/" + name; }
+std::string fixture(const std::string& name) {
+  return std::string(ASCEND_FIXTURES) + "/runtime-hook/spec-edit/" + name;
+}
 
 std::string read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -79,7 +81,8 @@ TEST(SpecEdit, DynamicVnpuGolden) {
   post.args.insert(post.args.end(), {"--destroy-vnpu", "116"});
   edit.poststop.push_back(post);
   edit.drop_env = {"ASCEND_VNPU_SPECS"};
-  edit.add_env.insert(edit.add_env.end(), {"ASCEND_VISIBLE_DEVICES=116", "ASCEND_RUNTIME_OPTIONS=VIRTUAL,NODRV"});
+  edit.add_env.insert(edit.add_env.end(),
+                      {"ASCEND_VISIBLE_DEVICES=116", "ASCEND_RUNTIME_OPTIONS=VIRTUAL,NODRV"});
   auto after = apply_spec_edit(before, edit);
   ASSERT_TRUE(after.ok()) << after.error().message();
   expect_golden(*after, "runc-vnpu.after.json");
@@ -96,8 +99,8 @@ TEST(SpecEdit, HookEnvironmentIsExplicitAndMinimal) {
   ASSERT_EQ(j["hooks"]["prestart"].size(), 1U);
   EXPECT_EQ(j["hooks"]["prestart"][0]["env"], ordered_json({kHookPathEnv}));
   // The container keeps its own environment, plus the marker.
-  EXPECT_EQ(j["process"]["env"],
-            ordered_json({"LD_PRELOAD=/evil.so", "PATH=/evil", "ASCEND_VISIBLE_DEVICES=0", "ASCEND_DOCKER_RUNTIME=True"}));
+  EXPECT_EQ(j["process"]["env"], ordered_json({"LD_PRELOAD=/evil.so", "PATH=/evil",
+                                               "ASCEND_VISIBLE_DEVICES=0", "ASCEND_DOCKER_RUNTIME=True"}));
 }
 
 TEST(SpecEdit, ReplacesADeviceOfTheSamePathAndKeepsOtherDevices) {
@@ -114,7 +117,8 @@ TEST(SpecEdit, ReplacesADeviceOfTheSamePathAndKeepsOtherDevices) {
   auto rules = j["linux"]["resources"]["devices"];
   ASSERT_EQ(rules.size(), 5U);
   EXPECT_EQ(rules[0]["allow"], false);  // the deny-all stays first; the allows follow it
-  EXPECT_EQ(rules[1], ordered_json({{"allow", true}, {"type", "c"}, {"major", 234}, {"minor", 0}, {"access", "rwm"}}));
+  EXPECT_EQ(rules[1],
+            ordered_json({{"allow", true}, {"type", "c"}, {"major", 234}, {"minor", 0}, {"access", "rwm"}}));
 }
 
 TEST(SpecEdit, RejectsMalformedSpecs) {
@@ -138,12 +142,13 @@ TEST(SpecEdit, RejectsMalformedSpecs) {
 }
 
 TEST(OciState, ParsesAndBoundsTheHookInput) {
-  auto s = parse_oci_state(R"({"ociVersion":"1.0.2","id":"c1","status":"created","pid":4242,"bundle":"/run/b"})");
+  auto s =
+      parse_oci_state(R"({"ociVersion":"1.0.2","id":"c1","status":"created","pid":4242,"bundle":"/run/b"})");
   ASSERT_TRUE(s.ok()) << s.error().message();
   EXPECT_EQ(s->id, "c1");
   EXPECT_EQ(s->pid, 4242);
   EXPECT_EQ(s->bundle, "/run/b");
-  EXPECT_FALSE(parse_oci_state(R"({"pid":1})").ok());                       // no bundle
+  EXPECT_FALSE(parse_oci_state(R"({"pid":1})").ok());                        // no bundle
   EXPECT_FALSE(parse_oci_state(R"({"pid":-1,"bundle":"/b"})").ok());         // not a pid
   EXPECT_FALSE(parse_oci_state(R"({"pid":1,"bundle":"relative"})").ok());    // relative bundle
   EXPECT_FALSE(parse_oci_state(std::string(kMaxStateBytes + 1, ' ')).ok());  // too large

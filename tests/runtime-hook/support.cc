@@ -23,7 +23,9 @@ extern char** environ;
 
 namespace ascend::hook::testing {
 
-std::string bin(const std::string& name) { return std::string(ASCEND_BIN_DIR) + "/" + name; }
+std::string bin(const std::string& name) {
+  return std::string(ASCEND_BIN_DIR) + "/" + name;
+}
 
 bool have_program(const std::string& name) {
   const char* path = std::getenv("PATH");
@@ -131,8 +133,10 @@ Output run(const std::vector<std::string>& argv, const RunOptions& opts) {
   // container (runc create) keeps the pipes open after runc itself is gone.
   while (out_open || err_open) {
     if (!exited && ::waitpid(pid, &status, WNOHANG) == pid) exited = true;
-    pollfd fds[3] = {{out_open ? out[0] : -1, POLLIN, 0}, {err_open ? err[0] : -1, POLLIN, 0}, {in[1], POLLOUT, 0}};
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd fds[3] = {
+        {out_open ? out[0] : -1, POLLIN, 0}, {err_open ? err[0] : -1, POLLIN, 0}, {in[1], POLLOUT, 0}};
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       ::kill(-pid, SIGKILL);
       killed = true;
@@ -223,8 +227,8 @@ std::string write_hook_config(const std::string& dir, const std::string& host_ro
   spit(lists + "/base.list", slurp(bin("base.list")));
   for (const auto& [name, text] : extra_lists) spit(lists + "/" + name + ".list", text);
   std::string path = dir + "/config.yaml";
-  spit(path, "host-root: " + host_root + "\nmount-list-dir: " + lists + "\nhook-path: " + bin("ascend-docker-hook") +
-                 "\nlog-file: " + dir + "/log/ascend.log\nlog-level: debug\n");
+  spit(path, "host-root: " + host_root + "\nmount-list-dir: " + lists + "\nhook-path: " +
+                 bin("ascend-docker-hook") + "\nlog-file: " + dir + "/log/ascend.log\nlog-level: debug\n");
   return path;
 }
 
@@ -254,9 +258,15 @@ Bundle::Bundle(std::string dir) : dir_(std::move(dir)) {
   save();
 }
 
-void Bundle::set_args(const std::vector<std::string>& args) { spec_["process"]["args"] = args; }
-void Bundle::add_env(const std::string& entry) { spec_["process"]["env"].push_back(entry); }
-void Bundle::save() const { spit(config_path(), spec_.dump(2) + "\n"); }
+void Bundle::set_args(const std::vector<std::string>& args) {
+  spec_["process"]["args"] = args;
+}
+void Bundle::add_env(const std::string& entry) {
+  spec_["process"]["env"].push_back(entry);
+}
+void Bundle::save() const {
+  spit(config_path(), spec_.dump(2) + "\n");
+}
 
 std::string probe_script() {
   return R"SH(echo PROBE-START
@@ -329,7 +339,9 @@ Output Runner::runc(const std::vector<std::string>& args) {
   return testing::run(argv);
 }
 
-void Runner::remove(const std::string& id) { runc({"delete", "--force", id}); }
+void Runner::remove(const std::string& id) {
+  runc({"delete", "--force", id});
+}
 
 std::string unique_id(const std::string& tag) {
   static std::atomic<int> n{0};

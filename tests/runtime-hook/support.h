@@ -44,8 +44,8 @@ struct Output {
 };
 
 struct RunOptions {
-  std::string input;                                // written to stdin
-  std::optional<std::vector<std::string>> env;      // nullopt: inherit
+  std::string input;                            // written to stdin
+  std::optional<std::vector<std::string>> env;  // nullopt: inherit
   std::chrono::milliseconds timeout{60000};
   std::string cwd;
 };
@@ -101,12 +101,12 @@ class Bundle {
 // What the probe (probe_script) reported from inside a container.
 struct Probe {
   bool started = false;
-  std::map<std::string, std::string> devices;   // "/dev/davinci0" -> "c 234:0"
-  std::map<std::string, std::string> mounts;    // mount point -> options
-  std::map<std::string, std::string> opens;     // device -> the error opening it gave ("" when it opened)
-  std::vector<std::string> smi;                 // npu-smi info lines
-  std::vector<std::string> env;                 // ASCEND_* entries
-  std::string write_error;                      // writing into the driver mount
+  std::map<std::string, std::string> devices;  // "/dev/davinci0" -> "c 234:0"
+  std::map<std::string, std::string> mounts;   // mount point -> options
+  std::map<std::string, std::string> opens;    // device -> the error opening it gave ("" when it opened)
+  std::vector<std::string> smi;                // npu-smi info lines
+  std::vector<std::string> env;                // ASCEND_* entries
+  std::string write_error;                     // writing into the driver mount
 };
 
 // A shell script the container runs: lists its NPU nodes (type, major:minor), its mounts, the error from

@@ -45,7 +45,8 @@ struct Config;
 // Reads the host (the config's host root, through the device query API), checks its device nodes, reads the
 // mount lists and keeps the entries present on the host (symlinks only with allow_link), and returns the
 // validated spec. The one function here that touches the file system.
-Result<nlohmann::ordered_json> generate_cdi_spec(const Config& config, const std::vector<std::string>& mount_lists,
-                                                 bool allow_link, const std::string& kind = kCdiKind);
+Result<nlohmann::ordered_json> generate_cdi_spec(const Config& config,
+                                                 const std::vector<std::string>& mount_lists, bool allow_link,
+                                                 const std::string& kind = kCdiKind);
 
 }  // namespace ascend::hook

@@ -16,19 +16,19 @@ inline constexpr const char* kDefaultLogDir = "/var/log/ascend-docker-runtime";
 inline constexpr const char* kHookName = "ascend-docker-hook";
 
 struct Config {
-  std::string config_file;     // the file this was read from; empty: defaults only
-  std::string host_root = "/";  // where the (emulated) host's /dev and driver tree live
+  std::string config_file;            // the file this was read from; empty: defaults only
+  std::string host_root = "/";        // where the (emulated) host's /dev and driver tree live
   std::string runtime_path = "runc";  // the low-level runtime; a bare name is looked up in PATH
-  std::string hook_path;        // absolute path of ascend-docker-hook
-  std::string mount_list_dir;   // folder of <name>.list files
-  std::string log_file;         // size-capped rotating log; empty: stderr only
+  std::string hook_path;              // absolute path of ascend-docker-hook
+  std::string mount_list_dir;         // folder of <name>.list files
+  std::string log_file;               // size-capped rotating log; empty: stderr only
   std::string log_level = "info";
 };
 
 // Where the defaults come from, so that tests can point them elsewhere.
 struct ConfigDefaults {
-  std::string exe_dir;      // the calling executable's folder (self_exe_dir())
-  std::string log_name;     // "runtime-run.log", "hook-run.log"; empty: no log file
+  std::string exe_dir;   // the calling executable's folder (self_exe_dir())
+  std::string log_name;  // "runtime-run.log", "hook-run.log"; empty: no log file
   std::string config_dir = kDefaultConfigDir;
 };
 

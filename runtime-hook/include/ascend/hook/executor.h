@@ -1,7 +1,8 @@
 // The privileged half of the hook path: carries out an InjectionPlan inside a container. Small on purpose;
 // every step says which capability it needs and why (see capabilities.h for the table).
 //
-//   1. In the host's mount namespace, each driver path is opened inside the host root (never inside the image)
+//   1. In the host's mount namespace, each driver path is opened inside the host root (never inside the
+//   image)
 //      and cloned as a detached bind mount (open_tree), already read-only, nosuid, nodev (mount_setattr), so
 //      no writable window ever exists inside the container.
 //   2. Nodes the runtime did not create (the hook registered without the shim) get cgroup v1 rules.
@@ -30,8 +31,8 @@ Result<std::vector<DeviceEntry>> check_host_devices(const std::vector<DeviceEntr
                                                     const npu::DeviceQuery& dq);
 
 struct ExecTarget {
-  int pid = 0;          // the container's init process
-  std::string rootfs;   // absolute, as seen in the container's mount namespace before pivot_root
+  int pid = 0;         // the container's init process
+  std::string rootfs;  // absolute, as seen in the container's mount namespace before pivot_root
   std::vector<DeviceEntry> create_nodes;  // nodes the runtime did not create: mknod + cgroup v1 rules
   bool legacy_mounts = false;             // force the mount(2) fallback (for tests of it)
 };

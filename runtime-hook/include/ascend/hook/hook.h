@@ -1,5 +1,6 @@
 // ascend-docker-hook, the library behind the binary: the OCI hook stages.
-//   prestart: reads the OCI state (bounded) and the bundle's config.json, re-derives the request with the same
+//   prestart: reads the OCI state (bounded) and the bundle's config.json, re-derives the request with the
+//   same
 //             parser as the shim, plans, and executes the plan in the container (executor.h). Registered
 //             without the shim (OCI hooks.d style) it also creates the device nodes and the cgroup v1 rules.
 //   poststop: destroys the dynamic vNPU the shim made for the container.

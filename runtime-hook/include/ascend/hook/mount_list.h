@@ -1,5 +1,5 @@
-// Mount lists: files named <name>.list in the mount-list folder, one absolute host path per line ('#' starts a
-// comment). They say which driver files a container receives; ASCEND_RUNTIME_MOUNTS picks the lists.
+// Mount lists: files named <name>.list in the mount-list folder, one absolute host path per line ('#' starts
+// a comment). They say which driver files a container receives; ASCEND_RUNTIME_MOUNTS picks the lists.
 // parse_mount_list is pure; load_mount_lists reads files. Thread-safe.
 #pragma once
 
@@ -20,6 +20,7 @@ struct MountList {
 Result<MountList> parse_mount_list(std::string_view text, const std::string& name);
 
 // Reads <dir>/<name>.list for every name, in order. A missing list file is an error naming it.
-Result<std::vector<MountList>> load_mount_lists(const std::string& dir, const std::vector<std::string>& names);
+Result<std::vector<MountList>> load_mount_lists(const std::string& dir,
+                                                const std::vector<std::string>& names);
 
 }  // namespace ascend::hook

@@ -14,11 +14,12 @@
 namespace ascend::hook {
 
 struct DeviceEntry {
-  std::string path;       // in the container: "/dev/davinci3"
-  std::string host_path;  // as the host sees it (before DeviceQuery::host_path): "/dev/davinci3", "/dev/vdavinci100"
+  std::string path;  // in the container: "/dev/davinci3"
+  std::string
+      host_path;  // as the host sees it (before DeviceQuery::host_path): "/dev/davinci3", "/dev/vdavinci100"
   int major = 0;
   int minor = 0;
-  unsigned mode = 0660;   // replaced by the host node's mode once checked (executor.h: check_host_devices)
+  unsigned mode = 0660;  // replaced by the host node's mode once checked (executor.h: check_host_devices)
 
   bool operator==(const DeviceEntry&) const = default;
 };
@@ -41,7 +42,8 @@ struct InjectionPlan {
 
 // `lists` are the mount lists the request names, already read. A VIRTUAL request maps host /dev/vdavinciN to
 // /dev/davinciN in the container.
-InjectionPlan make_plan(const Request& request, const npu::HostState& host, const std::vector<MountList>& lists);
+InjectionPlan make_plan(const Request& request, const npu::HostState& host,
+                        const std::vector<MountList>& lists);
 
 // One line for the log: "devices 0-3 (+3 control), 7 mounts (base), env ASCEND_DOCKER_RUNTIME=True".
 std::string describe(const InjectionPlan& plan);

@@ -5,8 +5,8 @@
 //   ASCEND_RUNTIME_MOUNTS   comma list of mount-list names (default: base)
 //   ASCEND_ALLOW_LINK       True | False (default False): whether a mount-list entry may be a symlink
 //   ASCEND_VNPU_SPECS       a vNPU template: create a vNPU of it on the one requested chip
-// When a variable appears more than once the last occurrence wins, as for the process itself; the shim and the
-// hook both read the request through this one parser. Pure functions; thread-safe.
+// When a variable appears more than once the last occurrence wins, as for the process itself; the shim and
+// the hook both read the request through this one parser. Pure functions; thread-safe.
 #pragma once
 
 #include <optional>
@@ -45,7 +45,8 @@ std::optional<std::string> env_value(const std::vector<std::string>& env, std::s
 bool requests_devices(const std::vector<std::string>& env);
 
 // The full request, validated against the host. nullopt when no device is requested. Errors name the
-// variable, its value and what is valid ("ASCEND_VISIBLE_DEVICES=9: no device 9 on this host (valid ids: 0-7)").
+// variable, its value and what is valid ("ASCEND_VISIBLE_DEVICES=9: no device 9 on this host (valid ids:
+// 0-7)").
 Result<std::optional<Request>> parse_request(const std::vector<std::string>& env, const npu::HostState& host);
 
 // "0-3,5" for {0,1,2,3,5}.

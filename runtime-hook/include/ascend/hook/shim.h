@@ -1,7 +1,7 @@
 // ascend-docker-runtime, the library behind the binary: a drop-in for runc. Every verb and argument passes
-// through to the configured runtime by exec; on `create` and `run`, a container that requests NPUs first has its
-// <bundle>/config.json edited (spec_edit.h) and replaced atomically. A container that requests nothing keeps
-// its config.json byte for byte. Not thread-safe (it ends in exec).
+// through to the configured runtime by exec; on `create` and `run`, a container that requests NPUs first has
+// its <bundle>/config.json edited (spec_edit.h) and replaced atomically. A container that requests nothing
+// keeps its config.json byte for byte. Not thread-safe (it ends in exec).
 #pragma once
 
 #include <string>
@@ -15,11 +15,11 @@ namespace ascend::hook {
 struct RuntimeArgs {
   std::vector<std::string> runtime_args;  // what the real runtime receives after argv[0]: the original argv
                                           // without the shim's own --config
-  std::string config;       // --config FILE (only before the verb)
-  std::string verb;         // "create", "run", "state", ...; empty when there is none
-  std::string bundle;       // create/run: --bundle/-b, empty: the current directory
-  std::string log_file;     // runc's --log, where engines look for the error
-  std::string log_format;   // runc's --log-format
+  std::string config;                     // --config FILE (only before the verb)
+  std::string verb;                       // "create", "run", "state", ...; empty when there is none
+  std::string bundle;                     // create/run: --bundle/-b, empty: the current directory
+  std::string log_file;                   // runc's --log, where engines look for the error
+  std::string log_format;                 // runc's --log-format
 };
 
 // Parses runc's command line (after argv[0]): global options, the verb, and the verb's --bundle. Pure.

@@ -17,13 +17,14 @@ namespace ascend::hook {
 
 // The whole environment a hook runs with. Nothing comes from the image or the engine: an inherited
 // LD_PRELOAD or PATH would let the image run code in the privileged hook (CVE-2025-23266).
-inline constexpr const char* kHookPathEnv = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+inline constexpr const char* kHookPathEnv =
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 struct HookCommand {
   std::string path;               // absolute
   std::vector<std::string> args;  // argv, argv[0] included
   std::vector<std::string> env{kHookPathEnv};
-  std::optional<int> timeout;     // seconds
+  std::optional<int> timeout;  // seconds
 
   bool operator==(const HookCommand&) const = default;
 };

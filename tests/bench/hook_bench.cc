@@ -1,0 +1,178 @@
+// The hook path's cost: `runc run` of /bin/true in one busybox bundle, three ways, interleaved at random so
+// that drift hits all alike:
+//   plain        runc, no request (the baseline)
+//   ascend       ascend-docker-runtime + ascend-docker-hook, ASCEND_VISIBLE_DEVICES=0-7, base.list (7 mounts)
+//   passthrough  ascend-docker-runtime, no request (what every other container pays)
+// One container per repetition, repetitions shuffled across the three. Each run starts from the bundle's
+// original config.json (restored outside the timed region). After the
+// benchmarks the program prints the median added milliseconds and the ratio against plain runc; the target
+// is at most 3 ms and 1.15 for `ascend`. Needs root and runc; otherwise it says why and exits 0.
+#include <benchmark/benchmark.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "support.h"
+
+namespace {
+
+using namespace ascend::hook::testing;  // NOLINT(google-build-using-namespace)
+
+extern "C" char** environ;
+
+struct Setup {
+  TempDir tmp{"hook-bench"};
+  std::unique_ptr<EmulatedHost> host;
+  std::string config;
+  std::unique_ptr<Bundle> plain;
+  std::unique_ptr<Bundle> ascend;
+  std::string plain_spec;
+  std::string ascend_spec;
+};
+
+Setup* g_setup = nullptr;
+std::map<std::string, std::vector<double>> g_samples;  // ms per run, by benchmark
+
+// posix_spawn + wait with stdio on /dev/null: no pipes, no polling in the measurement.
+int spawn_wait(const std::vector<std::string>& argv) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  for (int fd : {0, 1, 2})
+    posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = ::posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+void run_container(benchmark::State& state, const std::string& name, const std::vector<std::string>& runtime,
+                   const Bundle& bundle, const std::string& spec) {
+  int n = 0;
+  for (auto _ : state) {
+    spit(bundle.config_path(), spec);  // the shim rewrites it: start every run from the original
+    std::vector<std::string> argv = runtime;
+    std::string id = "hook-bench-" + std::to_string(::getpid()) + "-" + name + "-" + std::to_string(n++);
+    argv.insert(argv.end(), {"--root", g_setup->tmp / "runc-state", "run", "--bundle", bundle.dir(), id});
+    auto t0 = std::chrono::steady_clock::now();
+    int rc = spawn_wait(argv);
+    auto t1 = std::chrono::steady_clock::now();
+    if (rc != 0) {
+      state.SkipWithError(("container exited with " + std::to_string(rc)).c_str());
+      return;
+    }
+    double s = std::chrono::duration<double>(t1 - t0).count();
+    state.SetIterationTime(s);
+    g_samples[name].push_back(s * 1000);
+  }
+}
+
+void BM_Plain(benchmark::State& s) {
+  run_container(s, "plain", {"runc"}, *g_setup->plain, g_setup->plain_spec);
+}
+void BM_Ascend(benchmark::State& s) {
+  run_container(s, "ascend", {bin("ascend-docker-runtime"), "--config", g_setup->config}, *g_setup->ascend,
+                g_setup->ascend_spec);
+}
+void BM_Passthrough(benchmark::State& s) {
+  run_container(s, "passthrough", {bin("ascend-docker-runtime"), "--config", g_setup->config},
+                *g_setup->plain, g_setup->plain_spec);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return 0;
+  return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+}  // namespace
+
+// One container per repetition and the repetitions of all three shuffled together, so that every variant sees
+// the same machine load, run after run.
+constexpr int kRuns = 60;
+BENCHMARK(BM_Plain)
+    ->Name("runc_run/plain")
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->Repetitions(kRuns)
+    ->ReportAggregatesOnly(true);
+BENCHMARK(BM_Ascend)
+    ->Name("runc_run/ascend_0-7_base")
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->Repetitions(kRuns)
+    ->ReportAggregatesOnly(true);
+BENCHMARK(BM_Passthrough)
+    ->Name("runc_run/shim_no_request")
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->Repetitions(kRuns)
+    ->ReportAggregatesOnly(true);
+
+int main(int argc, char** argv) {
+  if (::geteuid() != 0 || !have_program("runc") || ::access("/bin/busybox", X_OK) != 0) {
+    std::printf("hook_bench: skipped (needs root, runc and /bin/busybox)\n");
+    return 0;
+  }
+  std::vector<char*> args(argv, argv + argc);
+  std::string interleave = "--benchmark_enable_random_interleaving=true";
+  args.push_back(interleave.data());
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+
+  Setup setup;
+  g_setup = &setup;
+  setup.host = std::make_unique<EmulatedHost>(setup.tmp / "host");
+  if (!setup.host->ok()) {
+    std::fprintf(stderr, "hook_bench: npu-sim load failed: %s\n", setup.host->error().c_str());
+    return 1;
+  }
+  setup.config = write_hook_config(setup.tmp.path(), setup.tmp / "host");
+  // Log at the installed default level (info), as production does.
+  std::string cfg = slurp(setup.config);
+  cfg.replace(cfg.find("log-level: debug"), 16, "log-level: info");
+  spit(setup.config, cfg);
+  setup.plain = std::make_unique<Bundle>(setup.tmp / "plain");
+  setup.plain->set_args({"/bin/true"});
+  setup.plain->save();
+  setup.plain_spec = setup.plain->spec().dump();
+  setup.ascend = std::make_unique<Bundle>(setup.tmp / "ascend");
+  setup.ascend->set_args({"/bin/true"});
+  setup.ascend->add_env("ASCEND_VISIBLE_DEVICES=0-7");
+  setup.ascend->save();
+  setup.ascend_spec = setup.ascend->spec().dump();
+
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+
+  double plain = median(g_samples["plain"]);
+  if (plain <= 0) return 1;
+  std::printf("\nhook_bench: median of %zu runs each (runc run /bin/true)\n", g_samples["plain"].size());
+  std::printf("  %-34s %8.2f ms\n", "plain runc (baseline)", plain);
+  for (const char* name : {"ascend", "passthrough"}) {
+    double m = median(g_samples[name]);
+    std::printf("  %-34s %8.2f ms   added %+6.2f ms   ratio %.3f\n",
+                name == std::string("ascend") ? "shim+hook, 0-7, base.list" : "shim, no request", m,
+                m - plain, m / plain);
+  }
+  std::printf("  target for shim+hook: added <= 3 ms, ratio <= 1.15\n");
+  return 0;
+}
