@@ -74,15 +74,12 @@ Result<std::vector<std::vector<std::string>>> Plugin::preferred(
 
 Result<std::vector<ContainerAllocation>> Plugin::allocate(
     const ResourceSpec& res, const std::vector<std::vector<std::string>>& requests) {
-  Result<std::vector<ContainerAllocation>> out = Error(0, "");
-  bool changed = false;
-  {
-    std::lock_guard lock(mu_);
-    out = plugin::allocate(host_, query_, cfg_, res, ledger_, requests, Clock::now());
-    // Dynamic mode changes what the other resource advertises (a chip's cores or the whole chip).
-    changed = out.ok() && cfg_.vnpu == VnpuMode::kDynamic;
-    if (changed) ++version_;
-  }
+  std::unique_lock lock(mu_);
+  auto out = plugin::allocate(host_, query_, cfg_, res, ledger_, requests, Clock::now());
+  // Dynamic mode changes what the other resource advertises (a chip's cores or the whole chip).
+  const bool changed = out.ok() && cfg_.vnpu == VnpuMode::kDynamic;
+  if (changed) ++version_;
+  lock.unlock();
   if (changed) cv_.notify_all();
   return out;
 }
