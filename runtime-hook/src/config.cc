@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ascend/npu/yaml_json.h"
+#include "strcat.h"
 
 namespace ascend::hook {
 
@@ -65,17 +66,17 @@ Result<Config> load_config(const std::string& path, const ConfigDefaults& defaul
     }
     if (key == nullptr) {
       return Error::invalid(
-          "config " + file + ": unknown key '" + k +
-          "' (known: host-root, runtime-path, hook-path, mount-list-dir, log-file, log-level)");
+          cat("config ", file, ": unknown key '", k,
+              "' (known: host-root, runtime-path, hook-path, mount-list-dir, log-file, log-level)"));
     }
     if (k == "log-file" && v.is_null()) {  // "log-file:" with no value: no log file
       c.log_file.clear();
       continue;
     }
-    if (!v.is_string()) return Error::invalid("config " + file + ": '" + k + "' must be a string");
+    if (!v.is_string()) return Error::invalid(cat("config ", file, ": '", k, "' must be a string"));
     std::string value = v.get<std::string>();
     if (key->absolute && (value.empty() || value[0] != '/')) {
-      return Error::invalid("config " + file + ": '" + k + "' must be an absolute path, not '" + value + "'");
+      return Error::invalid(cat("config ", file, ": '", k, "' must be an absolute path, not '", value, "'"));
     }
     if (k == "log-file" && !value.empty() && value[0] != '/') {
       return Error::invalid("config " + file + ": 'log-file' must be an absolute path or empty");

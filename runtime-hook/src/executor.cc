@@ -17,6 +17,7 @@
 #include "ascend/common/fs.h"
 #include "ascend/common/safe_path.h"
 #include "ascend/common/unique_fd.h"
+#include "strcat.h"
 
 namespace ascend::hook {
 
@@ -238,7 +239,7 @@ Status allow_in_cgroup(int pid, const std::vector<DeviceEntry>& nodes) {
     UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CLOEXEC));
     if (!fd.valid()) return Error::from_errno(errno, "open " + file);
     if (::write(fd.get(), rule.data(), rule.size()) != static_cast<ssize_t>(rule.size())) {
-      return Error::from_errno(errno, "write '" + rule + "' to " + file);
+      return Error::from_errno(errno, cat("write '", rule, "' to ", file));
     }
   }
   return {};

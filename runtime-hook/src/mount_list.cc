@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "ascend/common/fs.h"
+#include "strcat.h"
 
 namespace ascend::hook {
 
@@ -18,8 +19,8 @@ Result<MountList> parse_mount_list(std::string_view text, const std::string& nam
     if (b == std::string::npos) continue;
     auto e = line.find_last_not_of(" \t\r");
     std::string p = line.substr(b, e - b + 1);
-    std::string where = "mount list " + name + " line " + std::to_string(lineno) + ": ";
-    if (p[0] != '/') return Error::invalid(where + "'" + p + "' is not an absolute path");
+    std::string where = cat("mount list ", name, " line ", std::to_string(lineno), ": ");
+    if (p[0] != '/') return Error::invalid(cat(where, "'", p, "' is not an absolute path"));
     std::string norm;
     std::size_t i = 0;
     while (i < p.size()) {
@@ -27,7 +28,7 @@ Result<MountList> parse_mount_list(std::string_view text, const std::string& nam
       if (j == std::string::npos) j = p.size();
       std::string comp = p.substr(i, j - i);
       if (comp == "." || comp == "..")
-        return Error::invalid(where + "'" + p + "' has a '" + comp + "' component");
+        return Error::invalid(cat(where, "'", p, "' has a '", comp, "' component"));
       if (!comp.empty()) norm += "/" + comp;
       i = j + 1;
     }
@@ -41,11 +42,11 @@ Result<std::vector<MountList>> load_mount_lists(const std::string& dir,
                                                 const std::vector<std::string>& names) {
   std::vector<MountList> out;
   for (const auto& n : names) {
-    std::string path = dir + "/" + n + ".list";
+    std::string path = cat(dir, "/", n, ".list");
     auto text = read_file(path, 1U << 20);
     if (!text) {
       if (text.error().code() == ENOENT) {
-        return Error::not_found("mount list '" + n + "' not found (no " + path + ")");
+        return Error::not_found(cat("mount list '", n, "' not found (no ", path, ")"));
       }
       return text.error().context("mount list '" + n + "'");
     }

@@ -17,6 +17,7 @@
 #include "ascend/hook/request.h"
 #include "ascend/hook/spec_edit.h"
 #include "ascend/npu/emulator.h"
+#include "strcat.h"
 
 namespace ascend::hook {
 
@@ -180,7 +181,7 @@ Result<std::string> find_runtime(const std::string& runtime_path) {
     std::string dir = path.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
     start = colon == std::string::npos ? path.size() + 1 : colon + 1;
     if (dir.empty()) continue;
-    std::string cand = dir + "/" + runtime_path;
+    std::string cand = cat(dir, "/", runtime_path);
     if (::access(cand.c_str(), X_OK) != 0) continue;
     char real[4096];
     if (::realpath(cand.c_str(), real) != nullptr && me == real) continue;  // never exec ourselves
