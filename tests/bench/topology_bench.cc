@@ -114,7 +114,7 @@ void BM_Choose(benchmark::State& state, const char* profile) {
   Rng rng{7};
   struct Req {
     std::vector<int> free;
-    int size;
+    int size = 0;
   };
   std::vector<Req> reqs;
   int n = static_cast<int>(host->chips.size());

@@ -242,6 +242,7 @@ MaskChoice choose_cards(const NodeType& t, std::uint64_t free, std::uint64_t mus
     if ((c & sel) == 0 && (free & c) != 0) cand.push_back(free & c);
   }
   std::vector<int> counts;
+  counts.reserve(cand.size());
   for (auto c : cand) counts.push_back(bits(c));
   std::sort(counts.rbegin(), counts.rend());
   int k = 0;

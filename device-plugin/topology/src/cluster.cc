@@ -75,7 +75,7 @@ Result<NodeType> make_node_type(const npu::HostState& host, bool with_links) {
   for (int s = 0; s < t.size; ++s) doms[dom_key(s)] |= 1ULL << s;
   for (auto& [k, m] : doms) t.domain_masks.push_back(m);
   if (!with_links) return t;
-  t.level.resize(static_cast<std::size_t>(t.size * t.size));
+  t.level.resize(static_cast<std::size_t>(t.size) * static_cast<std::size_t>(t.size));
   for (int a = 0; a < t.size; ++a) {
     for (int b = 0; b < t.size; ++b) {
       Level l = Level::kSio;
@@ -92,7 +92,8 @@ Result<NodeType> make_node_type(const npu::HostState& host, bool with_links) {
             break;
         }
       }
-      t.level[static_cast<std::size_t>(a * t.size + b)] = l;
+      t.level[static_cast<std::size_t>(a) * static_cast<std::size_t>(t.size) + static_cast<std::size_t>(b)] =
+          l;
     }
   }
   return t;
@@ -157,9 +158,9 @@ std::vector<NodeSpec> generate_nodes(const std::string& profile, int count, int 
   for (int i = 0; i < count; ++i) {
     NodeSpec n;
     std::string num = std::to_string(i);
-    n.name = prefix +
-             std::string(static_cast<std::size_t>(std::max(0, width - static_cast<int>(num.size()))), '0') +
-             num;
+    n.name = prefix;
+    n.name.append(static_cast<std::size_t>(std::max(0, width - static_cast<int>(num.size()))), '0');
+    n.name += num;
     n.profile = profile;
     int leaf = first_leaf + i / nodes_per_leaf;
     std::snprintf(buf, sizeof buf, "leaf-%02d", leaf);

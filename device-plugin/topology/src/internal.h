@@ -31,6 +31,11 @@ inline int lowest_slot(std::uint64_t m) {
   return __builtin_ctzll(m);
 }
 
+// An index computed in int, as a container index.
+inline std::size_t idx(int i) {
+  return static_cast<std::size_t>(i);
+}
+
 // The `k` lowest set bits of m.
 inline std::uint64_t lowest_bits(std::uint64_t m, int k) {
   std::uint64_t out = 0;

@@ -139,11 +139,13 @@ Groups groups_of(const Job& j) {
     Coord c = coord_of(j, r);
     if (c.t == 0) {
       std::vector<int> grp;
+      grp.reserve(static_cast<std::size_t>(j.tp));
       for (int t = 0; t < j.tp; ++t) grp.push_back(rank_of(j, {t, c.d, c.p}));
       g.tp.push_back(std::move(grp));
     }
     if (c.d == 0) {
       std::vector<int> grp;
+      grp.reserve(static_cast<std::size_t>(j.dp));
       for (int d = 0; d < j.dp; ++d) grp.push_back(rank_of(j, {c.t, d, c.p}));
       g.dp.push_back(std::move(grp));
     }

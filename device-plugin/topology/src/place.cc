@@ -74,8 +74,7 @@ Result<Placement> first_fit(const Cluster& c, const ClusterState& state, const J
       free[node] &= ~m;
       chips_in_order(c.type_of(static_cast<int>(node)), m, false, order);
       for (int k = 0; k < n; ++k)
-        p.chips[static_cast<std::size_t>(pod * n + k)] = {static_cast<int>(node),
-                                                          order[static_cast<std::size_t>(k)]};
+        p.chips[idx(pod * n + k)] = {static_cast<int>(node), order[static_cast<std::size_t>(k)]};
       placed = true;
       break;
     }
@@ -173,8 +172,7 @@ Result<Placement> volcano(const Cluster& c, const ClusterState& state, const Job
     }
     free[static_cast<std::size_t>(best)] &= ~m;
     chips_in_order(c.type_of(best), m, false, order);
-    for (int k = 0; k < n; ++k)
-      p.chips[static_cast<std::size_t>(pod * n + k)] = {best, order[static_cast<std::size_t>(k)]};
+    for (int k = 0; k < n; ++k) p.chips[idx(pod * n + k)] = {best, order[static_cast<std::size_t>(k)]};
   }
   p.eval = evaluate(c, job, groups, p.chips);
   return p;

@@ -203,6 +203,7 @@ UnitGroups unit_groups(const Groups& g, int u) {
   std::array<std::set<std::vector<int>>, 3> seen;
   auto add = [&](int ty, const std::vector<int>& ranks) {
     std::vector<int> units;
+    units.reserve(ranks.size());
     for (int r : ranks) units.push_back(r / u);
     std::sort(units.begin(), units.end());
     units.erase(std::unique(units.begin(), units.end()), units.end());
@@ -600,17 +601,12 @@ void improve(const Cluster& c, const ClusterState& s, const Job& job, const Grou
     }
     for (int a = 0; a < pods && budget > 0; ++a) {
       for (int b = a + 1; b < pods && budget > 0; ++b) {
-        if (p.chips[static_cast<std::size_t>(a * n)].node == p.chips[static_cast<std::size_t>(b * n)].node)
-          continue;
-        for (int k = 0; k < n; ++k)
-          std::swap(p.chips[static_cast<std::size_t>(a * n + k)],
-                    p.chips[static_cast<std::size_t>(b * n + k)]);
+        if (p.chips[idx(a * n)].node == p.chips[idx(b * n)].node) continue;
+        for (int k = 0; k < n; ++k) std::swap(p.chips[idx(a * n + k)], p.chips[idx(b * n + k)]);
         if (keep()) {
           improved = true;
         } else {
-          for (int k = 0; k < n; ++k)
-            std::swap(p.chips[static_cast<std::size_t>(a * n + k)],
-                      p.chips[static_cast<std::size_t>(b * n + k)]);
+          for (int k = 0; k < n; ++k) std::swap(p.chips[idx(a * n + k)], p.chips[idx(b * n + k)]);
         }
       }
     }
@@ -633,7 +629,7 @@ void improve(const Cluster& c, const ClusterState& s, const Job& job, const Grou
     for (int a = 0; a < pods && budget > 0; ++a) {
       {
         for (int to : targets) {
-          int from = p.chips[static_cast<std::size_t>(a * n)].node;
+          int from = p.chips[idx(a * n)].node;
           if (to == from || std::popcount(free[static_cast<std::size_t>(to)]) < n || budget <= 0) continue;
           const NodeType& t = c.type_of(to);
           MaskChoice m = choose_mask(t, free[static_cast<std::size_t>(to)], 0, n);
@@ -645,7 +641,8 @@ void improve(const Cluster& c, const ClusterState& s, const Job& job, const Grou
             sh.ranks.push_back(a * n + k);
             sh.chips.push_back({to, order[static_cast<std::size_t>(k)]});
           }
-          std::vector<ChipRef> old(p.chips.begin() + a * n, p.chips.begin() + (a + 1) * n);
+          std::vector<ChipRef> old(p.chips.begin() + static_cast<std::ptrdiff_t>(a) * n,
+                                   p.chips.begin() + static_cast<std::ptrdiff_t>(a + 1) * n);
           bool moved = false;
           for (const auto& sig : kLayouts) {
             lay_out(coords, {sh}, sig, p.chips);
@@ -659,7 +656,7 @@ void improve(const Cluster& c, const ClusterState& s, const Job& job, const Grou
             free[static_cast<std::size_t>(to)] &= ~mask;
             improved = true;
           } else {
-            std::copy(old.begin(), old.end(), p.chips.begin() + a * n);
+            std::copy(old.begin(), old.end(), p.chips.begin() + static_cast<std::ptrdiff_t>(a) * n);
           }
         }
       }

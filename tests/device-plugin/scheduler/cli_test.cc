@@ -233,10 +233,10 @@ TEST_F(Cli, Plan) {
 }
 
 TEST_F(Cli, HelpDocumentsExitCodes) {
-  for (std::vector<std::string> a : {std::vector<std::string>{kBin, "--help"},
-                                     {kBin, "place", "--help"},
-                                     {kBin, "simulate", "--help"},
-                                     {kBin, "plan", "--help"}}) {
+  for (const std::vector<std::string>& a : {std::vector<std::string>{kBin, "--help"},
+                                            {kBin, "place", "--help"},
+                                            {kBin, "simulate", "--help"},
+                                            {kBin, "plan", "--help"}}) {
     auto r = run_command(a);
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_NE(r.out.find("Exit codes"), std::string::npos) << r.out;

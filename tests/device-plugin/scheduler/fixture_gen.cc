@@ -270,6 +270,7 @@ std::string trace_file(double mean_gap_s) {
 
 std::vector<FixtureFile> generate_fixtures() {
   std::vector<FixtureFile> out;
+  out.reserve(40);
   Rng rng{4};
   for (int i = 0; i < 24; ++i) out.push_back({"suite/cluster-" + pad(i, 2) + ".yaml", cluster_state(i, rng)});
   int k = 0;

@@ -177,8 +177,8 @@ TEST(CostModel, MatchesHandComputation) {
   Job j = job(8, 4, 2, 1, 4, {1e9, 2e8, 4.4e9});  // TP groups {0..3} {4..7}, pp pairs (r, r+4)
   Groups g = groups_of(j);
   // Ranks 0-3 on node a, 4-7 on node b.
-  std::vector<ChipRef> chips;
-  for (int r = 0; r < 8; ++r) chips.push_back({r / 4, r % 4});
+  std::vector<ChipRef> chips(8);
+  for (int r = 0; r < 8; ++r) chips[static_cast<std::size_t>(r)] = {r / 4, r % 4};
   Evaluation e = evaluate(c, j, g, chips);
   EXPECT_DOUBLE_EQ(e.cost.tp, 2.0 * 3 / 4 * 1e9 / 56e9);
   EXPECT_DOUBLE_EQ(e.cost.pp, 2e8 / 25e9);

@@ -148,7 +148,7 @@ class Oracle {
         nodes.push_back(static_cast<int>(n));
       }
     } else {
-      nodes.push_back(chips_[static_cast<std::size_t>(pod * pod_)].node);
+      nodes.push_back(chips_[static_cast<std::size_t>(pod) * static_cast<std::size_t>(pod_)].node);
     }
     for (int n : nodes) {
       std::vector<int> seen_keys;

@@ -53,7 +53,9 @@ TEST(Place, InvariantsOnRandomClusters) {
     int pods[] = {0, 1, 2, 4, 8};
     int per_pod = pods[rng() % 5];
     if (per_pod > 0 && s[0] % per_pod != 0) per_pod = 0;
-    Job j = job(s[0], s[1], s[2], s[3], per_pod, {1e9 * (rng() % 3), 2e8 * (rng() % 3), 4e9 * (rng() % 3)},
+    Job j = job(s[0], s[1], s[2], s[3], per_pod,
+                {1e9 * static_cast<int>(rng() % 3), 2e8 * static_cast<int>(rng() % 3),
+                 4e9 * static_cast<int>(rng() % 3)},
                 rng() % 2 == 0 ? RankOrder::kTpDpPp : RankOrder::kTpPpDp);
     Result<Placement> got[3] = {Error::invalid(""), Error::invalid(""), Error::invalid("")};
     for (int k = 0; k < 3; ++k) {
@@ -132,6 +134,7 @@ TEST(Place, TopoPutsThePodsOfATpGroupOnOneNode) {
 // leaves (spine bandwidth); topo keeps it inside l1.
 TEST(Place, TopoKeepsADpGroupInsideALeaf) {
   std::vector<NodeSpec> specs;
+  specs.reserve(7);
   for (int i = 0; i < 3; ++i) specs.push_back(node("x" + std::to_string(i), "atlas800t-a2", "l0"));
   for (int i = 0; i < 4; ++i) specs.push_back(node("y" + std::to_string(i), "atlas800t-a2", "l1"));
   Cluster c = make(specs);

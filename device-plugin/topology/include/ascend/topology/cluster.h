@@ -50,7 +50,9 @@ struct NodeType {
   std::vector<std::uint64_t> card_masks;    // slots of each card, in card order
 
   std::uint64_t all() const { return size == 64 ? ~0ULL : ((1ULL << size) - 1); }
-  Level level_of(int a, int b) const { return level[static_cast<std::size_t>(a * size + b)]; }
+  Level level_of(int a, int b) const {
+    return level[static_cast<std::size_t>(a) * static_cast<std::size_t>(size) + static_cast<std::size_t>(b)];
+  }
   int slot_of_phy(int phy_id) const;  // -1 when absent
 };
 
