@@ -266,10 +266,8 @@ Result<std::vector<DeviceEntry>> check_host_devices(const std::vector<DeviceEntr
   return out;
 }
 
-Result<std::string> devices_cgroup_dir(int pid) {
-  ASCEND_ASSIGN(std::string text, read_file("/proc/" + std::to_string(pid) + "/cgroup", 1U << 16),
-                "find the container's device cgroup");
-  std::istringstream in(text);
+Result<std::string> parse_devices_cgroup(std::string_view proc_cgroup, std::string_view mountinfo) {
+  std::istringstream in{std::string(proc_cgroup)};
   std::string line;
   std::string rel;
   bool found = false;
@@ -288,8 +286,7 @@ Result<std::string> devices_cgroup_dir(int pid) {
                  "this host uses cgroup v2, where only the runtime can allow devices: register "
                  "ascend-docker-runtime as the container runtime instead of the bare hook");
   }
-  ASCEND_ASSIGN(std::string mi, read_file("/proc/self/mountinfo", 4U << 20), "find the devices cgroup mount");
-  std::istringstream mis(mi);
+  std::istringstream mis{std::string(mountinfo)};
   while (std::getline(mis, line)) {
     auto sep = line.find(" - ");
     if (sep == std::string::npos) continue;
@@ -305,6 +302,14 @@ Result<std::string> devices_cgroup_dir(int pid) {
     return mountpoint + sub;
   }
   return Error::not_found("no cgroup v1 devices hierarchy is mounted");
+}
+
+Result<std::string> devices_cgroup_dir(int pid) {
+  ASCEND_ASSIGN(std::string cgroup, read_file("/proc/" + std::to_string(pid) + "/cgroup", 1U << 16),
+                "find the container's device cgroup");
+  ASCEND_ASSIGN(std::string mountinfo, read_file("/proc/self/mountinfo", 4U << 20),
+                "find the devices cgroup mount");
+  return parse_devices_cgroup(cgroup, mountinfo);
 }
 
 Status execute(const InjectionPlan& plan, const npu::DeviceQuery& dq, const ExecTarget& target) {

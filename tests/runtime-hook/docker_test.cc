@@ -36,8 +36,10 @@ class DockerTest : public ::testing::Test {
     host_ = std::make_unique<EmulatedHost>(tmp_ / "host");
     ASSERT_TRUE(host_->ok()) << host_->error();
     std::string config = write_hook_config(tmp_.path(), tmp_ / "host");
-    spit(tmp_ / "daemon.json", R"({"runtimes":{"ascend":{"path":")" + bin("ascend-docker-runtime") +
-                                   R"(","runtimeArgs":["--config",")" + config + R"("]}}})");
+    // The daemon.json is ascend-ctk's: the test proves that what it writes works with a real dockerd.
+    auto conf = run({bin("ascend-ctk"), "runtime", "configure", "--runtime", "docker", "--file",
+                     tmp_ / "daemon.json", "--runtime-arg=--config", "--runtime-arg=" + config});
+    ASSERT_EQ(conf.exit_code, 0) << conf.err;
     sock_ = "unix://" + (tmp_ / "docker.sock");
     // A private daemon, whether or not another one runs: nothing here touches the machine's docker.
     pid_ = spawn_background({"dockerd", "--config-file", tmp_ / "daemon.json", "--data-root", tmp_ / "data",

@@ -1,6 +1,7 @@
 // The injection plan and the mount lists: pure functions, table-driven.
 #include <gtest/gtest.h>
 
+#include "ascend/hook/executor.h"
 #include "ascend/hook/mount_list.h"
 #include "ascend/hook/plan.h"
 #include "ascend/npu/profiles.h"
@@ -129,6 +130,35 @@ TEST(MountList, ShippedBaseListHasTheEmulatorDriverPaths) {
   auto missing = load_mount_lists(dir, {"base", "no-such-list"});
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message().find("mount list 'no-such-list' not found"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ascend::hook
+
+namespace ascend::hook {
+namespace {
+
+TEST(DevicesCgroup, FindsTheV1FolderOrSaysCgroupV2NeedsTheRuntime) {
+  const std::string mountinfo =
+      "30 25 0:26 / /sys/fs/cgroup/memory rw,nosuid - cgroup cgroup rw,memory\n"
+      "31 25 0:27 / /sys/fs/cgroup/devices rw,nosuid - cgroup cgroup rw,devices\n";
+  auto v1 = parse_devices_cgroup("12:memory:/docker/abc\n5:devices:/docker/abc\n0::/\n", mountinfo);
+  ASSERT_TRUE(v1.ok()) << v1.error().message();
+  EXPECT_EQ(*v1, "/sys/fs/cgroup/devices/docker/abc");
+  // A devices hierarchy mounted from a sub-folder (a nested container): the path is relative to it.
+  auto nested = parse_devices_cgroup(
+      "5:devices:/outer/inner\n", "31 25 0:27 /outer /sys/fs/cgroup/devices rw - cgroup cgroup rw,devices\n");
+  ASSERT_TRUE(nested.ok()) << nested.error().message();
+  EXPECT_EQ(*nested, "/sys/fs/cgroup/devices/inner");
+  auto v2 = parse_devices_cgroup("0::/system.slice/docker-abc.scope\n",
+                                 "40 25 0:30 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n");
+  ASSERT_FALSE(v2.ok());
+  EXPECT_NE(v2.error().message().find("cgroup v2"), std::string::npos);
+  EXPECT_NE(v2.error().message().find("ascend-docker-runtime"), std::string::npos);
+  auto unmounted =
+      parse_devices_cgroup("5:devices:/x\n", "40 25 0:30 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n");
+  ASSERT_FALSE(unmounted.ok());
+  EXPECT_NE(unmounted.error().message().find("no cgroup v1 devices hierarchy"), std::string::npos);
 }
 
 }  // namespace

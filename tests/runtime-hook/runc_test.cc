@@ -3,6 +3,7 @@
 // bare hook registered in the spec). Root only.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <memory>
@@ -349,6 +350,46 @@ TEST_F(RuncTest, OtherVerbsPassThroughToRunc) {
   auto version = testing::run({bin("ascend-docker-runtime"), "--version"});
   EXPECT_EQ(version.exit_code, 0);
   EXPECT_NE(version.out.find("runc version"), std::string::npos) << version.out;
+}
+
+TEST_F(RuncTest, CtkWritesACdiSpecOfThisHostAndADockerRuntimeEntry) {
+  std::string out = tmp_ / "cdi/huawei.com-npu.json";
+  auto gen = testing::run({bin("ascend-ctk"), "--config", config_, "cdi", "generate", "--output", out});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  auto valid = testing::run({bin("ascend-ctk"), "cdi", "validate", out});
+  EXPECT_EQ(valid.exit_code, 0) << valid.err;
+  auto spec = nlohmann::json::parse(slurp(out));
+  ASSERT_EQ(spec["devices"].size(), state_.chips.size() + 1);
+  // Every node the spec names is the host's node, with its major and minor.
+  for (const auto& d : spec["devices"]) {
+    for (const auto& n : d["containerEdits"]["deviceNodes"]) {
+      struct stat st {};
+      ASSERT_EQ(::stat(n["hostPath"].get<std::string>().c_str(), &st), 0) << n.dump();
+      EXPECT_TRUE(S_ISCHR(st.st_mode));
+      EXPECT_EQ(static_cast<int>(major(st.st_rdev)), n["major"].get<int>());
+      EXPECT_EQ(static_cast<int>(minor(st.st_rdev)), n["minor"].get<int>());
+    }
+  }
+  ASSERT_EQ(spec["containerEdits"]["mounts"].size(), std::size(kBaseMounts));
+  for (const auto& m : spec["containerEdits"]["mounts"]) {
+    EXPECT_EQ(::access(m["hostPath"].get<std::string>().c_str(), F_OK), 0) << m.dump();
+    EXPECT_EQ(m["hostPath"].get<std::string>(), (tmp_ / "host") + m["containerPath"].get<std::string>());
+  }
+  auto list = testing::run({bin("ascend-ctk"), "--config", config_, "cdi", "list"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_EQ(list.out.rfind("huawei.com/npu=0\n", 0), 0U) << list.out;
+  EXPECT_NE(list.out.find("huawei.com/npu=all\n"), std::string::npos) << list.out;
+
+  spit(tmp_ / "daemon.json", R"({"log-level":"warn"})");
+  auto conf = testing::run({bin("ascend-ctk"), "runtime", "configure", "--runtime", "docker", "--file",
+                            tmp_ / "daemon.json", "--set-as-default"});
+  ASSERT_EQ(conf.exit_code, 0) << conf.err;
+  auto daemon = nlohmann::json::parse(slurp(tmp_ / "daemon.json"));
+  EXPECT_EQ(daemon["log-level"], "warn");
+  EXPECT_EQ(daemon["default-runtime"], "ascend");
+  EXPECT_EQ(daemon["runtimes"]["ascend"]["path"], bin("ascend-docker-runtime"));
+  auto bad = testing::run({bin("ascend-ctk"), "runtime", "configure", "--runtime", "podman"});
+  EXPECT_EQ(bad.exit_code, 2);
 }
 
 }  // namespace

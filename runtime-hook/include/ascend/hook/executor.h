@@ -17,6 +17,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ascend/common/error.h"
@@ -43,5 +44,8 @@ Status execute(const InjectionPlan& plan, const npu::DeviceQuery& dq, const Exec
 // folder on the host; an error on a cgroup v2 host (device rules there are an eBPF program that only the
 // runtime installs).
 Result<std::string> devices_cgroup_dir(int pid);
+
+// The same from the texts of /proc/<pid>/cgroup and /proc/self/mountinfo. Pure.
+Result<std::string> parse_devices_cgroup(std::string_view proc_cgroup, std::string_view mountinfo);
 
 }  // namespace ascend::hook
