@@ -47,6 +47,11 @@ Result<Config> load_config(const std::string& path, const ConfigDefaults& defaul
     file = def;
   }
   ASCEND_ASSIGN(nlohmann::json doc, npu::load_yaml_file(file), "config");
+  // Absolute, because the shim hands it to the hook, which runc starts in another folder.
+  if (file[0] != '/') {
+    char cwd[4096];
+    if (::getcwd(cwd, sizeof cwd) != nullptr) file = cat(cwd, "/", file);
+  }
   c.config_file = file;
   if (doc.is_null()) return c;  // an empty file: all defaults
   if (!doc.is_object()) return Error::invalid("config " + file + ": expected a mapping of keys to values");

@@ -1,6 +1,7 @@
 // The shim's command-line parsing (runc's argv passes through untouched) and the configuration file.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ascend/hook/config.h"
 #include "ascend/hook/shim.h"
@@ -119,6 +120,16 @@ TEST(Config, ExplicitFileOverridesEveryKey) {
   EXPECT_EQ(c->mount_list_dir, "/lists");
   EXPECT_EQ(c->log_file, "/tmp/l.log");
   EXPECT_EQ(c->log_level, "warn");
+  // A relative --config is made absolute: the hook that receives it runs in another folder.
+  auto rel = load_config("c.yaml", {"/bin", "x.log", d / "none"});
+  ASSERT_FALSE(rel.ok());  // not in this folder
+  char cwd[4096];
+  ASSERT_NE(::getcwd(cwd, sizeof cwd), nullptr);
+  ASSERT_EQ(::chdir(d.path().c_str()), 0);
+  auto rel2 = load_config("c.yaml", {"/bin", "x.log", d / "none"});
+  ASSERT_EQ(::chdir(cwd), 0);
+  ASSERT_TRUE(rel2.ok()) << rel2.error().message();
+  EXPECT_EQ(rel2->config_file, d / "c.yaml");
   spit(d / "empty.yaml", "log-file:\n");
   auto e = load_config(d / "empty.yaml", {"/bin", "x.log", d / "none"});
   ASSERT_TRUE(e.ok()) << e.error().message();
