@@ -63,7 +63,11 @@ Result<UniqueFd> walk(int root_fd, const std::string& path, int flags) {
     }
     int probe_flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
     UniqueFd fd(::openat(current(), name.c_str(), probe_flags));
-    if (!fd.valid()) return Error::from_errno(errno, "open " + path + " (component " + name + ")");
+    if (!fd.valid()) {
+      std::string what = "open " + path;
+      what += " (component " + name + ")";
+      return Error::from_errno(errno, what);
+    }
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) return Error::from_errno(errno, "stat " + name);
     if (S_ISLNK(st.st_mode) && (!last || follow_last)) {
@@ -94,7 +98,11 @@ Result<UniqueFd> walk(int root_fd, const std::string& path, int flags) {
       if (!out.valid()) return Error::from_errno(errno, "open " + path);
       return out;
     }
-    if (!S_ISDIR(st.st_mode)) return Error(ENOTDIR, "open " + path + ": " + name + " is not a directory");
+    if (!S_ISDIR(st.st_mode)) {
+      std::string what = "open " + path;
+      what += ": " + name + " is not a directory";
+      return Error(ENOTDIR, what);
+    }
     stack.push_back(std::move(fd));
   }
   // Empty path or only "/" components: the root itself.

@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -132,8 +132,17 @@ std::string hccn_conf(const HostState& s) {
   for (const auto& c : s.chips) {
     std::string id = std::to_string(c.phy_id);
     std::string gw = c.device_ip.substr(0, c.device_ip.rfind('.')) + ".254";
-    out += "address_" + id + "=" + c.device_ip + "\nnetmask_" + id + "=255.255.255.0\nnetdetect_" + id + "=" +
-           gw + "\ngateway_" + id + "=" + gw + "\nsend_arp_status_" + id + "=1\n";
+    for (const auto& [key, value] : {std::pair<const char*, std::string>{"address_", c.device_ip},
+                                     {"netmask_", "255.255.255.0"},
+                                     {"netdetect_", gw},
+                                     {"gateway_", gw},
+                                     {"send_arp_status_", "1"}}) {
+      out += key;
+      out += id;
+      out += '=';
+      out += value;
+      out += '\n';
+    }
   }
   return out;
 }

@@ -69,8 +69,8 @@ TEST(AtomicReplace, FailsInMissingDirectory) {
 TEST(AtomicReplace, ReadersNeverSeeATornFile) {
   TempDir d;
   std::string p = d / "state";
-  const std::string a(64 * 1024, 'a');
-  const std::string b(64 * 1024, 'b');
+  const std::string a(std::size_t{64} * 1024, 'a');
+  const std::string b(std::size_t{64} * 1024, 'b');
   ASSERT_TRUE(atomic_replace(p, a).ok());
   std::atomic<bool> stop{false};
   std::thread writer([&] {
