@@ -91,12 +91,22 @@ Status make_dirs(const std::string& path, mode_t mode) {
 }
 
 Result<FileLock> FileLock::acquire(const std::string& lock_path) {
-  UniqueFd fd(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-  if (!fd.valid()) return Error::from_errno(errno, "open lock " + lock_path);
-  while (::flock(fd.get(), LOCK_EX) != 0) {
-    if (errno != EINTR) return Error::from_errno(errno, "lock " + lock_path);
+  // The lock file may be removed and re-created by another process between our open and our flock (an
+  // unload that cleans up): then we hold a lock nobody else sees. Retry until the locked inode is the one
+  // the path names.
+  for (;;) {
+    UniqueFd fd(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    if (!fd.valid()) return Error::from_errno(errno, "open lock " + lock_path);
+    while (::flock(fd.get(), LOCK_EX) != 0) {
+      if (errno != EINTR) return Error::from_errno(errno, "lock " + lock_path);
+    }
+    struct stat held{};
+    struct stat named{};
+    if (::fstat(fd.get(), &held) != 0) return Error::from_errno(errno, "stat lock " + lock_path);
+    if (::stat(lock_path.c_str(), &named) == 0 && named.st_ino == held.st_ino && named.st_dev == held.st_dev) {
+      return FileLock(std::move(fd));
+    }
   }
-  return FileLock(std::move(fd));
 }
 
 FileLock::~FileLock() {

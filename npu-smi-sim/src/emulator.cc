@@ -274,6 +274,7 @@ Status Emulator::load(const HostState& profile, const LoadOptions& opts) {
   ASCEND_CHECK(l.file("etc/ascend_install.info", kInstallInfo), "etc");
   ASCEND_CHECK(l.file("etc/hccn.conf", hccn_conf(s)), "etc");
   ASCEND_CHECK(l.dir(kStateDir), "state");
+  ASCEND_ASSIGN(FileLock lock, FileLock::acquire(join(root_, kLock)), "state");
   ASCEND_CHECK(atomic_replace(join(root_, kManifest), l.manifest()), "state");
   ASCEND_CHECK(atomic_replace(state_path(), serialize(s)), "state");
   return {};
@@ -281,6 +282,8 @@ Status Emulator::load(const HostState& profile, const LoadOptions& opts) {
 
 Status Emulator::unload() {
   if (!loaded()) return Error::not_found("no emulated host is loaded at " + root_);
+  // Held while the state and the lock file go away: a writer waiting on it then finds no host.
+  ASCEND_ASSIGN(FileLock lock, FileLock::acquire(join(root_, kLock)), "unload");
   auto snap = snapshot();
   if (snap) {
     for (const auto& v : snap->vnpus) ::unlink(host_path(snap->vnpu_node(v.id).path).c_str());
@@ -438,6 +441,7 @@ Result<Vnpu> plan_vnpu(const HostState& s, int phy_id, const std::string& templa
 
 Result<Vnpu> Emulator::create_vnpu(int phy_id, const std::string& template_name, std::optional<int> id) {
   Vnpu made;
+  std::string node_made;  // removed again when the state cannot be committed
   auto st = update([&](HostState& s) -> Status {
     ASCEND_ASSIGN(made, plan_vnpu(s, phy_id, template_name, id), "");
     if (s.device_nodes) {
@@ -448,12 +452,16 @@ Result<Vnpu> Emulator::create_vnpu(int phy_id, const std::string& template_name,
         return Error::from_errno(errno, "mknod " + path);
       }
       ::chmod(path.c_str(), 0660);
+      node_made = path;
     }
     s.vnpus.push_back(made);
     std::sort(s.vnpus.begin(), s.vnpus.end(), [](const Vnpu& a, const Vnpu& b) { return a.id < b.id; });
     return {};
   });
-  if (!st) return st.error().context("create vNPU");
+  if (!st) {
+    if (!node_made.empty()) ::unlink(node_made.c_str());
+    return st.error().context("create vNPU");
+  }
   return made;
 }
 

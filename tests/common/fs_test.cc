@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <thread>
 #include <vector>
@@ -127,6 +129,29 @@ TEST(FileLock, SerialisesReadModifyWriteAcrossProcesses) {
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   }
   EXPECT_EQ(*read_file(counter), std::to_string(kProcs * kIncrements));
+}
+
+// An unload removes the lock file while a writer waits on it, and a load creates a new one: the waiting
+// writer must end up excluded by the new file's lock, not holding the old, unlinked one.
+TEST(FileLock, RetriesWhenTheLockFileWasReplacedWhileWaiting) {
+  TempDir d;
+  std::string path = d / "state.lock";
+  auto old_lock = std::make_optional(FileLock::acquire(path).value());
+  std::atomic<bool> acquired{false};
+  std::thread waiter([&] {
+    auto l = FileLock::acquire(path);
+    ASSERT_TRUE(l.ok());
+    acquired = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the waiter blocks on the old inode
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  auto new_lock = std::make_optional(FileLock::acquire(path).value());  // a new inode, locked by us
+  old_lock.reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(acquired) << "the waiter took the stale lock while the new one is held";
+  new_lock.reset();
+  waiter.join();
+  EXPECT_TRUE(acquired);
 }
 
 TEST(FileLock, ReportsUnopenableLock) {

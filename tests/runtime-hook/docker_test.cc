@@ -31,8 +31,8 @@ class DockerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root (dockerd)";
-    if (!have_program("dockerd") || !have_program("docker")) GTEST_SKIP() << "docker.io is not installed";
-    if (::access("/bin/busybox", X_OK) != 0) GTEST_SKIP() << "busybox-static is not installed";
+    if (!have_program("dockerd") || !have_program("docker")) FAIL() << "docker.io is not installed (scripts/deps installs it)";
+    if (::access("/bin/busybox", X_OK) != 0) FAIL() << "busybox-static is not installed (scripts/deps installs it)";
     host_ = std::make_unique<EmulatedHost>(tmp_ / "host");
     ASSERT_TRUE(host_->ok()) << host_->error();
     std::string config = write_hook_config(tmp_.path(), tmp_ / "host");
@@ -52,7 +52,7 @@ class DockerTest : public ::testing::Test {
       up = docker({"version"}).exit_code == 0;
       if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    if (!up) GTEST_SKIP() << "dockerd did not start here:\n" << slurp(tmp_ / "dockerd.log").substr(0, 4000);
+    if (!up) FAIL() << "dockerd did not start:\n" << slurp(tmp_ / "dockerd.log").substr(0, 4000);
     make_busybox_rootfs(tmp_ / "image");
     auto imported = run({"sh", "-c",
                          "tar -C " + (tmp_ / "image") + " -c . | docker --config " + (tmp_ / "cli") + " -H " +
