@@ -100,10 +100,11 @@ Result<FileLock> FileLock::acquire(const std::string& lock_path) {
     while (::flock(fd.get(), LOCK_EX) != 0) {
       if (errno != EINTR) return Error::from_errno(errno, "lock " + lock_path);
     }
-    struct stat held{};
-    struct stat named{};
+    struct stat held {};
+    struct stat named {};
     if (::fstat(fd.get(), &held) != 0) return Error::from_errno(errno, "stat lock " + lock_path);
-    if (::stat(lock_path.c_str(), &named) == 0 && named.st_ino == held.st_ino && named.st_dev == held.st_dev) {
+    if (::stat(lock_path.c_str(), &named) == 0 && named.st_ino == held.st_ino &&
+        named.st_dev == held.st_dev) {
       return FileLock(std::move(fd));
     }
   }

@@ -8,8 +8,8 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <optional>
 #include <fstream>
+#include <optional>
 #include <thread>
 #include <vector>
 

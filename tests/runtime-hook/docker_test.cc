@@ -31,8 +31,10 @@ class DockerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root (dockerd)";
-    if (!have_program("dockerd") || !have_program("docker")) FAIL() << "docker.io is not installed (scripts/deps installs it)";
-    if (::access("/bin/busybox", X_OK) != 0) FAIL() << "busybox-static is not installed (scripts/deps installs it)";
+    if (!have_program("dockerd") || !have_program("docker"))
+      FAIL() << "docker.io is not installed (scripts/deps installs it)";
+    if (::access("/bin/busybox", X_OK) != 0)
+      FAIL() << "busybox-static is not installed (scripts/deps installs it)";
     host_ = std::make_unique<EmulatedHost>(tmp_ / "host");
     ASSERT_TRUE(host_->ok()) << host_->error();
     std::string config = write_hook_config(tmp_.path(), tmp_ / "host");

@@ -42,7 +42,8 @@ class RuncTest : public ::testing::Test {
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root (runc, mounts, device nodes)";
     if (!have_program("runc")) FAIL() << "runc is not installed (scripts/deps installs it)";
-    if (::access("/bin/busybox", X_OK) != 0) FAIL() << "busybox-static is not installed (scripts/deps installs it)";
+    if (::access("/bin/busybox", X_OK) != 0)
+      FAIL() << "busybox-static is not installed (scripts/deps installs it)";
     host_ = std::make_unique<EmulatedHost>(tmp_ / "host");
     ASSERT_TRUE(host_->ok()) << host_->error();
     ::symlink("hccn.conf", (tmp_ / "host/etc/ascend-link.conf").c_str());

@@ -36,7 +36,8 @@ class PluginHookE2E : public ::testing::Test {
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root (runc, mounts, device nodes)";
     if (!ht::have_program("runc")) FAIL() << "runc is not installed (scripts/deps installs it)";
-    if (::access("/bin/busybox", X_OK) != 0) FAIL() << "busybox-static is not installed (scripts/deps installs it)";
+    if (::access("/bin/busybox", X_OK) != 0)
+      FAIL() << "busybox-static is not installed (scripts/deps installs it)";
     host_ = std::make_unique<ht::EmulatedHost>(tmp_ / "host");
     ASSERT_TRUE(host_->ok()) << host_->error();
     hook_config_ = ht::write_hook_config(tmp_.path(), tmp_ / "host");
