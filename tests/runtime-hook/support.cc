@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -51,7 +53,7 @@ void spit(const std::string& path, const std::string& text) {
 }
 
 TempDir::TempDir(const std::string& tag) {
-  std::string templ = "/tmp/ascend-" + tag + "-XXXXXX";
+  std::string templ = (std::filesystem::temp_directory_path() / ("ascend-" + tag + "-XXXXXX")).string();
   if (::mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   path_ = templ;
 }

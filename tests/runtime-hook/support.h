@@ -23,7 +23,7 @@ bool have_program(const std::string& name);
 std::string slurp(const std::string& path);
 void spit(const std::string& path, const std::string& text);
 
-// mkdtemp under /tmp; removed (after detaching any mount below it) on destruction.
+// mkdtemp under $TMPDIR (else /tmp); removed (after detaching any mount below it) on destruction.
 class TempDir {
  public:
   explicit TempDir(const std::string& tag = "hook");
