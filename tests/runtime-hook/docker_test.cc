@@ -18,15 +18,6 @@ using namespace testing;  // NOLINT(google-build-using-namespace): the test supp
 
 constexpr const char* kImage = "ascend-hook-test/busybox:latest";
 
-std::set<int> smi_ids(const std::string& out) {
-  static const std::regex kRow(R"(\| (\d+) +(910\S*|Ascend\S*) )");
-  std::set<int> ids;
-  for (auto it = std::sregex_iterator(out.begin(), out.end(), kRow); it != std::sregex_iterator(); ++it) {
-    ids.insert(std::stoi((*it)[1]));
-  }
-  return ids;
-}
-
 class DockerTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -26,17 +26,6 @@ constexpr const char* kBaseMounts[] = {"/usr/local/Ascend/driver/lib64",
                                        "/etc/ascend_install.info",
                                        "/etc/hccn.conf"};
 
-// The ids of the NPU rows of `npu-smi info` ("| 2     910B3  ..."), however the rest of the table looks.
-std::set<int> smi_ids(const std::vector<std::string>& lines) {
-  static const std::regex kRow(R"(^\| (\d+) +(910\S*|Ascend\S*) )");
-  std::set<int> ids;
-  std::smatch m;
-  for (const auto& l : lines) {
-    if (std::regex_search(l, m, kRow)) ids.insert(std::stoi(m[1]));
-  }
-  return ids;
-}
-
 class RuncTest : public ::testing::Test {
  protected:
   void SetUp() override {

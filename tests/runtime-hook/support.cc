@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <regex>
 
 #include <algorithm>
 #include <atomic>
@@ -348,6 +349,23 @@ void Runner::remove(const std::string& id) {
 std::string unique_id(const std::string& tag) {
   static std::atomic<int> n{0};
   return "ascend-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
+}
+
+std::set<int> smi_ids(const std::vector<std::string>& lines) {
+  static const std::regex kRow(R"(^\| (\d+) +(910\S*|Ascend\S*) )");
+  std::set<int> ids;
+  std::smatch m;
+  for (const auto& l : lines) {
+    if (std::regex_search(l, m, kRow)) ids.insert(std::stoi(m[1]));
+  }
+  return ids;
+}
+
+std::set<int> smi_ids(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return smi_ids(lines);
 }
 
 }  // namespace ascend::hook::testing

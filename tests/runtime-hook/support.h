@@ -6,6 +6,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,10 @@ bool have_program(const std::string& name);
 
 // Reads/writes a whole file; read returns "" when missing.
 std::string slurp(const std::string& path);
+
+// The ids of the NPU rows of `npu-smi info` ("| 2     910B3  ..."), however the rest of the table looks.
+std::set<int> smi_ids(const std::string& text);
+std::set<int> smi_ids(const std::vector<std::string>& lines);
 void spit(const std::string& path, const std::string& text);
 
 // mkdtemp under $TMPDIR (else /tmp); removed (after detaching any mount below it) on destruction.

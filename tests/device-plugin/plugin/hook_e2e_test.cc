@@ -21,15 +21,7 @@ namespace {
 using namespace std::chrono_literals;
 namespace ht = ascend::hook::testing;
 
-std::set<int> smi_ids(const std::vector<std::string>& lines) {
-  static const std::regex kRow(R"(^\| (\d+) +(910\S*|Ascend\S*) )");
-  std::set<int> ids;
-  std::smatch m;
-  for (const auto& l : lines) {
-    if (std::regex_search(l, m, kRow)) ids.insert(std::stoi(m[1]));
-  }
-  return ids;
-}
+using ht::smi_ids;
 
 class PluginHookE2E : public ::testing::Test {
  protected:
