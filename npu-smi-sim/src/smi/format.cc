@@ -180,6 +180,26 @@ std::string health_text(const Device& d) {
   return std::string(to_string(d.chip->health()));
 }
 
+// The process block of the tables: per card, its chips' processes (one row each, in the layout's format) or
+// the "No running processes" line padded to the layout's width, then the layout's "=" separator.
+template <typename Row>
+std::string process_rows(const View& v, std::size_t width, const char* eq, Row row) {
+  std::string out;
+  for (const Card& card : v.cards) {
+    bool any = false;
+    for (const Device& d : card.devices) {
+      if (d.vnpu != nullptr) continue;  // a vNPU's processes are not the chip's
+      for (const Process& p : d.chip->processes) {
+        out += row(card, d, p);
+        any = true;
+      }
+    }
+    if (!any) out += ljust(strf("| No running processes found in NPU %-7d", card.id), width) + "|\n";
+    out += eq;
+  }
+  return out;
+}
+
 std::string classic_table(const View& v) {
   const HostState& s = *v.state;
   const bool a3 = s.family == Family::k910_93;
@@ -208,19 +228,10 @@ std::string classic_table(const View& v) {
   out += kClassicSep;
   out += kClassicProcHdr;
   out += kClassicEq;
-  for (const Card& card : v.cards) {
-    bool any = false;
-    for (const Device& d : card.devices) {
-      if (d.vnpu != nullptr) continue;  // a vNPU's processes are not the chip's
-      for (const Process& p : d.chip->processes) {
-        out += strf("| %-7d %-18d| %-13d | %-24s | %-24d|\n", card.id, d.chip_index, p.pid, p.name.c_str(),
-                    p.memory_mb);
-        any = true;
-      }
-    }
-    if (!any) out += ljust(strf("| No running processes found in NPU %-7d", card.id), 97) + "|\n";
-    out += kClassicEq;
-  }
+  out += process_rows(v, 97, kClassicEq, [](const Card& card, const Device& d, const Process& p) {
+    return strf("| %-7d %-18d| %-13d | %-24s | %-24d|\n", card.id, d.chip_index, p.pid, p.name.c_str(),
+                p.memory_mb);
+  });
   return out;
 }
 
@@ -248,19 +259,10 @@ std::string table_310p(const View& v) {
   out += k310Sep;
   out += k310ProcHdr;
   out += k310Eq;
-  for (const Card& card : v.cards) {
-    bool any = false;
-    for (const Device& d : card.devices) {
-      if (d.vnpu != nullptr) continue;
-      for (const Process& p : d.chip->processes) {
-        out += strf("| %-7d %-22d| %-15d | %-24s | %-25d |\n", card.id, d.chip_index, p.pid, p.name.c_str(),
-                    p.memory_mb);
-        any = true;
-      }
-    }
-    if (!any) out += ljust(strf("| No running processes found in NPU %-7d", card.id), 105) + "|\n";
-    out += k310Eq;
-  }
+  out += process_rows(v, 105, k310Eq, [](const Card& card, const Device& d, const Process& p) {
+    return strf("| %-7d %-22d| %-15d | %-24s | %-25d |\n", card.id, d.chip_index, p.pid, p.name.c_str(),
+                p.memory_mb);
+  });
   return out;
 }
 
