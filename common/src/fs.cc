@@ -53,7 +53,7 @@ std::string dir_of(const std::string& path) {
 
 }  // namespace
 
-Status atomic_replace(const std::string& path, std::string_view content, mode_t mode) {
+Status atomic_replace(const std::string& path, std::string_view content, mode_t mode, Durability durability) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) mode = st.st_mode & 07777;
   std::string tmp = path + ".tmp.XXXXXX";
@@ -65,9 +65,11 @@ Status atomic_replace(const std::string& path, std::string_view content, mode_t 
   };
   if (::fchmod(fd.get(), mode) != 0) return fail(Error::from_errno(errno, "chmod " + tmp));
   if (auto s = write_all(fd.get(), content, tmp); !s) return fail(s.error());
-  if (::fsync(fd.get()) != 0) return fail(Error::from_errno(errno, "fsync " + tmp));
+  const bool synced = durability == Durability::kSynced;
+  if (synced && ::fsync(fd.get()) != 0) return fail(Error::from_errno(errno, "fsync " + tmp));
   fd.reset();
   if (::rename(tmp.c_str(), path.c_str()) != 0) return fail(Error::from_errno(errno, "rename to " + path));
+  if (!synced) return {};
   // Make the rename itself durable.
   UniqueFd dir(::open(dir_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.valid()) ::fsync(dir.get());

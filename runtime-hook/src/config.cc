@@ -63,16 +63,17 @@ Result<Config> load_config(const std::string& path, const ConfigDefaults& defaul
   };
   const Key keys[] = {{"host-root", &c.host_root, true}, {"runtime-path", &c.runtime_path, false},
                       {"hook-path", &c.hook_path, true}, {"mount-list-dir", &c.mount_list_dir, true},
-                      {"log-file", &c.log_file, false},  {"log-level", &c.log_level, false}};
+                      {"log-file", &c.log_file, false},  {"log-level", &c.log_level, false},
+                      {"injection", &c.injection, false}};
   for (const auto& [k, v] : doc.items()) {
     const Key* key = nullptr;
     for (const auto& candidate : keys) {
       if (k == candidate.name) key = &candidate;
     }
     if (key == nullptr) {
-      return Error::invalid(
-          cat("config ", file, ": unknown key '", k,
-              "' (known: host-root, runtime-path, hook-path, mount-list-dir, log-file, log-level)"));
+      return Error::invalid(cat(
+          "config ", file, ": unknown key '", k,
+          "' (known: host-root, runtime-path, hook-path, mount-list-dir, log-file, log-level, injection)"));
     }
     if (k == "log-file" && v.is_null()) {  // "log-file:" with no value: no log file
       c.log_file.clear();
@@ -85,6 +86,9 @@ Result<Config> load_config(const std::string& path, const ConfigDefaults& defaul
     }
     if (k == "log-file" && !value.empty() && value[0] != '/') {
       return Error::invalid("config " + file + ": 'log-file' must be an absolute path or empty");
+    }
+    if (k == "injection" && value != "spec" && value != "hook") {
+      return Error::invalid(cat("config ", file, ": 'injection' must be spec or hook, not '", value, "'"));
     }
     if (k == "runtime-path" && value.empty())
       return Error::invalid("config " + file + ": 'runtime-path' is empty");

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <optional>
 #include <sstream>
@@ -74,8 +75,10 @@ struct Source {
   ino_t ino = 0;
 };
 
-Result<std::optional<Source>> prepare_source(const MountEntry& m, int host_root, const std::string& host_path,
-                                             bool allow_link, bool legacy) {
+// Opens a mount-list entry inside the host root: nothing when it is not on the host (logged and skipped), an
+// error when it is a symlink and links are not allowed.
+Result<std::optional<Source>> open_source(const MountEntry& m, int host_root, const std::string& host_path,
+                                          bool allow_link) {
   // The host root is trusted (the administrator's); a symlink in it resolves inside it, never outside.
   int flags = O_PATH | (allow_link ? 0 : O_NOFOLLOW);
   auto fd = open_in_root(host_root, m.path, flags);
@@ -99,6 +102,14 @@ Result<std::optional<Source>> prepare_source(const MountEntry& m, int host_root,
   s.is_dir = S_ISDIR(st.st_mode);
   s.dev = st.st_dev;
   s.ino = st.st_ino;
+  return std::optional<Source>(std::move(s));
+}
+
+Result<std::optional<Source>> prepare_source(const MountEntry& m, int host_root, const std::string& host_path,
+                                             bool allow_link, bool legacy) {
+  ASCEND_ASSIGN(std::optional<Source> opened, open_source(m, host_root, host_path, allow_link), "");
+  if (!opened) return opened;
+  Source s = std::move(*opened);
   if (!legacy) {
     // CAP_SYS_ADMIN: clone the host path as a detached bind mount and seal it before it is ever attached.
     int tree = ::open_tree(s.fd.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
@@ -262,6 +273,25 @@ Result<std::vector<DeviceEntry>> check_host_devices(const std::vector<DeviceEntr
     }
     d.mode = st.st_mode & 07777;
     out.push_back(std::move(d));
+  }
+  return out;
+}
+
+Result<std::vector<BindMount>> resolve_bind_mounts(const InjectionPlan& plan, const npu::DeviceQuery& dq) {
+  std::string host_root_path = dq.host_path("/");
+  UniqueFd host_root(::open(host_root_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!host_root.valid()) return Error::from_errno(errno, "open host root " + host_root_path);
+  std::vector<BindMount> out;
+  for (const auto& m : plan.mounts) {
+    std::string host_path = dq.host_path(m.path);
+    ASCEND_ASSIGN(std::optional<Source> s, open_source(m, host_root.get(), host_path, plan.allow_link), "");
+    if (!s) continue;
+    char buf[PATH_MAX];
+    ssize_t n = ::readlink(fd_path(s->fd.get()).c_str(), buf, sizeof buf);
+    if (n <= 0 || n >= static_cast<ssize_t>(sizeof buf) || buf[0] != '/') {
+      return Error::from_errno(n < 0 ? errno : ENAMETOOLONG, "resolve " + host_path);
+    }
+    out.push_back({std::string(buf, static_cast<std::size_t>(n)), m.path});
   }
   return out;
 }

@@ -35,6 +35,19 @@ std::vector<DeviceEntry> missing_nodes(const nlohmann::ordered_json& spec,
   return out;
 }
 
+// Drops the planned mounts the runtime performs itself: a bind mount with that destination is in the spec
+// (the shim wrote it there, Config::injection "spec"), so a hook also registered through hooks.d does not
+// stack a second copy on top.
+void drop_spec_mounts(const nlohmann::ordered_json& spec, std::vector<MountEntry>& planned) {
+  auto m = spec.find("mounts");
+  if (m == spec.end() || !m->is_array()) return;
+  std::erase_if(planned, [&](const MountEntry& p) {
+    return std::any_of(m->begin(), m->end(), [&](const auto& e) {
+      return e.is_object() && e.value("type", "") == "bind" && e.value("destination", "") == p.path;
+    });
+  });
+}
+
 }  // namespace
 
 Status run_prestart(std::string_view oci_state, const Config& config, const PrestartOptions& opts) {
@@ -65,6 +78,7 @@ Status run_prestart(std::string_view oci_state, const Config& config, const Pres
   }
   InjectionPlan plan = make_plan(*request, host, lists);
   ASCEND_ASSIGN(plan.devices, check_host_devices(plan.devices, dq), "");
+  drop_spec_mounts(spec, plan.mounts);
 
   ExecTarget target;
   target.pid = state.pid;

@@ -138,19 +138,26 @@ Result<bool> prepare_bundle(const RuntimeArgs& args, const Config& config) {
   }
   InjectionPlan plan = make_plan(request, host, lists);
   ASCEND_ASSIGN(plan.devices, check_host_devices(plan.devices, dq), "");
-  if (::access(config.hook_path.c_str(), X_OK) != 0) {
+  bool by_hook = config.injection == "hook";
+  if ((by_hook || vnpu) && ::access(config.hook_path.c_str(), X_OK) != 0) {
     return Error::from_errno(errno, "hook " + config.hook_path + " (set hook-path in the config)");
   }
 
-  HookCommand prestart;
-  prestart.path = config.hook_path;
-  prestart.args = {kHookName};
-  if (!config.config_file.empty())
-    prestart.args.insert(prestart.args.end(), {"--config", config.config_file});
-  HookCommand poststop = prestart;
-  prestart.args.emplace_back("prestart");
-  SpecEdit edit = make_spec_edit(plan, prestart);
+  HookCommand hook;
+  hook.path = config.hook_path;
+  hook.args = {kHookName};
+  if (!config.config_file.empty()) hook.args.insert(hook.args.end(), {"--config", config.config_file});
+  SpecEdit edit;
+  if (by_hook) {
+    HookCommand prestart = hook;
+    prestart.args.emplace_back("prestart");
+    edit = make_spec_edit(plan, prestart);
+  } else {
+    ASCEND_ASSIGN(std::vector<BindMount> mounts, resolve_bind_mounts(plan, dq), "inject driver files");
+    edit = make_spec_edit(plan, std::move(mounts));
+  }
   if (vnpu) {
+    HookCommand poststop = hook;
     poststop.args.insert(poststop.args.end(), {"poststop", "--destroy-vnpu", std::to_string(vnpu->id)});
     edit.poststop.push_back(poststop);
     edit.drop_env.emplace_back(kEnvVnpuSpecs);
@@ -158,9 +165,11 @@ Result<bool> prepare_bundle(const RuntimeArgs& args, const Config& config) {
     edit.add_env.push_back(std::string(kEnvRuntimeOptions) + "=VIRTUAL" + (request.nodrv ? ",NODRV" : ""));
   }
   ASCEND_ASSIGN(std::string edited, apply_spec_edit(text, edit), spec_path);
-  ASCEND_CHECK(atomic_replace(spec_path, edited), "write the container's spec");
+  // No fsync: a bundle does not outlive a crash (the engine re-creates it), and runc reads it right away.
+  ASCEND_CHECK(atomic_replace(spec_path, edited, 0644, Durability::kEphemeral), "write the container's spec");
   if (guard) guard->dismiss();  // from here on the poststop hook owns the vNPU
-  spdlog::info("bundle {}: {}", bundle, describe(plan));
+  spdlog::info("bundle {}: {} ({})", bundle, describe(plan),
+               by_hook ? "driver files by the prestart hook" : "driver files as spec mounts");
   return true;
 }
 

@@ -56,6 +56,14 @@ SpecEdit make_spec_edit(const InjectionPlan& plan, const HookCommand& prestart) 
   return e;
 }
 
+SpecEdit make_spec_edit(const InjectionPlan& plan, std::vector<BindMount> mounts) {
+  SpecEdit e;
+  e.devices = plan.devices;
+  e.mounts = std::move(mounts);
+  e.add_env = plan.env;
+  return e;
+}
+
 Result<std::string> apply_spec_edit(std::string_view spec_text, const SpecEdit& edit) {
   ASCEND_ASSIGN(ordered_json spec, parse_spec(spec_text), "");
 
@@ -90,6 +98,18 @@ Result<std::string> apply_spec_edit(std::string_view spec_text, const SpecEdit& 
       ordered_json rule = {
           {"allow", true}, {"type", "c"}, {"major", d.major}, {"minor", d.minor}, {"access", "rwm"}};
       if (std::find(rules->begin(), rules->end(), rule) == rules->end()) rules->push_back(std::move(rule));
+    }
+  }
+
+  if (!edit.mounts.empty()) {
+    ASCEND_ASSIGN(ordered_json * mounts, child(spec, "mounts", true, ""), "");
+    for (const auto& m : edit.mounts) {
+      ordered_json entry = {{"destination", m.destination},
+                            {"type", "bind"},
+                            {"source", m.source},
+                            {"options", kBindMountOptions}};
+      if (std::find(mounts->begin(), mounts->end(), entry) == mounts->end())
+        mounts->push_back(std::move(entry));
     }
   }
 

@@ -15,9 +15,10 @@ Usage: ascend-docker-runtime [--config FILE] [runc global options] VERB [runc ve
 
 Every verb and argument passes through to the low-level runtime (runtime-path in the config, default runc
 from PATH) by exec. On `create` and `run`, when the container's environment asks for NPUs
-(ASCEND_VISIBLE_DEVICES), the shim adds the device nodes, their device-cgroup rules, the prestart hook
-(ascend-docker-hook) and ASCEND_DOCKER_RUNTIME=True to <bundle>/config.json, written atomically, before the
-exec. A container that asks for nothing keeps its config.json byte for byte.
+(ASCEND_VISIBLE_DEVICES), the shim adds the device nodes, their device-cgroup rules, the driver files and
+ASCEND_DOCKER_RUNTIME=True to <bundle>/config.json, written atomically, before the exec. The driver files are
+read-only bind mounts in the spec (injection: spec, the default) or mounted by the prestart hook
+ascend-docker-hook (injection: hook). A container that asks for nothing keeps its config.json byte for byte.
 
 Request (the container's environment; the last occurrence of a variable wins):
   ASCEND_VISIBLE_DEVICES  0 | 0,2 | 0-3 | 0-1,4 | all | Ascend910-3 | npu-3 ; void, none or empty: no device
@@ -29,7 +30,7 @@ Request (the container's environment; the last occurrence of a variable wins):
 Options:
   --config FILE  the configuration (default /etc/ascend-docker-runtime.d/config.yaml if it exists); given
                  before the verb, it is not passed to the runtime. Keys: host-root, runtime-path, hook-path,
-                 mount-list-dir, log-file, log-level.
+                 mount-list-dir, log-file, log-level, injection (spec | hook).
   -h, --help     this text
 
 Exit codes: the runtime's own when it ran; 1 when the request or the shim failed (one line on stderr says

@@ -52,6 +52,10 @@ TEST(AtomicReplace, CreatesWithModeAndKeepsOldMode) {
   ASSERT_EQ(::stat(p.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0640U);
   EXPECT_EQ(*read_file(p), "two");
+  ASSERT_TRUE(atomic_replace(p, "three", 0600, Durability::kEphemeral).ok());  // same contract, no fsync
+  ASSERT_EQ(::stat(p.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640U);
+  EXPECT_EQ(*read_file(p), "three");
   // No temporary files are left behind.
   int n = 0;
   for (const auto& e : std::filesystem::directory_iterator(d.path())) {

@@ -94,6 +94,7 @@ TEST(Config, DefaultsFindSiblingsNextToTheExecutable) {
   EXPECT_EQ(c->hook_path, "/opt/ascend/bin/ascend-docker-hook");
   EXPECT_EQ(c->mount_list_dir, "/opt/ascend/bin");  // no config folder: the lists next to the binary
   EXPECT_EQ(c->log_file, "/var/log/ascend-docker-runtime/runtime-run.log");
+  EXPECT_EQ(c->injection, "spec");
 
   // With the config folder present, the lists live there and its config.yaml is read.
   ::mkdir((d / "etc").c_str(), 0755);
@@ -111,7 +112,7 @@ TEST(Config, ExplicitFileOverridesEveryKey) {
   TempDir d("cfg");
   spit(d / "c.yaml",
        "host-root: /h\nruntime-path: /usr/sbin/runc\nhook-path: /x/hook\nmount-list-dir: /lists\n"
-       "log-file: /tmp/l.log\nlog-level: warn\n");
+       "log-file: /tmp/l.log\nlog-level: warn\ninjection: hook\n");
   auto c = load_config(d / "c.yaml", {"/bin", "x.log", d / "none"});
   ASSERT_TRUE(c.ok()) << c.error().message();
   EXPECT_EQ(c->host_root, "/h");
@@ -120,6 +121,7 @@ TEST(Config, ExplicitFileOverridesEveryKey) {
   EXPECT_EQ(c->mount_list_dir, "/lists");
   EXPECT_EQ(c->log_file, "/tmp/l.log");
   EXPECT_EQ(c->log_level, "warn");
+  EXPECT_EQ(c->injection, "hook");
   // A relative --config is made absolute: the hook that receives it runs in another folder.
   auto rel = load_config("c.yaml", {"/bin", "x.log", d / "none"});
   ASSERT_FALSE(rel.ok());  // not in this folder
@@ -145,6 +147,7 @@ TEST(Config, RejectsUnknownKeysWrongTypesAndRelativePaths) {
       {"- a\n- b\n", "expected a mapping"},
       {"host-root: [\n", "line"},
       {"runtime-path: ''\n", "'runtime-path' is empty"},
+      {"injection: prestart\n", "'injection' must be spec or hook, not 'prestart'"},
   };
   for (const auto& [text, want] : cases) {
     SCOPED_TRACE(text);

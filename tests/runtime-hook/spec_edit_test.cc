@@ -67,6 +67,35 @@ TEST(SpecEdit, DockerSpecGolden) {
   EXPECT_EQ(ordered_json::parse(*twice), ordered_json::parse(*after));
 }
 
+TEST(SpecEdit, DockerSpecWithDriverMountsGolden) {
+  // Injection "spec": the driver files become read-only bind mounts after the engine's own, and no hook.
+  std::string before = read(fixture("docker.before.json"));
+  ASSERT_FALSE(before.empty());
+  Request r;
+  r.ids = {0, 2};
+  MountList base{"base", {"/usr/local/Ascend/driver/lib64", "/usr/local/bin/npu-smi"}};
+  std::vector<BindMount> mounts = {
+      {"/usr/local/Ascend/driver/lib64", "/usr/local/Ascend/driver/lib64"},
+      {"/usr/local/Ascend/driver/tools/npu-smi", "/usr/local/bin/npu-smi"}};  // a host symlink, resolved
+  SpecEdit edit = make_spec_edit(make_plan(r, host(), {base}), mounts);
+  EXPECT_TRUE(edit.prestart.empty());
+  auto after = apply_spec_edit(before, edit);
+  ASSERT_TRUE(after.ok()) << after.error().message();
+  expect_golden(*after, "docker-mounts.after.json");
+  auto j = ordered_json::parse(*after);
+  ASSERT_GE(j["mounts"].size(), 2U);
+  EXPECT_EQ(j["mounts"].back(), ordered_json({{"destination", "/usr/local/bin/npu-smi"},
+                                              {"type", "bind"},
+                                              {"source", "/usr/local/Ascend/driver/tools/npu-smi"},
+                                              {"options", {"bind", "ro", "nosuid", "nodev"}}}));
+  EXPECT_EQ(j["hooks"], ordered_json::parse(before)["hooks"]);  // Docker's own hook, and none of ours
+
+  auto twice = apply_spec_edit(*after, edit);
+  ASSERT_TRUE(twice.ok());
+  EXPECT_EQ(ordered_json::parse(*twice), j);
+  EXPECT_FALSE(apply_spec_edit(R"({"mounts":{}})", edit).ok());  // mounts that are not a list
+}
+
 TEST(SpecEdit, DynamicVnpuGolden) {
   std::string before = read(fixture("runc.before.json"));
   ASSERT_FALSE(before.empty());

@@ -224,14 +224,16 @@ EmulatedHost::~EmulatedHost() {
 }
 
 std::string write_hook_config(const std::string& dir, const std::string& host_root,
-                              const std::map<std::string, std::string>& extra_lists) {
+                              const std::map<std::string, std::string>& extra_lists,
+                              const std::string& injection) {
   std::string lists = dir + "/lists";
   ::mkdir(lists.c_str(), 0755);
   spit(lists + "/base.list", slurp(bin("base.list")));
   for (const auto& [name, text] : extra_lists) spit(lists + "/" + name + ".list", text);
   std::string path = dir + "/config.yaml";
-  spit(path, "host-root: " + host_root + "\nmount-list-dir: " + lists + "\nhook-path: " +
-                 bin("ascend-docker-hook") + "\nlog-file: " + dir + "/log/ascend.log\nlog-level: debug\n");
+  spit(path, "host-root: " + host_root + "\nmount-list-dir: " + lists +
+                 "\nhook-path: " + bin("ascend-docker-hook") + "\nlog-file: " + dir +
+                 "/log/ascend.log\nlog-level: debug\ninjection: " + injection + "\n");
   return path;
 }
 

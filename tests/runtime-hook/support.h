@@ -79,9 +79,10 @@ class EmulatedHost {
 };
 
 // A config.yaml for the hook binaries: host-root, mount-list-dir (a folder holding a copy of the shipped
-// base.list plus `extra_lists`), hook-path and a log file, all under `dir`.
+// base.list plus `extra_lists`), hook-path, a log file (all under `dir`) and `injection` (spec | hook).
 std::string write_hook_config(const std::string& dir, const std::string& host_root,
-                              const std::map<std::string, std::string>& extra_lists = {});
+                              const std::map<std::string, std::string>& extra_lists = {},
+                              const std::string& injection = "spec");
 
 // Copies busybox into <rootfs>/bin with a symlink per applet.
 void make_busybox_rootfs(const std::string& rootfs);

@@ -17,9 +17,15 @@ namespace ascend {
 // Reads a whole file. Fails with EFBIG when it is larger than `max_bytes`.
 Result<std::string> read_file(const std::string& path, std::size_t max_bytes = 64U << 20);
 
+enum class Durability {
+  kSynced,    // fsync the file and its folder: the new content survives a crash (state files, configs)
+  kEphemeral  // no fsync: for files whose life ends with the boot, e.g. a container bundle's config.json
+};
+
 // Replaces `path` with `content` atomically: readers see the old or the new file, never a mix. The new file
 // gets the old file's mode, or `mode` when the file did not exist.
-Status atomic_replace(const std::string& path, std::string_view content, mode_t mode = 0644);
+Status atomic_replace(const std::string& path, std::string_view content, mode_t mode = 0644,
+                      Durability durability = Durability::kSynced);
 
 // Creates every missing directory of `path` (like mkdir -p) with `mode`.
 Status make_dirs(const std::string& path, mode_t mode = 0755);

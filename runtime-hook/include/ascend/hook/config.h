@@ -23,6 +23,10 @@ struct Config {
   std::string mount_list_dir;         // folder of <name>.list files
   std::string log_file;               // size-capped rotating log; empty: stderr only
   std::string log_level = "info";
+  // How the shim hands the driver files to a container: "spec" writes them into config.json as read-only bind
+  // mounts that the runtime performs (no hook process; the default), "hook" registers ascend-docker-hook as a
+  // prestart hook that mounts them itself (see executor.h).
+  std::string injection = "spec";
 };
 
 // Where the defaults come from, so that tests can point them elsewhere.
@@ -37,7 +41,7 @@ std::string self_exe_dir();
 
 // Reads `path` (or, when empty, the default config file if it exists) over the defaults. Unknown keys, wrong
 // types and relative paths are errors naming the file and the key.
-//   host-root, runtime-path, hook-path, mount-list-dir, log-file, log-level
+//   host-root, runtime-path, hook-path, mount-list-dir, log-file, log-level, injection (spec | hook)
 Result<Config> load_config(const std::string& path, const ConfigDefaults& defaults);
 
 }  // namespace ascend::hook

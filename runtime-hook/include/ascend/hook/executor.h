@@ -22,6 +22,7 @@
 
 #include "ascend/common/error.h"
 #include "ascend/hook/plan.h"
+#include "ascend/hook/spec_edit.h"
 #include "ascend/npu/device_query.h"
 
 namespace ascend::hook {
@@ -30,6 +31,12 @@ namespace ascend::hook {
 // planned major/minor, and returns the entries with the host node's mode. Errors name the node.
 Result<std::vector<DeviceEntry>> check_host_devices(const std::vector<DeviceEntry>& devices,
                                                     const npu::DeviceQuery& dq);
+
+// The spec path (Config::injection "spec"): the plan's driver paths opened inside the host root exactly as
+// step 1 above opens them (missing entries skipped and logged, a symlink refused unless the plan allows
+// links) and turned into the real host paths they resolved to, for the runtime to bind-mount read-only,
+// nosuid, nodev. The runtime then resolves each destination inside the rootfs itself.
+Result<std::vector<BindMount>> resolve_bind_mounts(const InjectionPlan& plan, const npu::DeviceQuery& dq);
 
 struct ExecTarget {
   int pid = 0;         // the container's init process

@@ -1,6 +1,7 @@
 // The edit the shim makes to a container's config.json when it requests devices: the device nodes (with an
-// allow rule each in the device cgroup), the prestart hook (and, for a dynamic vNPU, the poststop hook that
-// destroys it) with an explicit minimal environment, and the environment changes. Pure: text in, text out.
+// allow rule each in the device cgroup), the driver files (as read-only bind mounts the runtime performs, or
+// the prestart hook that mounts them), for a dynamic vNPU the poststop hook that destroys it (hooks carry an
+// explicit minimal environment), and the environment changes. Pure: text in, text out.
 // A container that requests nothing is never edited (the shim does not call this), so its config.json stays
 // byte for byte. Thread-safe.
 #pragma once
@@ -29,19 +30,37 @@ struct HookCommand {
   bool operator==(const HookCommand&) const = default;
 };
 
+// A driver path for the runtime to bind-mount: {"destination", "type": "bind", "source", "options": ["bind",
+// "ro", "nosuid", "nodev"]}. The source is the host file already resolved and checked (executor.h:
+// resolve_bind_mounts); runc resolves the destination inside the rootfs (securejoin), never onto the host.
+struct BindMount {
+  std::string source;       // absolute host path, no symlink in it
+  std::string destination;  // absolute path in the container
+
+  bool operator==(const BindMount&) const = default;
+};
+
+inline constexpr const char* kBindMountOptions[] = {"bind", "ro", "nosuid", "nodev"};
+
 struct SpecEdit {
   std::vector<DeviceEntry> devices;  // linux.devices, and an "allow c M:m rwm" rule each
+  std::vector<BindMount> mounts;     // appended to mounts (after the engine's own, so on top of them)
   std::vector<HookCommand> prestart;
   std::vector<HookCommand> poststop;
   std::vector<std::string> drop_env;  // keys whose entries leave process.env
   std::vector<std::string> add_env;   // "KEY=VALUE", appended after every earlier entry of KEY is dropped
 };
 
-// The edit for `plan`: its devices and env, and `prestart`.
+// The edit for `plan` with the driver files mounted by the prestart hook: its devices and env, and
+// `prestart`.
 SpecEdit make_spec_edit(const InjectionPlan& plan, const HookCommand& prestart);
 
+// The edit for `plan` with the driver files as bind mounts in the spec (`mounts`, the plan's mounts resolved
+// on the host): its devices, env and those mounts, and no hook.
+SpecEdit make_spec_edit(const InjectionPlan& plan, std::vector<BindMount> mounts);
+
 // Applies `edit` to a config.json text and returns the new text (compact JSON, key order kept). Idempotent:
-// a device, rule or hook that is already there is not added twice.
+// a device, rule, mount or hook that is already there is not added twice.
 Result<std::string> apply_spec_edit(std::string_view spec_text, const SpecEdit& edit);
 
 }  // namespace ascend::hook
