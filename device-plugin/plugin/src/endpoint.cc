@@ -34,8 +34,7 @@ Status Endpoint::start() {
   const std::string path = socket_path();
   if (::unlink(path.c_str()) != 0 && errno != ENOENT)
     return Error::from_errno(errno, "remove stale socket " + path);
-  stopping_ = false;
-  service_ = std::make_unique<DevicePluginService>(plugin_, res_, metrics_, stopping_);
+  service_ = std::make_unique<DevicePluginService>(plugin_, res_, metrics_);
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix://" + path, grpc::InsecureServerCredentials());
   builder.RegisterService(service_.get());
@@ -59,8 +58,7 @@ Status Endpoint::start() {
 void Endpoint::stop() {
   if (!server_) return;
   const bool ours = socket_intact();
-  stopping_ = true;
-  plugin_.wake_all();
+  service_->stop_streams();
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   server_->Wait();
   server_.reset();

@@ -74,13 +74,25 @@ void Metrics::update_chips(const npu::HostState& host) {
   }
 }
 
-void Metrics::observe_allocate(const std::string& resource, std::chrono::nanoseconds took, bool ok) {
+AllocateSeries Metrics::allocate_series(const std::string& resource) {
   static const prometheus::Histogram::BucketBoundaries kBuckets = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
                                                                    0.005,  0.01,    0.025,  0.1,   1.0};
   const prometheus::Labels labels{{"resource", resource}};
-  impl_->requests.Add(labels).Increment();
-  if (!ok) impl_->errors.Add(labels).Increment();
-  impl_->latency.Add(labels, kBuckets).Observe(std::chrono::duration<double>(took).count());
+  AllocateSeries s;
+  s.requests_ = &impl_->requests.Add(labels);
+  s.errors_ = &impl_->errors.Add(labels);
+  s.latency_ = &impl_->latency.Add(labels, kBuckets);
+  return s;
+}
+
+void AllocateSeries::observe(std::chrono::nanoseconds took, bool ok) const {
+  requests_->Increment();
+  if (!ok) errors_->Increment();
+  latency_->Observe(std::chrono::duration<double>(took).count());
+}
+
+void Metrics::observe_allocate(const std::string& resource, std::chrono::nanoseconds took, bool ok) {
+  allocate_series(resource).observe(took, ok);
 }
 
 struct MetricsServer::Impl {

@@ -46,6 +46,11 @@ Plugin::Listing Plugin::list(const ResourceSpec& res) const {
   return out;
 }
 
+std::uint64_t Plugin::version() const {
+  std::lock_guard lock(mu_);
+  return version_;
+}
+
 void Plugin::wait_change(std::uint64_t seen, std::chrono::milliseconds timeout) const {
   std::unique_lock lock(mu_);
   const std::uint64_t wakeups = wakeups_;

@@ -3,9 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <utility>
 
 #include "ascend/plugin/grpc_status.h"
-#include "ascend/plugin/metrics.h"
 #include "ascend/plugin/plugin.h"
 
 namespace ascend::plugin {
@@ -51,6 +51,89 @@ void to_proto(const ContainerAllocation& a, v1beta1::ContainerAllocateResponse* 
 
 }  // namespace
 
+// One ListAndWatch stream. Owned by a shared_ptr that the reactor holds on itself from Start() to OnDone();
+// the service's watcher holds it too while it pokes the stream, so neither side outlives the other.
+// StartWrite and Finish are called with no lock held; at most one write is in flight and Finish is called
+// once, only when no write is.
+class ListAndWatchReactor final : public grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse> {
+ public:
+  explicit ListAndWatchReactor(const DevicePluginService& svc) : svc_(svc) {}
+
+  void start(std::shared_ptr<ListAndWatchReactor> self) {
+    self_ = std::move(self);
+    poke();
+  }
+
+  // Writes the current list if it differs from the last one sent; finishes the stream once it is ending.
+  void poke() {
+    std::unique_lock lock(mu_);
+    if (finished_ || writing_) return;
+    if (ending_ || svc_.stopping()) {
+      finished_ = true;
+      lock.unlock();
+      Finish(grpc::Status::OK);
+      return;
+    }
+    Plugin::Listing l = svc_.plugin().list(svc_.resource());
+    if (!first_ && same(l.devices, sent_)) return;
+    resp_.Clear();
+    to_proto(l.devices, &resp_);
+    std::size_t unhealthy = 0;
+    for (const auto& d : l.devices) unhealthy += is_healthy(d.health) ? 0 : 1;
+    sent_ = std::move(l.devices);
+    first_ = false;
+    writing_ = true;
+    const std::size_t n = sent_.size();
+    lock.unlock();
+    spdlog::info("{}: sent {} devices ({} unhealthy)", svc_.resource().name, n, unhealthy);
+    StartWrite(&resp_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    {
+      std::lock_guard lock(mu_);
+      writing_ = false;
+      if (!ok) ending_ = true;
+    }
+    poke();  // a change may have come while the write was in flight
+  }
+
+  void OnCancel() override {
+    {
+      std::lock_guard lock(mu_);
+      ending_ = true;
+    }
+    poke();
+  }
+
+  void OnDone() override {
+    spdlog::info("{}: ListAndWatch stream ended", svc_.resource().name);
+    auto last = std::move(self_);  // may destroy this on return
+  }
+
+ private:
+  const DevicePluginService& svc_;
+  std::shared_ptr<ListAndWatchReactor> self_;
+  std::mutex mu_;
+  bool first_ = true;
+  bool writing_ = false;
+  bool ending_ = false;
+  bool finished_ = false;
+  std::vector<DeviceEntry> sent_;
+  v1beta1::ListAndWatchResponse resp_;  // untouched while a write is in flight
+};
+
+DevicePluginService::DevicePluginService(Plugin& plugin, ResourceSpec res, Metrics* metrics)
+    : plugin_(plugin),
+      res_(std::move(res)),
+      allocate_series_(metrics != nullptr ? std::optional(metrics->allocate_series(res_.name))
+                                          : std::nullopt),
+      watcher_([this] { watch_loop(); }) {}
+
+DevicePluginService::~DevicePluginService() {
+  stop_streams();
+}
+
 v1beta1::DevicePluginOptions DevicePluginService::options() {
   v1beta1::DevicePluginOptions o;
   o.set_pre_start_required(false);
@@ -58,41 +141,62 @@ v1beta1::DevicePluginOptions DevicePluginService::options() {
   return o;
 }
 
-grpc::Status DevicePluginService::GetDevicePluginOptions(grpc::ServerContext* /*ctx*/,
-                                                         const v1beta1::Empty* /*req*/,
-                                                         v1beta1::DevicePluginOptions* resp) {
-  *resp = options();
-  return grpc::Status::OK;
-}
-
-grpc::Status DevicePluginService::ListAndWatch(grpc::ServerContext* ctx, const v1beta1::Empty* /*req*/,
-                                               grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) {
-  spdlog::info("{}: kubelet opened ListAndWatch", res_.name);
-  std::vector<DeviceEntry> sent;
-  bool first = true;
-  while (!stopping_.load() && !ctx->IsCancelled()) {
-    Plugin::Listing l = plugin_.list(res_);
-    if (first || !same(l.devices, sent)) {
-      v1beta1::ListAndWatchResponse resp;
-      to_proto(l.devices, &resp);
-      if (!writer->Write(resp)) break;
-      std::size_t unhealthy = 0;
-      for (const auto& d : l.devices) unhealthy += is_healthy(d.health) ? 0 : 1;
-      spdlog::info("{}: sent {} devices ({} unhealthy)", res_.name, l.devices.size(), unhealthy);
-      sent = std::move(l.devices);
-      first = false;
+std::vector<std::shared_ptr<ListAndWatchReactor>> DevicePluginService::live_streams() {
+  std::vector<std::shared_ptr<ListAndWatchReactor>> out;
+  std::lock_guard lock(streams_mu_);
+  for (auto it = streams_.begin(); it != streams_.end();) {
+    if (auto s = it->lock()) {
+      out.push_back(std::move(s));
+      ++it;
+    } else {
+      it = streams_.erase(it);
     }
-    // A short wait bounds how long a cancelled stream or a stopping server lingers.
-    plugin_.wait_change(l.version, std::chrono::milliseconds(100));
   }
-  return grpc::Status::OK;
+  return out;
 }
 
-grpc::Status DevicePluginService::GetPreferredAllocation(grpc::ServerContext* /*ctx*/,
-                                                         const v1beta1::PreferredAllocationRequest* req,
-                                                         v1beta1::PreferredAllocationResponse* resp) {
+void DevicePluginService::watch_loop() {
+  while (!stopping_.load()) {
+    const std::uint64_t seen = plugin_.version();
+    for (auto& s : live_streams()) s->poke();
+    // A short wait bounds how long a stop that raced with this loop goes unnoticed.
+    plugin_.wait_change(seen, std::chrono::milliseconds(100));
+  }
+}
+
+void DevicePluginService::stop_streams() {
+  stopping_ = true;
+  plugin_.wake_all();
+  if (watcher_.joinable()) watcher_.join();
+  for (auto& s : live_streams()) s->poke();  // stopping_ is set: each stream finishes
+}
+
+grpc::ServerUnaryReactor* DevicePluginService::GetDevicePluginOptions(grpc::CallbackServerContext* ctx,
+                                                                      const v1beta1::Empty* /*req*/,
+                                                                      v1beta1::DevicePluginOptions* resp) {
+  *resp = options();
+  auto* r = ctx->DefaultReactor();
+  r->Finish(grpc::Status::OK);
+  return r;
+}
+
+grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse>* DevicePluginService::ListAndWatch(
+    grpc::CallbackServerContext* /*ctx*/, const v1beta1::Empty* /*req*/) {
+  spdlog::info("{}: kubelet opened ListAndWatch", res_.name);
+  auto stream = std::make_shared<ListAndWatchReactor>(*this);
+  {
+    std::lock_guard lock(streams_mu_);
+    streams_.push_back(stream);
+  }
+  ListAndWatchReactor* raw = stream.get();
+  raw->start(std::move(stream));
+  return raw;
+}
+
+grpc::Status DevicePluginService::preferred(const v1beta1::PreferredAllocationRequest& req,
+                                            v1beta1::PreferredAllocationResponse* resp) {
   std::vector<PreferredRequest> requests;
-  for (const auto& cr : req->container_requests()) {
+  for (const auto& cr : req.container_requests()) {
     requests.push_back({{cr.available_deviceids().begin(), cr.available_deviceids().end()},
                         {cr.must_include_deviceids().begin(), cr.must_include_deviceids().end()},
                         cr.allocation_size()});
@@ -109,15 +213,22 @@ grpc::Status DevicePluginService::GetPreferredAllocation(grpc::ServerContext* /*
   return grpc::Status::OK;
 }
 
-grpc::Status DevicePluginService::Allocate(grpc::ServerContext* /*ctx*/, const v1beta1::AllocateRequest* req,
+grpc::ServerUnaryReactor* DevicePluginService::GetPreferredAllocation(
+    grpc::CallbackServerContext* ctx, const v1beta1::PreferredAllocationRequest* req,
+    v1beta1::PreferredAllocationResponse* resp) {
+  auto* r = ctx->DefaultReactor();
+  r->Finish(preferred(*req, resp));
+  return r;
+}
+
+grpc::Status DevicePluginService::allocate(const v1beta1::AllocateRequest& req,
                                            v1beta1::AllocateResponse* resp) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::vector<std::string>> requests;
-  for (const auto& cr : req->container_requests())
+  for (const auto& cr : req.container_requests())
     requests.emplace_back(cr.devices_ids().begin(), cr.devices_ids().end());
   auto r = plugin_.allocate(res_, requests);
-  if (metrics_ != nullptr)
-    metrics_->observe_allocate(res_.name, std::chrono::steady_clock::now() - t0, r.ok());
+  if (allocate_series_) allocate_series_->observe(std::chrono::steady_clock::now() - t0, r.ok());
   if (!r) {
     spdlog::warn("{}", r.error().message());
     return to_grpc_status(r.error());
@@ -126,11 +237,21 @@ grpc::Status DevicePluginService::Allocate(grpc::ServerContext* /*ctx*/, const v
   return grpc::Status::OK;
 }
 
-grpc::Status DevicePluginService::PreStartContainer(grpc::ServerContext* /*ctx*/,
-                                                    const v1beta1::PreStartContainerRequest* /*req*/,
-                                                    v1beta1::PreStartContainerResponse* /*resp*/) {
+grpc::ServerUnaryReactor* DevicePluginService::Allocate(grpc::CallbackServerContext* ctx,
+                                                        const v1beta1::AllocateRequest* req,
+                                                        v1beta1::AllocateResponse* resp) {
+  auto* r = ctx->DefaultReactor();
+  r->Finish(allocate(*req, resp));
+  return r;
+}
+
+grpc::ServerUnaryReactor* DevicePluginService::PreStartContainer(
+    grpc::CallbackServerContext* ctx, const v1beta1::PreStartContainerRequest* /*req*/,
+    v1beta1::PreStartContainerResponse* /*resp*/) {
   // Options say pre_start_required = false; a kubelet that calls anyway gets a harmless no-op.
-  return grpc::Status::OK;
+  auto* r = ctx->DefaultReactor();
+  r->Finish(grpc::Status::OK);
+  return r;
 }
 
 }  // namespace ascend::plugin

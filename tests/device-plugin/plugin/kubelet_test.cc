@@ -31,6 +31,7 @@ namespace {
 using namespace std::chrono_literals;
 using testing::FakeKubelet;
 using testing::TempDir;
+using testing::Watch;
 
 std::map<std::string, std::string> health_of(const v1beta1::ListAndWatchResponse& r) {
   std::map<std::string, std::string> out;
@@ -95,7 +96,7 @@ class PluginE2E : public ::testing::Test {
   }
 
   // The usual start: host loaded, kubelet up, plugin registered.
-  void up(const char* profile, Config cfg, int registrations = 1) {
+  void up(const char* profile, const Config& cfg, int registrations = 1) {
     load(profile);
     start_kubelet();
     start_plugin(cfg);
@@ -219,8 +220,50 @@ TEST_F(PluginE2E, FaultsMakeDevicesUnhealthyAndClearingRecovers) {
       5s));
 }
 
+// ListAndWatch streams are write reactors fed by one watcher: a cancelled stream ends and is released
+// without disturbing the others, every open stream gets each change, and stopping the plugin ends them.
+TEST_F(PluginE2E, ListAndWatchStreamsEndOnCancelAndOpenOnesAllGetChanges) {
+  up("atlas800t-a2", config());
+  std::vector<std::shared_ptr<Watch>> cancelled;
+  for (int i = 0; i < 10; ++i) {
+    auto w = kubelet->watch("ascend-Ascend910.sock");
+    ASSERT_TRUE(w->wait_for([](const auto& r) { return r.devices_size() == 8; }, 5s)) << "stream " << i;
+    w->cancel();
+    cancelled.push_back(std::move(w));
+  }
+  auto a = kubelet->watch("ascend-Ascend910.sock");
+  auto b = kubelet->watch("ascend-Ascend910.sock");
+  ASSERT_TRUE(a->wait_for([](const auto& r) { return r.devices_size() == 8; }, 5s));
+  ASSERT_TRUE(b->wait_for([](const auto& r) { return r.devices_size() == 8; }, 5s));
+
+  ASSERT_TRUE(emu.set_fault(6, 0x80E01801, npu::Health::kCritical).ok());
+  EXPECT_TRUE(a->wait_for(device_is("Ascend910-6", "Unhealthy"), 5s));
+  EXPECT_TRUE(b->wait_for(device_is("Ascend910-6", "Unhealthy"), 5s));
+  ASSERT_TRUE(emu.clear_faults(6).ok());
+  EXPECT_TRUE(a->wait_for(device_is("Ascend910-6", "Healthy"), 5s));
+  EXPECT_TRUE(b->wait_for(device_is("Ascend910-6", "Healthy"), 5s));
+  for (const auto& w : cancelled) {
+    EXPECT_TRUE(w->ended());
+    EXPECT_EQ(w->received().size(), 1u) << "a cancelled stream got a change";
+  }
+  // An unchanged state sends nothing more: one list per change, none in between.
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(a->received().size(), 3u);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  daemon->stop();
+  runner.join();
+  EXPECT_TRUE(run_status.ok()) << run_status.error().message();
+  daemon.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  EXPECT_FALSE(a->wait_for([](const auto&) { return true; }, 2s)) << "a list after the plugin stopped";
+  EXPECT_TRUE(a->ended());
+  EXPECT_TRUE(b->ended());
+}
+
 int run_cmd(const std::vector<std::string>& args) {
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   pid_t pid = 0;
@@ -537,6 +580,7 @@ TEST_F(PluginE2E, PluginStartedBeforeKubeletWaitsThenRegisters) {
 
 pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   posix_spawn_file_actions_t fa;

@@ -9,7 +9,6 @@
 
 #include <sys/types.h>
 
-#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -56,7 +55,6 @@ class Endpoint {
   const ResourceSpec res_;
   const std::string socket_dir_;
   Metrics* metrics_;
-  std::atomic<bool> stopping_{false};
   std::unique_ptr<DevicePluginService> service_;
   std::unique_ptr<grpc::Server> server_;
   dev_t dev_ = 0;

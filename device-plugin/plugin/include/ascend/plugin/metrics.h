@@ -19,7 +19,25 @@
 #include "ascend/common/error.h"
 #include "ascend/npu/state.h"
 
+namespace prometheus {
+class Counter;
+class Histogram;
+}  // namespace prometheus
+
 namespace ascend::plugin {
+
+// The Allocate series of one resource (requests, errors, latency), looked up once so that a call costs
+// only the updates, not a label lookup under the family's lock. Thread-safe; valid while its Metrics is.
+class AllocateSeries {
+ public:
+  void observe(std::chrono::nanoseconds took, bool ok) const;
+
+ private:
+  friend class Metrics;
+  prometheus::Counter* requests_ = nullptr;
+  prometheus::Counter* errors_ = nullptr;
+  prometheus::Histogram* latency_ = nullptr;
+};
 
 class Metrics {
  public:
@@ -29,6 +47,7 @@ class Metrics {
   Metrics& operator=(const Metrics&) = delete;
 
   void update_chips(const npu::HostState& host);
+  AllocateSeries allocate_series(const std::string& resource);
   void observe_allocate(const std::string& resource, std::chrono::nanoseconds took, bool ok);
 
   struct Impl;

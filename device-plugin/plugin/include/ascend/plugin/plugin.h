@@ -53,6 +53,8 @@ class Plugin {
     std::vector<DeviceEntry> devices;
   };
   Listing list(const ResourceSpec& res) const;
+  // The current version (changes whenever what any resource advertises may have changed).
+  std::uint64_t version() const;
   // Waits until the version differs from `seen`, `timeout` passes or wake_all() is called.
   void wait_change(std::uint64_t seen, std::chrono::milliseconds timeout) const;
   void wake_all() const;
