@@ -1,6 +1,8 @@
-# ascend-device-plugin: Allocate latency (p50/p99) with 64 concurrent gRPC callers against the plugin
-# binary, fault-to-Unhealthy latency on a ListAndWatch stream, and the plugin's resident memory after
-# 10 000 Allocate calls. Each figure has a baseline in the same run (see plugin_bench.cc).
+# ascend-device-plugin: Allocate latency (p50/p99) with 64 calls in flight against the plugin binary (closed
+# loop and bursts on the callback client, and 64 blocking threads), fault-to-Unhealthy latency on a
+# ListAndWatch stream, and the plugin's resident memory after 10 000 Allocate calls. Baselines in the same
+# run: the plugin's empty RPC under the same load, and a floor server (plugin_bench --floor-server, a
+# minimal grpc++ callback server with one empty method, in its own process). See plugin_bench.cc.
 if(TARGET ascend-device-plugin)
   add_executable(plugin_bench ${CMAKE_CURRENT_LIST_DIR}/plugin_bench.cc)
   target_link_libraries(plugin_bench PRIVATE ascend_plugin benchmark::benchmark)

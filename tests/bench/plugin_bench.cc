@@ -1,34 +1,55 @@
 // ascend-device-plugin, measured from outside as the kubelet sees it: the plugin binary runs as its own
-// process on an emulated Atlas 800T A2 host in a temporary root, and this program is its gRPC client.
+// process on an emulated Atlas 800T A2 host in a temporary root (logging at info to a file, as installed),
+// and this program is its gRPC client over the plugin's unix socket, on one channel as the kubelet has.
 //
-//   BM_Allocate64Callers      64 threads call Allocate at once; p50/p99 per call (target p99 <= 1 ms).
-//   BM_Options64Callers       the same with GetDevicePluginOptions (an empty RPC): the gRPC baseline.
-//                             Arg 50: each caller makes 50 calls back to back; Arg 1: bursts of 64.
+// "64 concurrent callers" means 64 calls in flight at once, in three load forms:
+//   closed   64 logical callers on grpc++'s callback client API; each issues its next call from the
+//            completion of its previous one (50 calls each), so 64 calls are always in flight.
+//   burst    64 calls issued at once from one thread, all awaited, repeated (50 bursts).
+//   threads  64 OS threads with the blocking stub, 50 calls each (the client's own thread scheduling on
+//            2 cores is part of this figure).
+// and three targets:
+//   Allocate  the plugin's Allocate (one chip, runtime mode): target p99 <= 1 ms.
+//   Options   the plugin's GetDevicePluginOptions, an empty RPC: the same server's gRPC cost, same run.
+//   Floor     a minimal grpc++ callback server with one empty unary method (GetDevicePluginOptions
+//             answering an empty message) in a separate process on its own unix socket: the floor that
+//             gRPC and this machine allow for the load, with none of the plugin's code.
+// Each benchmark is repeated with random interleaving so background load falls on every target alike;
+// the summary pools every call of every repetition.
+//
 //   BM_Allocate1Caller        one caller: latency without queueing behind other callers.
+//   BM_AllocateInProcess      Plugin::allocate + the metrics update in this process: the plugin's own work.
 //   BM_FaultToUnhealthy       Emulator::set_fault(critical) until the ListAndWatch stream shows the device
 //                             Unhealthy (target <= 500 ms); manual time, one fault per iteration.
 //   BM_FaultToCallback        the same fault until a DeviceQuery subscription fires: the baseline.
 //   BM_RssAfter10kAllocate    the plugin's VmRSS after 10 000 more Allocate calls (target <= 20 MB);
-//                             rss_idle_mb (just started) and rss_before_mb (after the other
-//                             benchmarks) are the baselines; also the plugin's CPU time per call.
+//                             rss_idle_mb (just started) and rss_before_mb (before these calls, after
+//                             whichever benchmarks ran first) are the baselines; also the plugin's CPU time
+//                             per call.
 #include <benchmark/benchmark.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
 
 #include "ascend/npu/emulator.h"
 #include "ascend/npu/profiles.h"
+#include "ascend/plugin/metrics.h"
+#include "ascend/plugin/plugin.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 
 extern char** environ;
@@ -37,8 +58,55 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using Stub = v1beta1::DevicePlugin::Stub;
 
-// The emulated host and the plugin process, for the whole run.
+constexpr int kCallers = 64;
+constexpr int kCallsPerCaller = 50;
+constexpr const char* kFloorFlag = "--floor-server";
+
+[[noreturn]] void die(const std::string& why) {
+  std::fprintf(stderr, "plugin_bench: %s\n", why.c_str());
+  std::exit(1);
+}
+
+pid_t spawn(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  if (::posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) die("spawn " + args[0]);
+  return pid;
+}
+
+void wait_for_socket(const std::string& sock, const std::string& who) {
+  for (int i = 0; i < 500 && !std::filesystem::exists(sock); ++i) std::this_thread::sleep_for(10ms);
+  if (!std::filesystem::exists(sock)) die(who + " did not serve on " + sock);
+}
+
+// The floor: one empty unary method on grpc++'s callback API, nothing else.
+class FloorService final : public v1beta1::DevicePlugin::CallbackService {
+  grpc::ServerUnaryReactor* GetDevicePluginOptions(grpc::CallbackServerContext* ctx,
+                                                   const v1beta1::Empty* /*req*/,
+                                                   v1beta1::DevicePluginOptions* /*resp*/) override {
+    auto* r = ctx->DefaultReactor();
+    r->Finish(grpc::Status::OK);
+    return r;
+  }
+};
+
+int run_floor_server(const std::string& sock) {
+  FloorService service;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix://" + sock, grpc::InsecureServerCredentials());
+  builder.RegisterService(&service);
+  auto server = builder.BuildAndStart();
+  if (!server) return 1;
+  server->Wait();  // until SIGTERM ends the process
+  return 0;
+}
+
+// The emulated host, the plugin process and the floor server process, for the whole run.
 class Setup {
  public:
   Setup() {
@@ -52,35 +120,29 @@ class Setup {
     if (auto st = emu_->load(*ascend::npu::builtin_profile("atlas800t-a2"), o); !st)
       die(st.error().message());
     std::filesystem::create_directories(dir_ + "/dp");
-    const std::string bin = std::string(ASCEND_BIN_DIR) + "/ascend-device-plugin";
-    std::vector<std::string> args = {
-        bin, "--kubelet-socket-dir", dir_ + "/dp", "--host-root", dir_ + "/root", "--log-level", "warn"};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    if (::posix_spawn(&pid_, argv[0], nullptr, nullptr, argv.data(), environ) != 0) die("spawn " + bin);
-    const std::string sock = dir_ + "/dp/ascend-Ascend910.sock";
-    for (int i = 0; i < 500 && !std::filesystem::exists(sock); ++i) std::this_thread::sleep_for(10ms);
-    if (!std::filesystem::exists(sock)) die("the plugin did not serve on " + sock);
-    channel_ = grpc::CreateChannel("unix://" + sock, grpc::InsecureChannelCredentials());
+    pid_ = spawn({std::string(ASCEND_BIN_DIR) + "/ascend-device-plugin", "--kubelet-socket-dir", dir_ + "/dp",
+                  "--host-root", dir_ + "/root", "--log-level", "info", "--log-file", dir_ + "/plugin.log"});
+    floor_pid_ = spawn({"/proc/self/exe", kFloorFlag, dir_ + "/floor.sock"});
+    wait_for_socket(dir_ + "/dp/ascend-Ascend910.sock", "the plugin");
+    wait_for_socket(dir_ + "/floor.sock", "the floor server");
+    channel_ = grpc::CreateChannel("unix://" + dir_ + "/dp/ascend-Ascend910.sock",
+                                   grpc::InsecureChannelCredentials());
+    floor_channel_ =
+        grpc::CreateChannel("unix://" + dir_ + "/floor.sock", grpc::InsecureChannelCredentials());
     std::this_thread::sleep_for(200ms);
     idle_rss_mb_ = rss_mb();
   }
   ~Setup() {
-    ::kill(pid_, SIGTERM);
-    ::waitpid(pid_, nullptr, 0);
+    for (pid_t p : {pid_, floor_pid_}) {
+      ::kill(p, SIGTERM);
+      ::waitpid(p, nullptr, 0);
+    }
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
 
-  [[noreturn]] static void die(const std::string& why) {
-    std::fprintf(stderr, "plugin_bench: %s\n", why.c_str());
-    std::exit(1);
-  }
-
-  std::unique_ptr<v1beta1::DevicePlugin::Stub> stub() const {
-    return v1beta1::DevicePlugin::NewStub(channel_);
-  }
+  std::unique_ptr<Stub> stub() const { return v1beta1::DevicePlugin::NewStub(channel_); }
+  std::unique_ptr<Stub> floor_stub() const { return v1beta1::DevicePlugin::NewStub(floor_channel_); }
   ascend::npu::Emulator& emu() { return *emu_; }
   double idle_rss_mb() const { return idle_rss_mb_; }
   // A field of /proc/<plugin>/status in MB: VmRSS (all), RssAnon (heap, stacks), RssFile (mapped libraries).
@@ -93,9 +155,9 @@ class Setup {
     return -1;
   }
   double rss_mb() const { return status_mb(); }
-  // CPU seconds (user + system) the plugin process has used so far.
-  double cpu_seconds() const {
-    std::ifstream f("/proc/" + std::to_string(pid_) + "/stat");
+  // CPU seconds (user + system) the plugin process (or the floor server) has used so far.
+  double cpu_seconds(bool floor = false) const {
+    std::ifstream f("/proc/" + std::to_string(floor ? floor_pid_ : pid_) + "/stat");
     std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     std::istringstream in(text.substr(text.rfind(')') + 2));
     std::string field;
@@ -112,7 +174,9 @@ class Setup {
   std::string dir_;
   std::unique_ptr<ascend::npu::Emulator> emu_;
   pid_t pid_ = -1;
+  pid_t floor_pid_ = -1;
   std::shared_ptr<grpc::Channel> channel_;
+  std::shared_ptr<grpc::Channel> floor_channel_;
   double idle_rss_mb_ = 0;
 };
 
@@ -121,85 +185,338 @@ Setup& setup() {
   return s;
 }
 
-bool allocate_once(v1beta1::DevicePlugin::Stub& stub, int i) {
-  v1beta1::AllocateRequest req;
-  req.add_container_requests()->add_devices_ids("Ascend910-" + std::to_string(i % 8));
-  v1beta1::AllocateResponse resp;
-  grpc::ClientContext ctx;
-  return stub.Allocate(&ctx, req, &resp).ok();
+// Every call's latency (microseconds) and the wall time spent, per load form and target, pooled over the
+// repetitions for the summary.
+struct Pool {
+  std::vector<double> lat;
+  double seconds = 0;
+  double client_cpu = 0;  // CPU seconds of this process (all its threads) during the timed calls
+  double server_cpu = 0;  // CPU seconds of the server process during the timed calls
+};
+std::map<std::string, Pool> g_pool;
+std::map<std::string, std::vector<double>> g_ms;  // fault latencies
+std::map<std::string, double> g_value;            // single figures (RSS, CPU per call)
+
+double pct(const std::vector<double>& sorted, double p) {
+  return sorted.empty() ? 0 : sorted[static_cast<std::size_t>(p * static_cast<double>(sorted.size() - 1))];
 }
 
-bool options_once(v1beta1::DevicePlugin::Stub& stub, int /*i*/) {
-  v1beta1::Empty req;
-  v1beta1::DevicePluginOptions resp;
-  grpc::ClientContext ctx;
-  return stub.GetDevicePluginOptions(&ctx, req, &resp).ok();
+double self_cpu_seconds() {
+  struct rusage ru {};
+  ::getrusage(RUSAGE_SELF, &ru);
+  auto sec = [](const timeval& tv) {
+    return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
+  };
+  return sec(ru.ru_utime) + sec(ru.ru_stime);
 }
 
-// 64 callers, each making `per_caller` calls as fast as it can; every call's latency is kept.
-template <typename Call>
-void concurrent_callers(benchmark::State& state, Call call) {
-  constexpr int kCallers = 64;
-  const int per_caller = static_cast<int>(state.range(0));
+// CPU time of the client (this process) and of the server process between two marks.
+struct CpuMark {
+  explicit CpuMark(bool floor) : floor_(floor) { reset(); }
+  void reset() {
+    client0 = self_cpu_seconds();
+    server0 = setup().cpu_seconds(floor_);
+  }
+  void add_to(double* client, double* server) const {
+    *client += self_cpu_seconds() - client0;
+    *server += setup().cpu_seconds(floor_) - server0;
+  }
+  bool floor_;
+  double client0 = 0;
+  double server0 = 0;
+};
+
+void report(benchmark::State& state, const std::string& key, std::vector<double> lat, double seconds,
+            int failures, double client_cpu = 0, double server_cpu = 0) {
+  if (failures > 0) state.SkipWithError("a call failed");
+  auto& pool = g_pool[key];
+  pool.lat.insert(pool.lat.end(), lat.begin(), lat.end());
+  pool.seconds += seconds;
+  pool.client_cpu += client_cpu;
+  pool.server_cpu += server_cpu;
+  if (!lat.empty() && (client_cpu > 0 || server_cpu > 0)) {
+    state.counters["client_cpu_us"] = client_cpu * 1e6 / static_cast<double>(lat.size());
+    state.counters["server_cpu_us"] = server_cpu * 1e6 / static_cast<double>(lat.size());
+  }
+  std::sort(lat.begin(), lat.end());
+  state.counters["p50_us"] = pct(lat, 0.50);
+  state.counters["p99_us"] = pct(lat, 0.99);
+  state.counters["max_us"] = lat.empty() ? 0 : lat.back();
+  if (seconds > 0) state.counters["calls_per_s"] = static_cast<double>(lat.size()) / seconds;
+  state.SetItemsProcessed(static_cast<int64_t>(lat.size()));
+}
+
+// The three targets, each as a blocking call and as a callback-API call. A caller's request is the same
+// for all its calls (Allocate: chip caller % 8).
+enum class Target { kAllocate, kOptions, kFloor };
+const char* name(Target t) {
+  return t == Target::kAllocate ? "Allocate" : t == Target::kOptions ? "Options" : "Floor";
+}
+
+struct CallSlot {
+  v1beta1::AllocateRequest alloc_req;
+  v1beta1::AllocateResponse alloc_resp;
+  v1beta1::Empty empty_req;
+  v1beta1::DevicePluginOptions options_resp;
+
+  void init(int caller) {
+    alloc_req.add_container_requests()->add_devices_ids("Ascend910-" + std::to_string(caller % 8));
+  }
+  void start_async(Target t, Stub& stub, grpc::ClientContext* ctx, std::function<void(grpc::Status)> done) {
+    if (t == Target::kAllocate) {
+      stub.async()->Allocate(ctx, &alloc_req, &alloc_resp, std::move(done));
+    } else {
+      stub.async()->GetDevicePluginOptions(ctx, &empty_req, &options_resp, std::move(done));
+    }
+  }
+  bool call_blocking(Target t, Stub& stub) {
+    grpc::ClientContext ctx;
+    if (t == Target::kAllocate) return stub.Allocate(&ctx, alloc_req, &alloc_resp).ok();
+    return stub.GetDevicePluginOptions(&ctx, empty_req, &options_resp).ok();
+  }
+};
+
+std::unique_ptr<Stub> stub_for(Target t) {
+  return t == Target::kFloor ? setup().floor_stub() : setup().stub();
+}
+
+// Waits until `n` completions were counted.
+class Latch {
+ public:
+  explicit Latch(int n) : left_(n) {}
+  void count_down() {
+    std::lock_guard lock(mu_);
+    if (--left_ == 0) cv_.notify_all();
+  }
+  void wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return left_ == 0; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int left_;
+};
+
+// Closed loop: 64 logical callers, each starting its next call from its previous call's completion.
+// Contexts are made before the clock starts and outlive their calls.
+class ClosedLoop {
+ public:
+  ClosedLoop(Target t, Stub& stub) : target_(t), stub_(stub), callers_(kCallers), latch_(kCallers) {
+    for (int c = 0; c < kCallers; ++c) {
+      auto& caller = callers_[static_cast<std::size_t>(c)];
+      caller.slot.init(c);
+      caller.lat.reserve(kCallsPerCaller);
+      for (int i = 0; i < kCallsPerCaller; ++i) caller.ctx.push_back(std::make_unique<grpc::ClientContext>());
+    }
+  }
+  void run() {
+    for (int c = 0; c < kCallers; ++c) issue(c);
+    latch_.wait();
+  }
+  std::vector<double> latencies() const {
+    std::vector<double> all;
+    for (const auto& c : callers_) all.insert(all.end(), c.lat.begin(), c.lat.end());
+    return all;
+  }
+  int failures() const { return failures_.load(); }
+
+ private:
+  struct Caller {
+    CallSlot slot;
+    std::vector<std::unique_ptr<grpc::ClientContext>> ctx;
+    std::vector<double> lat;
+    Clock::time_point t0;
+  };
+  void issue(int c) {
+    auto& caller = callers_[static_cast<std::size_t>(c)];
+    auto* ctx = caller.ctx[caller.lat.size()].get();
+    caller.t0 = Clock::now();
+    caller.slot.start_async(target_, stub_, ctx, [this, c](const grpc::Status& s) {
+      auto& me = callers_[static_cast<std::size_t>(c)];
+      me.lat.push_back(std::chrono::duration<double, std::micro>(Clock::now() - me.t0).count());
+      if (!s.ok()) failures_++;
+      if (me.lat.size() < kCallsPerCaller) {
+        issue(c);
+      } else {
+        latch_.count_down();
+      }
+    });
+  }
+
+  Target target_;
+  Stub& stub_;
+  std::vector<Caller> callers_;
+  Latch latch_;
+  std::atomic<int> failures_{0};
+};
+
+void closed_loop(benchmark::State& state, Target t) {
+  auto stub = stub_for(t);
+  CallSlot warm;
+  warm.init(0);
+  for (int i = 0; i < 64; ++i) warm.call_blocking(t, *stub);
+  std::vector<double> lat;
+  double seconds = 0;
+  double client_cpu = 0;
+  double server_cpu = 0;
+  int failures = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    ClosedLoop loop(t, *stub);
+    state.ResumeTiming();
+    CpuMark cpu(t == Target::kFloor);
+    auto t0 = Clock::now();
+    loop.run();
+    seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+    cpu.add_to(&client_cpu, &server_cpu);
+    auto l = loop.latencies();
+    lat.insert(lat.end(), l.begin(), l.end());
+    failures += loop.failures();
+  }
+  report(state, std::string("closed/") + name(t), std::move(lat), seconds, failures, client_cpu, server_cpu);
+}
+
+// Bursts: 64 calls started at once from this thread, then all awaited; kCallsPerCaller bursts.
+void bursts(benchmark::State& state, Target t) {
+  auto stub = stub_for(t);
+  std::vector<CallSlot> slots(kCallers);
+  for (int c = 0; c < kCallers; ++c) slots[static_cast<std::size_t>(c)].init(c);
+  for (int i = 0; i < 64; ++i) slots[0].call_blocking(t, *stub);
+  std::vector<double> lat;
+  double seconds = 0;
+  double client_cpu = 0;
+  double server_cpu = 0;
+  std::atomic<int> failures{0};
+  for (auto _ : state) {
+    for (int b = 0; b < kCallsPerCaller; ++b) {
+      std::vector<std::unique_ptr<grpc::ClientContext>> ctx;
+      ctx.reserve(kCallers);
+      for (int c = 0; c < kCallers; ++c) ctx.push_back(std::make_unique<grpc::ClientContext>());
+      std::vector<double> one(kCallers);
+      std::vector<Clock::time_point> t0(kCallers);
+      Latch latch(kCallers);
+      CpuMark cpu(t == Target::kFloor);
+      auto start = Clock::now();
+      for (int c = 0; c < kCallers; ++c) {
+        const auto i = static_cast<std::size_t>(c);
+        t0[i] = Clock::now();
+        slots[i].start_async(t, *stub, ctx[i].get(), [&, i](const grpc::Status& s) {
+          one[i] = std::chrono::duration<double, std::micro>(Clock::now() - t0[i]).count();
+          if (!s.ok()) failures++;
+          latch.count_down();
+        });
+      }
+      latch.wait();
+      seconds += std::chrono::duration<double>(Clock::now() - start).count();
+      cpu.add_to(&client_cpu, &server_cpu);
+      lat.insert(lat.end(), one.begin(), one.end());
+    }
+  }
+  report(state, std::string("burst/") + name(t), std::move(lat), seconds, failures.load(), client_cpu,
+         server_cpu);
+}
+
+// 64 OS threads with the blocking stub, each making kCallsPerCaller calls back to back.
+void threads(benchmark::State& state, Target t) {
+  auto stub = stub_for(t);
+  std::vector<CallSlot> slots(kCallers);
+  for (int c = 0; c < kCallers; ++c) slots[static_cast<std::size_t>(c)].init(c);
+  for (int i = 0; i < 64; ++i) slots[0].call_blocking(t, *stub);
   std::vector<double> all;
-  auto stub = setup().stub();
-  for (int i = 0; i < 64; ++i) call(*stub, i);  // warm the channel
+  double seconds = 0;
+  double client_cpu = 0;
+  double server_cpu = 0;
+  std::atomic<int> failures{0};
   for (auto _ : state) {
     std::vector<std::vector<double>> lat(kCallers);
-    std::atomic<int> failures{0};
     std::atomic<bool> go{false};
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kCallers; ++t) {
-      threads.emplace_back([&, t] {
+    std::vector<std::thread> pool;
+    pool.reserve(kCallers);
+    for (int c = 0; c < kCallers; ++c) {
+      pool.emplace_back([&, c] {
+        const auto i = static_cast<std::size_t>(c);
         while (!go.load()) std::this_thread::yield();
-        for (int i = 0; i < per_caller; ++i) {
+        for (int k = 0; k < kCallsPerCaller; ++k) {
           auto t0 = Clock::now();
-          if (!call(*stub, t * per_caller + i)) failures++;
-          lat[static_cast<std::size_t>(t)].push_back(
-              std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+          if (!slots[i].call_blocking(t, *stub)) failures++;
+          lat[i].push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
         }
       });
     }
+    CpuMark cpu(t == Target::kFloor);
+    auto t0 = Clock::now();
     go = true;
-    for (auto& th : threads) th.join();
-    if (failures > 0) state.SkipWithError("a call failed");
+    for (auto& th : pool) th.join();
+    seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+    cpu.add_to(&client_cpu, &server_cpu);
     for (auto& l : lat) all.insert(all.end(), l.begin(), l.end());
   }
-  std::sort(all.begin(), all.end());
-  auto pct = [&](double p) { return all.empty() ? 0 : all[static_cast<std::size_t>(p * (all.size() - 1))]; };
-  state.counters["p50_us"] = pct(0.50);
-  state.counters["p99_us"] = pct(0.99);
-  state.counters["max_us"] = all.empty() ? 0 : all.back();
-  state.counters["calls"] = static_cast<double>(all.size());
-  state.SetItemsProcessed(static_cast<int64_t>(all.size()));
+  report(state, std::string("threads/") + name(t), std::move(all), seconds, failures.load(), client_cpu,
+         server_cpu);
 }
 
-void BM_Allocate64Callers(benchmark::State& state) {
-  concurrent_callers(state, allocate_once);
-}
-void BM_Options64Callers(benchmark::State& state) {
-  concurrent_callers(state, options_once);
-}
-BENCHMARK(BM_Options64Callers)->Arg(50)->Iterations(5)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Allocate64Callers)->Arg(50)->Iterations(5)->UseRealTime()->Unit(benchmark::kMillisecond);
-// A burst: 64 callers with one call each, repeated.
-BENCHMARK(BM_Allocate64Callers)->Arg(1)->Iterations(50)->UseRealTime()->Unit(benchmark::kMillisecond);
+#define LOAD_BENCH(form, target, iters)                  \
+  void BM_##target##64_##form(benchmark::State& state) { \
+    form(state, Target::k##target);                      \
+  }                                                      \
+  BENCHMARK(BM_##target##64_##form)                      \
+      ->Iterations(iters)                                \
+      ->Repetitions(3)                                   \
+      ->ReportAggregatesOnly(true)                       \
+      ->UseRealTime()                                    \
+      ->Unit(benchmark::kMillisecond)
+
+LOAD_BENCH(closed_loop, Allocate, 5);
+LOAD_BENCH(closed_loop, Options, 5);
+LOAD_BENCH(closed_loop, Floor, 5);
+LOAD_BENCH(bursts, Allocate, 1);
+LOAD_BENCH(bursts, Options, 1);
+LOAD_BENCH(bursts, Floor, 1);
+LOAD_BENCH(threads, Allocate, 1);
+LOAD_BENCH(threads, Options, 1);
+LOAD_BENCH(threads, Floor, 1);
 
 // One caller: the latency of an Allocate call with no queueing behind other callers.
 void BM_Allocate1Caller(benchmark::State& state) {
   auto stub = setup().stub();
+  CallSlot slot;
+  slot.init(3);
+  std::vector<double> lat;
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    if (!slot.call_blocking(Target::kAllocate, *stub)) state.SkipWithError("a call failed");
+    lat.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  report(state, "single/Allocate", std::move(lat), 0, 0);
+}
+BENCHMARK(BM_Allocate1Caller)->Iterations(2000)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// The plugin's own work for one Allocate call, without gRPC: Plugin::allocate and the metrics update, on
+// the same emulated host and configuration as the plugin process.
+void BM_AllocateInProcess(benchmark::State& state) {
+  ascend::plugin::Metrics metrics;
+  auto plugin = ascend::plugin::Plugin::create(setup().emu(), ascend::plugin::Config{}, &metrics);
+  if (!plugin) {
+    state.SkipWithError(plugin.error().message().c_str());
+    return;
+  }
+  const auto& res = (*plugin)->resources().front();
+  const auto series = metrics.allocate_series(res.name);
   std::vector<double> lat;
   int i = 0;
   for (auto _ : state) {
+    const std::vector<std::vector<std::string>> req{{"Ascend910-" + std::to_string(i++ % 8)}};
     auto t0 = Clock::now();
-    if (!allocate_once(*stub, i++)) state.SkipWithError("a call failed");
+    auto r = (*plugin)->allocate(res, req);
+    series.observe(Clock::now() - t0, r.ok());
+    if (!r) state.SkipWithError(r.error().message().c_str());
     lat.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
   }
-  std::sort(lat.begin(), lat.end());
-  state.counters["p50_us"] = lat[lat.size() / 2];
-  state.counters["p99_us"] = lat[static_cast<std::size_t>(0.99 * (lat.size() - 1))];
+  report(state, "inprocess/Allocate", std::move(lat), 0, 0);
 }
-BENCHMARK(BM_Allocate1Caller)->Iterations(2000)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AllocateInProcess)->Iterations(20000)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // One ListAndWatch stream; `wait_health` blocks until the latest list shows `id` with `health`.
 class Stream {
@@ -221,6 +538,8 @@ class Stream {
     ctx_.TryCancel();
     reader_.join();
   }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
   bool wait_health(const std::string& id, const std::string& health, std::chrono::milliseconds timeout) {
     std::unique_lock lock(mu_);
     return cv_.wait_for(lock, timeout, [&] {
@@ -232,13 +551,20 @@ class Stream {
   }
 
  private:
-  std::unique_ptr<v1beta1::DevicePlugin::Stub> stub_;
+  std::unique_ptr<Stub> stub_;
   grpc::ClientContext ctx_;
   std::mutex mu_;
   std::condition_variable cv_;
   v1beta1::ListAndWatchResponse last_;
   std::thread reader_;
 };
+
+void finish_ms(benchmark::State& state, const std::string& key, std::vector<double> ms) {
+  g_ms[key].insert(g_ms[key].end(), ms.begin(), ms.end());
+  std::sort(ms.begin(), ms.end());
+  state.counters["median_ms"] = ms[ms.size() / 2];
+  state.counters["max_ms"] = ms.back();
+}
 
 void BM_FaultToUnhealthy(benchmark::State& state) {
   Stream stream;
@@ -255,9 +581,7 @@ void BM_FaultToUnhealthy(benchmark::State& state) {
     (void)emu.clear_faults(3);
     if (!stream.wait_health("Ascend910-3", "Healthy", 5s)) state.SkipWithError("no recovery within 5 s");
   }
-  std::sort(ms.begin(), ms.end());
-  state.counters["median_ms"] = ms[ms.size() / 2];
-  state.counters["max_ms"] = ms.back();
+  finish_ms(state, "fault/stream", std::move(ms));
 }
 BENCHMARK(BM_FaultToUnhealthy)->Iterations(20)->UseManualTime()->Unit(benchmark::kMillisecond);
 
@@ -287,9 +611,7 @@ void BM_FaultToCallback(benchmark::State& state) {
     std::unique_lock lock(mu);
     cv.wait_for(lock, 5s, [&] { return !faulty; });
   }
-  std::sort(ms.begin(), ms.end());
-  state.counters["median_ms"] = ms[ms.size() / 2];
-  state.counters["max_ms"] = ms.back();
+  finish_ms(state, "fault/callback", std::move(ms));
 }
 BENCHMARK(BM_FaultToCallback)->Iterations(20)->UseManualTime()->Unit(benchmark::kMillisecond);
 
@@ -298,21 +620,25 @@ void BM_RssAfter10kAllocate(benchmark::State& state) {
   for (auto _ : state) {
     const double before = setup().rss_mb();
     const double cpu0 = setup().cpu_seconds();
-    std::vector<std::thread> threads;
+    std::vector<std::thread> pool;
+    pool.reserve(8);
     std::atomic<int> failures{0};
     for (int t = 0; t < 8; ++t) {
-      threads.emplace_back([&, t] {
+      pool.emplace_back([&, t] {
+        CallSlot slot;
+        slot.init(t);
         for (int i = 0; i < 10000 / 8; ++i) {
-          if (!allocate_once(*stub, t + i)) failures++;
+          if (!slot.call_blocking(Target::kAllocate, *stub)) failures++;
         }
       });
     }
-    for (auto& th : threads) th.join();
+    for (auto& th : pool) th.join();
     if (failures > 0) state.SkipWithError("a call failed");
-    state.counters["plugin_cpu_us_per_call"] = (setup().cpu_seconds() - cpu0) * 1e6 / 10000;
-    state.counters["rss_idle_mb"] = setup().idle_rss_mb();
-    state.counters["rss_before_mb"] = before;
-    state.counters["rss_after_mb"] = setup().rss_mb();
+    g_value["cpu_us_per_call"] = (setup().cpu_seconds() - cpu0) * 1e6 / 10000;
+    g_value["rss_idle_mb"] = setup().idle_rss_mb();
+    g_value["rss_before_mb"] = before;
+    g_value["rss_after_mb"] = setup().rss_mb();
+    for (const auto& [k, v] : g_value) state.counters[k] = v;
     state.counters["anon_after_mb"] = setup().status_mb("RssAnon");
     state.counters["file_after_mb"] = setup().status_mb("RssFile");
     state.counters["threads"] = setup().status_mb("Threads") * 1024.0;
@@ -320,6 +646,99 @@ void BM_RssAfter10kAllocate(benchmark::State& state) {
 }
 BENCHMARK(BM_RssAfter10kAllocate)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+void print_summary() {
+  std::printf(
+      "\nplugin_bench: %d calls in flight on one channel over a unix socket, %d per caller per run, pooled "
+      "over the repetitions (microseconds per call; cpu: CPU time of the client and the server process per "
+      "call)\n",
+      kCallers, kCallsPerCaller);
+  std::printf("  %-8s %-10s %9s %9s %9s %9s %11s %11s %11s\n", "load", "target", "p50", "p99", "max", "mean",
+              "calls/s", "client cpu", "server cpu");
+  for (const char* form : {"closed", "burst", "threads"}) {
+    for (Target t : {Target::kAllocate, Target::kOptions, Target::kFloor}) {
+      auto it = g_pool.find(std::string(form) + "/" + name(t));
+      if (it == g_pool.end()) continue;
+      const Pool& pool = it->second;
+      auto lat = pool.lat;
+      if (lat.empty()) continue;
+      std::sort(lat.begin(), lat.end());
+      double mean = 0;
+      for (double l : lat) mean += l;
+      mean /= static_cast<double>(lat.size());
+      const double n = static_cast<double>(lat.size());
+      const double rate = pool.seconds > 0 ? n / pool.seconds : 0;
+      std::printf("  %-8s %-10s %9.0f %9.0f %9.0f %9.0f %11.0f %11.1f %11.1f\n", form, name(t), pct(lat, 0.5),
+                  pct(lat, 0.99), lat.back(), mean, rate, pool.client_cpu * 1e6 / n,
+                  pool.server_cpu * 1e6 / n);
+    }
+    auto p99 = [&](Target t) {
+      auto it = g_pool.find(std::string(form) + "/" + name(t));
+      if (it == g_pool.end()) return 0.0;
+      auto lat = it->second.lat;
+      std::sort(lat.begin(), lat.end());
+      return pct(lat, 0.99);
+    };
+    if (p99(Target::kOptions) > 0 && p99(Target::kFloor) > 0) {
+      std::printf("  %-8s p99 ratio Allocate/Options %.2f, Allocate/Floor %.2f, Options/Floor %.2f\n", form,
+                  p99(Target::kAllocate) / p99(Target::kOptions),
+                  p99(Target::kAllocate) / p99(Target::kFloor), p99(Target::kOptions) / p99(Target::kFloor));
+    }
+  }
+  for (const char* key : {"single/Allocate", "inprocess/Allocate"}) {
+    auto it = g_pool.find(key);
+    if (it == g_pool.end()) continue;
+    auto lat = it->second.lat;
+    std::sort(lat.begin(), lat.end());
+    std::printf("  %-19s p50 %7.1f  p99 %7.1f\n",
+                std::strcmp(key, "single/Allocate") == 0 ? "Allocate, 1 caller" : "Allocate in-process",
+                pct(lat, 0.5), pct(lat, 0.99));
+  }
+  std::printf("  target: Allocate p99 <= 1000 us with 64 concurrent callers\n");
+  // Little's law for a closed loop: mean latency = calls in flight / throughput, and the throughput of
+  // two cores is at most 2 / (client cpu + server cpu) per call.
+  for (Target t : {Target::kFloor, Target::kAllocate}) {
+    auto it = g_pool.find(std::string("closed/") + name(t));
+    if (it == g_pool.end() || it->second.lat.empty()) continue;
+    const double n = static_cast<double>(it->second.lat.size());
+    const double cpu_us = (it->second.client_cpu + it->second.server_cpu) * 1e6 / n;
+    const double cores = static_cast<double>(std::thread::hardware_concurrency());
+    std::printf(
+        "  bound (%s, closed): %.1f us CPU per call on %.0f cores -> at most %.0f calls/s -> mean "
+        "latency of %d in flight >= %.0f us\n",
+        name(t), cpu_us, cores, cores * 1e6 / cpu_us, kCallers, kCallers * cpu_us / cores);
+  }
+  for (const char* key : {"fault/stream", "fault/callback"}) {
+    auto ms = g_ms[key];
+    if (ms.empty()) continue;
+    std::sort(ms.begin(), ms.end());
+    std::printf("  %-34s median %6.2f ms  max %6.2f ms\n",
+                std::strcmp(key, "fault/stream") == 0 ? "fault to Unhealthy on ListAndWatch"
+                                                      : "fault to query callback (baseline)",
+                ms[ms.size() / 2], ms.back());
+  }
+  std::printf("  target: fault to Unhealthy <= 500 ms\n");
+  if (g_value.count("rss_after_mb") != 0) {
+    std::printf(
+        "  plugin RSS: idle %.1f MB, before 10 000 Allocate %.1f MB, after them "
+        "%.1f MB (target <= 20 MB); plugin CPU %.0f us per Allocate call\n",
+        g_value["rss_idle_mb"], g_value["rss_before_mb"], g_value["rss_after_mb"],
+        g_value["cpu_us_per_call"]);
+  }
+}
+
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], kFloorFlag) == 0) return run_floor_server(argv[2]);
+  std::vector<char*> args(argv, argv + argc);
+  std::string interleave = "--benchmark_enable_random_interleaving=true";
+  args.push_back(interleave.data());
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+  setup();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  print_summary();
+  return 0;
+}
