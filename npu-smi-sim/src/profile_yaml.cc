@@ -2,8 +2,12 @@
 // state_from_json. Kept apart from profiles.cc so that the static npu-smi does not link yaml-cpp.
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <nlohmann/json.hpp>
-#include <regex>
+#include <optional>
+#include <string_view>
 
 #include "ascend/common/fs.h"
 #include "ascend/npu/profiles.h"
@@ -15,19 +19,34 @@ using nlohmann::json;
 
 namespace {
 
+// A plain scalar that is an integer in JSON's form: -?(0|[1-9][0-9]*). No std::regex: compiling one costs the
+// container runtime shim, which reads its YAML config on every container start, a few hundred microseconds.
+bool is_json_integer(std::string_view v) {
+  if (v.starts_with('-')) v.remove_prefix(1);
+  if (v.empty() || (v[0] == '0' && v.size() > 1)) return false;
+  return std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// A plain decimal number -?([0-9]+.[0-9]*|.[0-9]+|[0-9]+)([eE][-+]?[0-9]+)?, parsed whole.
+std::optional<double> decimal(std::string_view v) {
+  std::string_view body = v.starts_with('-') ? v.substr(1) : v;
+  if (body.empty() || !((body[0] >= '0' && body[0] <= '9') || body[0] == '.')) return std::nullopt;
+  double d = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), d, std::chars_format::general);
+  if (ec != std::errc() || end != v.data() + v.size() || !std::isfinite(d)) return std::nullopt;
+  return d;
+}
+
 json scalar_to_json(const YAML::Node& n) {
   const std::string& v = n.Scalar();
   if (n.Tag() == "!") return v;  // quoted: always a string
-  static const std::regex kInt(R"(^-?(0|[1-9][0-9]*)$)");
-  static const std::regex kFloat(R"(^-?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][-+]?[0-9]+)?$)");
-  if (std::regex_match(v, kInt)) {
-    try {
-      return std::stoll(v);
-    } catch (const std::exception&) {
-      return v;
-    }
+  if (is_json_integer(v)) {
+    long long i = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), i);
+    if (ec == std::errc() && end == v.data() + v.size()) return i;
+    return v;  // out of range
   }
-  if (std::regex_match(v, kFloat)) return std::stod(v);
+  if (auto d = decimal(v)) return *d;
   if (v == "true" || v == "True") return true;
   if (v == "false" || v == "False") return false;
   if (v == "null" || v == "~") return nullptr;

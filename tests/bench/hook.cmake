@@ -1,9 +1,15 @@
 # ascend-docker-runtime + ascend-docker-hook: `runc run` of /bin/true in a busybox bundle with
 # ASCEND_VISIBLE_DEVICES=0-7 and base.list, against the same bundle with no request under plain runc (the
-# baseline, in the same run), and the shim's pass-through cost with no request.
+# baseline, in the same run), and the shim's pass-through cost with no request; two floors: runc alone on the
+# spec the shim writes (runc's own injection work) and a static program that only execs runc (any shim's cost).
 if(TARGET hook_test_support AND TARGET ascend-docker-runtime)
   add_executable(hook_bench ${CMAKE_CURRENT_LIST_DIR}/hook_bench.cc)
   target_link_libraries(hook_bench PRIVATE hook_test_support benchmark::benchmark)
   target_compile_definitions(hook_bench PRIVATE ASCEND_BIN_DIR="${CMAKE_BINARY_DIR}/bin")
-  add_dependencies(hook_bench ascend-docker-runtime ascend-docker-hook npu-sim npu-smi ascend_driver_stub)
+  add_executable(hook_bench_exec_floor ${CMAKE_CURRENT_LIST_DIR}/exec_floor.cc)
+  target_link_options(hook_bench_exec_floor PRIVATE -static)
+  target_compile_definitions(hook_bench PRIVATE
+                             ASCEND_EXEC_FLOOR="$<TARGET_FILE:hook_bench_exec_floor>")
+  add_dependencies(hook_bench ascend-docker-runtime ascend-docker-hook npu-sim npu-smi ascend_driver_stub
+                   hook_bench_exec_floor)
 endif()

@@ -1,8 +1,12 @@
 #include "ascend/npu/profiles.h"
 
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
+#include <nlohmann/json.hpp>
 #include <set>
+
+#include "ascend/npu/yaml_json.h"
 
 namespace ascend::npu {
 namespace {
@@ -106,6 +110,38 @@ TEST(Profiles, CustomYamlErrorsNameFileAndField) {
   auto missing = load_profile("/no/such/profile.yaml");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().code(), ENOENT);
+}
+
+TEST(YamlJson, PlainScalarsBecomeNumbersAndBooleansQuotedOnesStayStrings) {
+  using nlohmann::json;
+  const std::pair<const char*, json> cases[] = {
+      {"0", 0},
+      {"42", 42},
+      {"-7", -7},
+      {"007", 7.0},  // a leading zero: not an integer, but a decimal (as YAML 1.2 core reads it)
+      {"9223372036854775808", "9223372036854775808"},  // beyond int64: kept as written
+      {"1.5", 1.5},
+      {"-0.25", -0.25},
+      {".5", 0.5},
+      {"3.", 3.0},
+      {"1e3", 1000.0},
+      {"2.5E-1", 0.25},
+      {"1e", "1e"},
+      {"+1", "+1"},
+      {"inf", "inf"},
+      {"nan", "nan"},
+      {"0x10", "0x10"},
+      {"24.1.rc2", "24.1.rc2"},
+      {"true", true},
+      {"False", false},
+      {"~", nullptr},
+      {"\"12\"", "12"},
+      {"'true'", "true"},
+  };
+  for (const auto& [text, want] : cases) {
+    SCOPED_TRACE(text);
+    EXPECT_EQ(yaml_to_json(YAML::Load(std::string("v: ") + text))["v"], want);
+  }
 }
 
 TEST(Profiles, TemplatesPerFamily) {
