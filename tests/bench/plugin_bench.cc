@@ -280,6 +280,14 @@ std::unique_ptr<Stub> stub_for(Target t) {
   return t == Target::kFloor ? setup().floor_stub() : setup().stub();
 }
 
+// One slot per caller, and the channel warmed with 64 blocking calls.
+std::vector<CallSlot> warmed_slots(Target t, Stub& stub) {
+  std::vector<CallSlot> slots(kCallers);
+  for (int c = 0; c < kCallers; ++c) slots[static_cast<std::size_t>(c)].init(c);
+  for (int i = 0; i < 64; ++i) slots[0].call_blocking(t, stub);
+  return slots;
+}
+
 // Waits until `n` completions were counted.
 class Latch {
  public:
@@ -381,9 +389,7 @@ void closed_loop(benchmark::State& state, Target t) {
 // Bursts: 64 calls started at once from this thread, then all awaited; kCallsPerCaller bursts.
 void bursts(benchmark::State& state, Target t) {
   auto stub = stub_for(t);
-  std::vector<CallSlot> slots(kCallers);
-  for (int c = 0; c < kCallers; ++c) slots[static_cast<std::size_t>(c)].init(c);
-  for (int i = 0; i < 64; ++i) slots[0].call_blocking(t, *stub);
+  std::vector<CallSlot> slots = warmed_slots(t, *stub);
   std::vector<double> lat;
   double seconds = 0;
   double client_cpu = 0;
@@ -421,9 +427,7 @@ void bursts(benchmark::State& state, Target t) {
 // 64 OS threads with the blocking stub, each making kCallsPerCaller calls back to back.
 void threads(benchmark::State& state, Target t) {
   auto stub = stub_for(t);
-  std::vector<CallSlot> slots(kCallers);
-  for (int c = 0; c < kCallers; ++c) slots[static_cast<std::size_t>(c)].init(c);
-  for (int i = 0; i < 64; ++i) slots[0].call_blocking(t, *stub);
+  std::vector<CallSlot> slots = warmed_slots(t, *stub);
   std::vector<double> all;
   double seconds = 0;
   double client_cpu = 0;
