@@ -11,7 +11,13 @@
 
 namespace ascend::hook {
 
+namespace {
+bool g_logging = false;  // setup_binary_logging ran
+}  // namespace
+
 void setup_binary_logging(const Config& config) {
+  if (g_logging) return;
+  g_logging = true;
   LogOptions opts;
   opts.level = config.log_level;
   opts.also_stderr = false;
@@ -38,9 +44,15 @@ void setup_binary_logging(const Config& config) {
 
 int report_failure(const std::string& program, const Error& e) {
   std::fprintf(stderr, "%s: %s\n", program.c_str(), e.message().c_str());
-  spdlog::error("{}", e.message());
-  spdlog::default_logger()->flush();
+  if (g_logging) {  // never spdlog's default logger: it writes to stdout
+    spdlog::error("{}", e.message());
+    spdlog::default_logger()->flush();
+  }
   return 1;
+}
+
+void flush_logs() {
+  if (g_logging) spdlog::default_logger()->flush();
 }
 
 }  // namespace ascend::hook

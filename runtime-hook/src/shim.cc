@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "ascend/common/fs.h"
+#include "ascend/hook/cli.h"
 #include "ascend/hook/executor.h"
 #include "ascend/hook/oci.h"
 #include "ascend/hook/request.h"
@@ -112,6 +113,7 @@ Result<bool> prepare_bundle(const RuntimeArgs& args, const Config& config) {
   ASCEND_ASSIGN(nlohmann::ordered_json spec, parse_spec(text), spec_path);
   ASCEND_ASSIGN(std::vector<std::string> env, spec_env(spec), spec_path);
   if (!requests_devices(env)) return false;  // not ours: config.json stays byte for byte
+  setup_binary_logging(config);              // only now: a container that asks for nothing pays no log set-up
 
   npu::Emulator dq(config.host_root);
   ASCEND_ASSIGN(npu::HostState host, dq.snapshot(), "read the NPU host");
@@ -211,7 +213,7 @@ Error run_shim(const RuntimeArgs& args, const Config& config) {
   argv.push_back(const_cast<char*>(config.runtime_path.c_str()));
   for (const auto& a : args.runtime_args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  spdlog::default_logger()->flush();
+  flush_logs();
   ::execv(runtime->c_str(), argv.data());
   return Error::from_errno(errno, "exec " + *runtime);
 }

@@ -56,8 +56,9 @@ int main(int argc, char** argv) {
     ascend::hook::report_to_runtime_log(*parsed, "ascend-docker-runtime: " + config.error().message());
     return ascend::hook::report_failure("ascend-docker-runtime", config.error());
   }
-  ascend::hook::setup_binary_logging(*config);
+  // The shim sets up its log once a container asks for NPUs; the pass-through path never does.
   ascend::Error e = ascend::hook::run_shim(*parsed, *config);
+  ascend::hook::setup_binary_logging(*config);
   ascend::hook::report_to_runtime_log(*parsed, "ascend-docker-runtime: " + e.message());
   return ascend::hook::report_failure("ascend-docker-runtime", e);
 }

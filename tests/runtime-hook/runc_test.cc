@@ -221,6 +221,8 @@ TEST_F(RuncFixture, NoRequestKeepsTheSpecByteForByte) {
     EXPECT_EQ(slurp(b->config_path()), before);
     runner_.remove(id);
   }
+  // Nothing to log for a container that asks for nothing: the shim does not even set its log up.
+  EXPECT_NE(::access((tmp_ / "log/ascend.log").c_str(), F_OK), 0);
   auto b = bundle({});
   auto o = run(*b, unique_id("plainrun"));
   ASSERT_EQ(o.exit_code, 0) << o.err;
@@ -390,6 +392,20 @@ TEST_F(RuncHookModeTest, TheHookDoesNotInheritTheContainersEnvironment) {
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_NE(::access(ASCEND_CANARY_FILE, F_OK), 0) << "the hook loaded the container's LD_PRELOAD";
   ::unlink(ASCEND_CANARY_FILE);
+}
+
+TEST_F(RuncFixture, AFailureIsOneLineOnStderrAndNothingOnStdout) {
+  // The engine reads the runtime's stdout for some verbs: a failure must not write there.
+  auto o = testing::run({bin("ascend-docker-runtime"), "--config", tmp_ / "missing.yaml", "state", "x"});
+  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_EQ(o.out, "");
+  EXPECT_NE(o.err.find("missing.yaml"), std::string::npos) << o.err;
+  auto b = bundle({"ASCEND_VISIBLE_DEVICES=9"});
+  auto bad = run(*b, unique_id("stdout"));
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.out, "");
+  EXPECT_NE(bad.err.find("no device 9"), std::string::npos) << bad.err;
+  EXPECT_NE(slurp(tmp_ / "log/ascend.log").find("no device 9"), std::string::npos);  // and in the log
 }
 
 TEST_F(RuncFixture, OtherVerbsPassThroughToRunc) {

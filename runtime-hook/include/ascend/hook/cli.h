@@ -1,5 +1,5 @@
 // What the three mains share: turning the config's log settings into a logger, and the one line a failure
-// prints. Not thread-safe (call once from main).
+// prints. Not thread-safe (call from main's thread).
 #pragma once
 
 #include <string>
@@ -10,10 +10,15 @@
 namespace ascend::hook {
 
 // Logs to the config's rotating log file. When that file cannot be written (not root, read-only /var/log)
-// logging is off rather than noisy: the binaries print their one failure line themselves.
+// logging is off rather than noisy: the binaries print their one failure line themselves. Runs once; later
+// calls do nothing, so the shim can call it only once it has something to log (a request, a failure).
 void setup_binary_logging(const Config& config);
 
-// Prints "<program>: <message>" on stderr and logs it; returns the exit code for failures (1).
+// Prints "<program>: <message>" on stderr and, once logging is set up, logs it; returns the exit code for
+// failures (1).
 int report_failure(const std::string& program, const Error& e);
+
+// Flushes the log, if logging is set up (before an exec).
+void flush_logs();
 
 }  // namespace ascend::hook
