@@ -4,4 +4,5 @@
 if(TARGET ascend_topology)
   add_executable(topology_bench ${CMAKE_CURRENT_LIST_DIR}/topology_bench.cc)
   target_link_libraries(topology_bench PRIVATE ascend_topology benchmark::benchmark)
+  target_include_directories(topology_bench PRIVATE ${CMAKE_SOURCE_DIR}/tests/common)
 endif()

@@ -19,23 +19,14 @@
 #include "ascend/topology/choose.h"
 #include "ascend/topology/place.h"
 #include "ascend/topology/simulate.h"
+#include "splitmix.h"
 
 namespace {
 
 using namespace ascend::topology;
 
-// splitmix64: a fixed, portable stream so that every run benchmarks the same cluster.
-struct Rng {
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  int below(int n) { return static_cast<int>(next() % static_cast<std::uint64_t>(n)); }
-  double unit() { return static_cast<double>(next() >> 11) / 9007199254740992.0; }
-};
+// A fixed, portable stream: the same seed gives the same cluster on every run.
+using Rng = ascend::testing::SplitMix64;
 
 Cluster fragmented_cluster(int nodes, double busy_fraction, std::uint64_t seed) {
   auto specs = generate_nodes("atlas800t-a2", nodes, 16, 4, "node-");

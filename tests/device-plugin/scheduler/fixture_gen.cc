@@ -8,23 +8,13 @@
 
 #include "ascend/npu/profiles.h"
 #include "ascend/topology/choose.h"
+#include "splitmix.h"
 
 namespace ascend::scheduler::testing {
 namespace {
 
-// splitmix64: portable and fixed, so the fixtures never change unless the generator does.
-struct Rng {
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  int below(int n) { return static_cast<int>(next() % static_cast<std::uint64_t>(n)); }
-  double unit() { return static_cast<double>(next() >> 11) / 9007199254740992.0; }
-  double range(double lo, double hi) { return lo + (hi - lo) * unit(); }
-};
+// A fixed, portable stream: the same seed gives the same cluster on every run.
+using Rng = ascend::testing::SplitMix64;
 
 std::string num(double v) {
   char buf[32];
