@@ -2,13 +2,25 @@
 // tests/fixtures/scheduler.
 #include <cstdio>
 #include <filesystem>
+#include <string_view>
 
 #include "ascend/common/fs.h"
 #include "fixture_gen.h"
 
+namespace {
+constexpr const char* kUsage =
+    "usage: scheduler_fixture_gen DIR\n"
+    "Writes the generated scheduler fixtures (cluster states, jobs, the suite) under DIR, normally\n"
+    "tests/fixtures/scheduler. Exit codes: 0 written, 1 a file could not be written, 2 bad usage.\n";
+}  // namespace
+
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: scheduler_fixture_gen DIR (normally tests/fixtures/scheduler)\n");
+  if (argc == 2 && (std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (argc != 2 || argv[1][0] == '-') {
+    std::fputs(kUsage, stderr);
     return 2;
   }
   for (const auto& f : ascend::scheduler::testing::generate_fixtures()) {
