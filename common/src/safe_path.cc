@@ -32,9 +32,16 @@ Result<UniqueFd> try_openat2(int root_fd, const std::string& path, int flags) {
   how.flags = static_cast<unsigned long long>(flags | O_CLOEXEC);
   how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
   std::string rel = path.empty() ? "." : path;
-  long fd = ::syscall(SYS_openat2, root_fd, rel.c_str(), &how, sizeof how);
-  if (fd < 0) return Error::from_errno(errno, "openat2 " + path);
-  return UniqueFd(static_cast<int>(fd));
+  // EAGAIN: a rename or mount anywhere on the system raced with resolving "..", and the kernel asks the
+  // caller to try again (openat2(2)). Busy hosts (container starts do both) hit it; retry a while, then let
+  // the caller fall back to the component walk.
+  constexpr int kAttempts = 64;
+  for (int attempt = 0;; ++attempt) {
+    long fd = ::syscall(SYS_openat2, root_fd, rel.c_str(), &how, sizeof how);
+    if (fd >= 0) return UniqueFd(static_cast<int>(fd));
+    if (errno == EINTR || (errno == EAGAIN && attempt + 1 < kAttempts)) continue;
+    return Error::from_errno(errno, "openat2 " + path);
+  }
 }
 
 // Component-wise walk. `stack` holds the fds of the directories from the root down, so ".." pops (and
@@ -116,7 +123,8 @@ Result<UniqueFd> walk(int root_fd, const std::string& path, int flags) {
 Result<UniqueFd> open_in_root(int root_fd, const std::string& path, int flags, ResolveMode mode) {
   if (mode == ResolveMode::kAuto) {
     auto r = try_openat2(root_fd, path, flags);
-    if (r.ok() || (r.error().code() != ENOSYS && r.error().code() != EPERM)) return r;
+    const int err = r.ok() ? 0 : r.error().code();
+    if (r.ok() || (err != ENOSYS && err != EPERM && err != EAGAIN)) return r;
   }
   auto r = walk(root_fd, path, flags);
   if (r.ok() && !r->valid()) return Error::from_errno(errno, "open " + path);

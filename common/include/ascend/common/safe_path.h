@@ -2,7 +2,8 @@
 // ".." and absolute link targets are resolved as if the root were "/". Uses openat2(RESOLVE_IN_ROOT) and,
 // on kernels without it, walks the path one component at a time with O_NOFOLLOW, resolving each symlink
 // by hand against the root fd. The returned fd is O_PATH unless `flags` asks otherwise, so callers can
-// act on it through /proc/self/fd/N and nothing can swap a component between check and use.
+// act on it through /proc/self/fd/N and nothing can swap a component between check and use. openat2's EAGAIN
+// (a rename or mount elsewhere raced with "..") is retried, then answered by the walk.
 // Thread-safe (no shared state).
 #pragma once
 
