@@ -44,10 +44,8 @@ void setup_binary_logging(const Config& config) {
 
 int report_failure(const std::string& program, const Error& e) {
   std::fprintf(stderr, "%s: %s\n", program.c_str(), e.message().c_str());
-  if (g_logging) {  // never spdlog's default logger: it writes to stdout
-    spdlog::error("{}", e.message());
-    spdlog::default_logger()->flush();
-  }
+  if (g_logging) spdlog::error("{}", e.message());  // never spdlog's default logger: it writes to stdout
+  flush_logs();
   return 1;
 }
 

@@ -10,6 +10,7 @@
 #include "ascend/hook/oci.h"
 #include "ascend/hook/plan.h"
 #include "ascend/hook/request.h"
+#include "ascend/hook/spec_edit.h"
 #include "ascend/npu/emulator.h"
 
 namespace ascend::hook {
@@ -35,15 +36,18 @@ std::vector<DeviceEntry> missing_nodes(const nlohmann::ordered_json& spec,
   return out;
 }
 
-// Drops the planned mounts the runtime performs itself: a bind mount with that destination is in the spec
-// (the shim wrote it there, Config::injection "spec"), so a hook also registered through hooks.d does not
-// stack a second copy on top.
+// Drops the planned mounts the runtime performs itself: the shim (Config::injection "spec") wrote a bind
+// mount with that destination and exactly its options, so a hook also registered through hooks.d does not
+// stack a second copy on top. A user's own volume at a driver path (other options) is still covered by the
+// driver's.
 void drop_spec_mounts(const nlohmann::ordered_json& spec, std::vector<MountEntry>& planned) {
   auto m = spec.find("mounts");
   if (m == spec.end() || !m->is_array()) return;
+  const nlohmann::ordered_json ours = kBindMountOptions;
   std::erase_if(planned, [&](const MountEntry& p) {
     return std::any_of(m->begin(), m->end(), [&](const auto& e) {
-      return e.is_object() && e.value("type", "") == "bind" && e.value("destination", "") == p.path;
+      return e.is_object() && e.value("type", "") == "bind" && e.value("destination", "") == p.path &&
+             e.contains("options") && e["options"] == ours;
     });
   });
 }

@@ -16,7 +16,9 @@ constexpr const char* kFooter = R"(
 Stages (the OCI state arrives on stdin, at most 1 MiB):
   prestart   (the default) re-derives the container's request from <bundle>/config.json and injects it in
              the container's mount namespace: driver files bind-mounted read-only, nosuid, nodev; device
-             nodes checked by st_rdev. Registered without ascend-docker-runtime (OCI hooks.d style) it also
+             nodes checked by st_rdev. ascend-docker-runtime registers it with "injection: hook"; with the
+             default "injection: spec" runc mounts the driver files itself, and a hook registered as well
+             leaves those mounts alone. Registered without ascend-docker-runtime (OCI hooks.d style) it also
              creates the device nodes and writes the cgroup v1 devices.allow rules; on cgroup v2 that needs
              the runtime, and the hook fails saying so.
   poststop   --destroy-vnpu ID destroys the dynamic vNPU the runtime made for the container.

@@ -355,6 +355,23 @@ TEST_F(RuncFixture, AHookAlsoRegisteredLeavesTheSpecsMountsToTheRuntime) {
       << "the hook mounted the driver files a second time";
 }
 
+TEST_F(RuncHookModeTest, AUsersOwnVolumeAtADriverPathIsStillCoveredByTheDriver) {
+  // Only the shim's own spec mounts (its exact options) tell the hook to leave a path to runc.
+  std::string volume = tmp_ / "user-volume";
+  ::mkdir(volume.c_str(), 0755);
+  auto b = bundle({"ASCEND_VISIBLE_DEVICES=0"});
+  b->spec()["mounts"].push_back({{"destination", "/usr/local/dcmi"},
+                                 {"type", "bind"},
+                                 {"source", volume},
+                                 {"options", {"rbind", "ro"}}});
+  b->save();
+  auto o = run(*b, unique_id("volume"));
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  expect_base_mounts(parse_probe(o.out));
+  EXPECT_NE(slurp(tmp_ / "log/ascend.log").find("7 mounts attached"), std::string::npos)
+      << "the hook left a driver path to the user's volume";
+}
+
 TEST_F(RuncFixture, BareHookRegisteredInTheSpecCreatesNodesAndCgroupRules) {
   auto b = bundle({"ASCEND_VISIBLE_DEVICES=1,3"});
   b->spec()["hooks"]["prestart"] = {{{"path", bin("ascend-docker-hook")},
