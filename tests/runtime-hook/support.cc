@@ -213,8 +213,12 @@ void stop_process(int pid, std::chrono::milliseconds grace) {
   ::waitpid(pid, nullptr, 0);
 }
 
-EmulatedHost::EmulatedHost(std::string root, const std::string& profile) : root_(std::move(root)) {
-  auto o = run({bin("npu-sim"), "load", "--root", root_, "--profile", profile});
+EmulatedHost::EmulatedHost(std::string root, const std::string& profile,
+                           const std::vector<std::string>& extra)
+    : root_(std::move(root)) {
+  std::vector<std::string> argv = {bin("npu-sim"), "load", "--root", root_, "--profile", profile};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  auto o = run(argv);
   ok_ = o.exit_code == 0;
   error_ = o.err;
 }

@@ -66,7 +66,9 @@ void stop_process(int pid, std::chrono::milliseconds grace);
 // An emulated host under `root`, loaded with `npu-sim load` (and unloaded on destruction).
 class EmulatedHost {
  public:
-  EmulatedHost(std::string root, const std::string& profile = "atlas800t-a2");
+  // `extra` goes to `npu-sim load` (e.g. {"--node-index", "2"}).
+  EmulatedHost(std::string root, const std::string& profile = "atlas800t-a2",
+               const std::vector<std::string>& extra = {});
   ~EmulatedHost();
   const std::string& root() const { return root_; }
   bool ok() const { return ok_; }

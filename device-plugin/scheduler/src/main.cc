@@ -1,5 +1,6 @@
-// ascend-scheduler: places training jobs on an Ascend cluster (place), replays job traces (simulate) and
-// plans the parallel layout of a model (plan). Thin CLI over ascend_topology.
+// ascend-scheduler: places training jobs on an Ascend cluster (place), replays job traces (simulate), plans
+// the parallel layout of a model (plan) and serves kube-scheduler as an extender (serve). Thin CLI over
+// ascend_topology and the extender library.
 #include <CLI/CLI.hpp>
 #include <iostream>
 
@@ -8,7 +9,7 @@
 namespace {
 
 constexpr const char* kFooter = R"(
-Exit codes: 0 ok; 1 an output file could not be written; 2 bad input (the message names the file, line and
+Exit codes: 0 ok; 1 an output file could not be written (serve: cannot listen or persist); 2 bad input (the message names the file, line and
 field) or bad usage; 3 infeasible: the job does not fit, or no layout fits ({"error": ...} on stdout).
 Policies: topo (ours: whole-job, parallelism-aware), first-fit (first free chips in node order), volcano
 (Volcano's Ascend node-local affinity rules, one pod at a time). File formats and the cost model: README.)";
@@ -59,13 +60,47 @@ int main(int argc, char** argv) {
   pn->add_flag("--json", plan.json, "print JSON instead of a table");
   pn->footer(kFooter);
 
+  ServeCommand serve;
+  auto& so = serve.server;
+  double ttl_s = 300;
+  auto* sv =
+      app.add_subcommand("serve", "kube-scheduler extender: place whole jobs, hand each pod its chips");
+  sv->add_option("--cluster", so.cluster, "cluster file (YAML), as place reads it")->required();
+  sv->add_option("--listen", so.listen, "HOST:PORT to serve on (port 0: any free port)")
+      ->default_val(so.listen);
+  sv->add_option("--state", so.state, "keep reservations and bindings in this file (atomic writes)");
+  sv->add_option("--tls-cert", so.tls_cert, "serve HTTPS with this certificate (PEM)");
+  sv->add_option("--tls-key", so.tls_key, "the certificate's private key (PEM)");
+  sv->add_option("--token-file", so.token_file,
+                 "bearer token required on the device-plugin and release endpoints (default: loopback only)");
+  sv->add_option("--kube-api", so.kube_api, "API server URL: bind creates the pod's Binding there");
+  sv->add_option("--kube-token-file", so.kube_token_file, "bearer token for --kube-api");
+  sv->add_option("--kube-ca-file", so.kube_ca_file, "CA bundle to verify an https --kube-api");
+  sv->add_option("--reservation-ttl", ttl_s, "seconds a reservation waits for its pod to be bound")
+      ->default_val(300)
+      ->check(CLI::PositiveNumber);
+  sv->add_option("--max-body", so.max_body, "largest request body in bytes")->default_val(so.max_body);
+  sv->add_option("--threads", so.threads, "HTTP worker threads (0: the library's default)")->default_val(0);
+  sv->add_option("--log-level", serve.log_level, "trace|debug|info|warn|error|off")->default_val("info");
+  sv->add_option("--log-file", serve.log_file, "also log to this file");
+  sv->footer(kFooter);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : kExitBadInput;
   }
-  if (*pl) return run_place(place, std::cout, std::cerr);
-  if (*si) return run_simulate(sim, std::cout, std::cerr);
-  return run_plan(plan, std::cout, std::cerr);
+  try {
+    if (*pl) return run_place(place, std::cout, std::cerr);
+    if (*si) return run_simulate(sim, std::cout, std::cerr);
+    if (*sv) {
+      so.reservation_ttl = std::chrono::milliseconds(static_cast<long long>(ttl_s * 1000));
+      return run_serve(serve, std::cerr);
+    }
+    return run_plan(plan, std::cout, std::cerr);
+  } catch (const std::exception& e) {  // last resort: one line, never an abort
+    std::cerr << "ascend-scheduler: internal error: " << e.what() << "\n";
+    return kExitIo;
+  }
 }

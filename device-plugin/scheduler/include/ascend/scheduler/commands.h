@@ -6,6 +6,7 @@
 #include <ostream>
 #include <string>
 
+#include "ascend/scheduler/server.h"
 #include "ascend/topology/plan.h"
 
 namespace ascend::scheduler {
@@ -37,5 +38,14 @@ struct PlanOptions {
   bool json = false;
 };
 int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err);
+
+struct ServeCommand {
+  ServeOptions server;
+  std::string log_level = "info";
+  std::string log_file;
+};
+// Serves until SIGINT/SIGTERM. Exit codes: 0 stopped cleanly, 1 cannot listen or persist, 2 bad input
+// (cluster file, state file, token or TLS files, options).
+int run_serve(const ServeCommand& o, std::ostream& err);
 
 }  // namespace ascend::scheduler

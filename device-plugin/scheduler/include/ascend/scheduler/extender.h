@@ -1,0 +1,203 @@
+// The extender's state machine: which chips of the cluster each job and pod holds, and the answers to the
+// kube-scheduler extender verbs (filter, prioritize, bind), the device plugins' inventory, reservation and
+// allocation calls, and release. Every call is a pure transition of this value given `now`: no I/O, no
+// clock, no locks. The HTTP server (server.h) owns one, guards it with a mutex and persists it.
+//
+// Lifecycle of the chips of a job: the first filter of any of its pods places the whole job with topo on the
+// candidate nodes and reserves every pod's chips (a slot per pod). A slot is Reserved until its pod is
+// bound, Bound until the node's device plugin reports the allocation, then Allocated; release frees it.
+// A slot never bound expires after the reservation TTL; a released or expired slot is taken again by a pod
+// with its index when its chips are still free. A job is forgotten when none of its slots holds chips.
+// A pod without a job is given chips by the node-level allocator at bind.
+//
+// Not thread-safe: callers serialise access.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ascend/common/error.h"
+#include "ascend/scheduler/pod.h"
+#include "ascend/topology/cluster.h"
+#include "ascend/topology/place.h"
+
+namespace ascend::scheduler {
+
+using Clock = std::chrono::system_clock;
+
+enum class SlotState { kReserved, kBound, kAllocated, kReleased, kExpired };
+std::string_view to_string(SlotState s);
+
+// The chips one pod holds on one node.
+struct Slot {
+  int node = -1;
+  std::vector<int> phys;  // ascending
+  SlotState state = SlotState::kReserved;
+  std::string pod;  // the bound pod's name (namespace: the job's)
+  std::string uid;
+  Clock::time_point since{};  // when the current state began
+};
+
+struct JobRecord {
+  std::string ns;
+  JobRequest spec;
+  std::string resource;
+  int chips_per_pod = 0;
+  topology::Placement placement;
+  std::vector<Slot> slots;  // by pod index
+  Clock::time_point placed_at{};
+
+  std::string key() const { return ns + "/" + spec.name; }
+  topology::Job job() const;
+};
+
+// A pod without a job that was bound (slot.pod is its name).
+struct PodRecord {
+  std::string ns;
+  std::string resource;
+  Slot slot;
+};
+
+// What a filter call decided, per node name given.
+struct FilterResult {
+  std::vector<std::string> passed;
+  std::map<std::string, std::string> failed;        // may be helped by preemption
+  std::map<std::string, std::string> unresolvable;  // cannot be helped
+};
+
+struct NodeScore {
+  std::string host;
+  int score = 0;
+};
+
+// The device plugin's report of one node.
+struct ChipReport {
+  int phy_id = 0;
+  bool healthy = true;
+  bool in_use = false;
+};
+struct Inventory {
+  std::string resource;
+  std::vector<ChipReport> chips;
+};
+
+// A pending allocation as the plugins see it.
+struct Reservation {
+  std::string ns;
+  std::string pod;
+  std::string job;  // "" for a pod without a job
+  std::vector<int> chips;
+};
+
+// What a container of an allocated reservation gets.
+struct Grant {
+  std::string ns;
+  std::string pod;
+  std::string job;
+  std::map<std::string, std::string> env;
+  std::optional<nlohmann::ordered_json> ranktable;
+};
+
+inline constexpr const char* kRankTablePath = "/etc/ascend/hccl.json";
+
+class Scheduler {
+ public:
+  explicit Scheduler(topology::Cluster cluster,
+                     std::chrono::milliseconds reservation_ttl = std::chrono::minutes(5));
+
+  const topology::Cluster& cluster() const { return cluster_; }
+
+  // Extender verbs. `nodes` are the candidate node names kube-scheduler sends.
+  FilterResult filter(const PodInfo& pod, const std::vector<std::string>& nodes, Clock::time_point now);
+  std::vector<NodeScore> prioritize(const PodInfo& pod, const std::vector<std::string>& nodes) const;
+  // Records pod -> node -> chips. EINVAL: unknown pod / wrong node; ENOSPC: the chips are gone.
+  Status bind(const std::string& ns, const std::string& name, const std::string& uid, const std::string& node,
+              Clock::time_point now);
+  // Undoes a bind whose Binding could not be created in the API server.
+  void unbind(const std::string& ns, const std::string& name, Clock::time_point now);
+  // Frees the pod's chips. ENOENT: the scheduler holds nothing for it.
+  Status release(const std::string& ns, const std::string& name, Clock::time_point now);
+  // Ends never-bound reservations older than the TTL and forgets pods seen long ago. Returns how many
+  // slots expired.
+  int expire(Clock::time_point now);
+
+  // Device plugins. ENOENT: node not in the cluster file; EINVAL: a chip it does not have.
+  Status put_inventory(const std::string& node, const Inventory& inv, Clock::time_point now);
+  Result<std::vector<Reservation>> reservations(const std::string& node) const;
+  // ENOENT: no pending reservation of this size (a pod the scheduler does not know); EBUSY: there are
+  // some, but none has exactly these chips (the message says which and why).
+  Result<Grant> take_allocation(const std::string& node, std::vector<int> chips, Clock::time_point now);
+
+  // Views (JSON of the README).
+  nlohmann::ordered_json cluster_view() const;
+  Result<nlohmann::ordered_json> placement_of(const std::string& ns, const std::string& job) const;
+  Result<nlohmann::ordered_json> ranktable_of(const std::string& ns, const std::string& job) const;
+  Result<std::map<std::string, std::string>> env_of(const std::string& ns, const std::string& job,
+                                                    int pod) const;
+
+  struct Counts {
+    int free = 0, used = 0, unhealthy = 0;
+    int jobs = 0, pending_jobs = 0;
+    std::uint64_t placed = 0, refused = 0;
+  };
+  Counts counts() const;
+
+  // Bumped by every change that save() would show (the server persists when it moved).
+  std::uint64_t changes() const { return changes_; }
+
+  // Persistence: everything that is not the cluster file.
+  nlohmann::json save() const;
+  // Replaces the state with a saved one; fails (EINVAL) naming what does not match the cluster.
+  Status load(const nlohmann::json& saved);
+
+ private:
+  struct NodeState {
+    std::uint64_t busy = 0;       // in use by containers (the plugin's report, or the cluster file's)
+    std::uint64_t unhealthy = 0;  //
+    std::uint64_t held = 0;       // held by our slots (reserved, bound, allocated)
+    bool reported = false;
+    Clock::time_point reported_at{};
+  };
+  struct Seen {  // a pod that passed filter and is not bound yet
+    PodInfo pod;
+    Clock::time_point at{};
+  };
+
+  std::uint64_t free_mask(int node) const;
+  std::uint64_t mask_of(int node, const std::vector<int>& phys) const;
+  std::vector<int> phys_of(int node, std::uint64_t mask) const;
+  void hold(const Slot& s);
+  void unhold(const Slot& s);
+  static bool holds(SlotState s) {
+    return s == SlotState::kReserved || s == SlotState::kBound || s == SlotState::kAllocated;
+  }
+
+  FilterResult filter_job(const PodInfo& pod, const std::vector<std::string>& nodes, Clock::time_point now);
+  FilterResult filter_plain(const PodInfo& pod, const std::vector<std::string>& nodes) const;
+  std::string job_mismatch(const JobRecord& j, const PodInfo& pod) const;
+  Result<JobRecord> place_job(const PodInfo& pod, const std::vector<int>& candidates, Clock::time_point now);
+  // The node-level choice for a pod without a job, or why not.
+  Result<std::vector<int>> choose_on(int node, const std::string& resource, int chips) const;
+  std::string resource_of(int node) const;
+  Grant grant_of(const JobRecord& j, int index) const;
+  void forget_if_done(const std::string& job_key);
+  nlohmann::ordered_json job_view(const JobRecord& j) const;
+
+  topology::Cluster cluster_;
+  std::chrono::milliseconds ttl_;
+  std::vector<NodeState> nodes_;
+  std::map<std::string, JobRecord> jobs_;  // by "ns/name"
+  std::map<std::string, PodRecord> pods_;  // pods without a job, by "ns/name"
+  std::map<std::string, Seen> seen_;       // by "ns/name"
+  std::uint64_t changes_ = 0;
+  std::uint64_t placed_ = 0;
+  std::uint64_t refused_ = 0;
+};
+
+}  // namespace ascend::scheduler

@@ -1,0 +1,54 @@
+// The JSON of the extender protocol (k8s.io/kube-scheduler/extender/v1: Go field names as keys, matched in
+// any letter case on input, as Go's decoder does) and of the device plugins' calls, converted in one place
+// each way. Pure functions; thread-safe. Every parse failure is an EINVAL naming the field.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ascend/common/error.h"
+#include "ascend/scheduler/extender.h"
+#include "ascend/scheduler/pod.h"
+
+namespace ascend::scheduler {
+
+// ExtenderArgs: {"Pod": {...}, "Nodes": {"items": [...]}} or {"Pod": ..., "NodeNames": [...]}.
+struct ExtenderArgs {
+  PodInfo pod;
+  std::vector<std::string> node_names;
+  bool full_nodes = false;            // the caller sent Nodes (full objects), not NodeNames
+  std::vector<nlohmann::json> nodes;  // the Node objects, in order, when full_nodes
+};
+Result<ExtenderArgs> parse_extender_args(const nlohmann::json& body);
+
+// ExtenderFilterResult: passed nodes in the form they came in (Nodes or NodeNames).
+nlohmann::json filter_result_json(const ExtenderArgs& args, const FilterResult& r);
+// An ExtenderFilterResult carrying only an error.
+nlohmann::json filter_error_json(const std::string& error);
+// HostPriorityList: [{"Host": ..., "Score": ...}].
+nlohmann::json priorities_json(const std::vector<NodeScore>& scores);
+
+// ExtenderBindingArgs.
+struct BindingArgs {
+  std::string pod_name;
+  std::string pod_namespace;
+  std::string pod_uid;
+  std::string node;
+};
+Result<BindingArgs> parse_binding_args(const nlohmann::json& body);
+// ExtenderBindingResult: {"Error": ""}.
+nlohmann::json binding_result_json(const std::string& error);
+
+// PUT /v1/nodes/{name}: {"resource": ..., "chips": [{"phy_id", "healthy", "in_use"}]}.
+Result<Inventory> parse_inventory(const nlohmann::json& body);
+// POST /v1/nodes/{name}/allocations: {"chips": [phy ids]}.
+Result<std::vector<int>> parse_allocation(const nlohmann::json& body);
+nlohmann::json reservations_json(const std::string& node, const std::vector<Reservation>& r);
+nlohmann::ordered_json grant_json(const Grant& g);
+
+// The Binding object kube-scheduler creates for a pod.
+nlohmann::json binding_object(const BindingArgs& b);
+
+}  // namespace ascend::scheduler

@@ -1,0 +1,996 @@
+#include "ascend/scheduler/extender.h"
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <set>
+
+#include "ascend/topology/choose.h"
+#include "ascend/topology/cost.h"
+#include "ascend/topology/ranktable.h"
+
+namespace ascend::scheduler {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+namespace {
+
+std::string join(const std::vector<int>& v) {
+  std::string s;
+  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+std::size_t idx(int i) {
+  return static_cast<std::size_t>(i);
+}
+
+std::string describe(const JobRequest& j, int chips_per_pod) {
+  return "tp=" + std::to_string(j.tp) + ",pp=" + std::to_string(j.pp) + ",dp=" + std::to_string(j.dp) +
+         " over " + std::to_string(j.pods) + " pods of " + std::to_string(chips_per_pod);
+}
+
+long long ms_of(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+Clock::time_point time_of(long long ms) {
+  return Clock::time_point(std::chrono::milliseconds(ms));
+}
+
+}  // namespace
+
+std::string_view to_string(SlotState s) {
+  switch (s) {
+    case SlotState::kReserved:
+      return "reserved";
+    case SlotState::kBound:
+      return "bound";
+    case SlotState::kAllocated:
+      return "allocated";
+    case SlotState::kReleased:
+      return "released";
+    case SlotState::kExpired:
+      return "expired";
+  }
+  return "reserved";
+}
+
+topology::Job JobRecord::job() const {
+  topology::Job j;
+  j.name = spec.name;
+  j.tp = spec.tp;
+  j.pp = spec.pp;
+  j.dp = spec.dp;
+  j.npus = spec.tp * spec.pp * spec.dp;
+  j.order = spec.order;
+  j.npus_per_pod = chips_per_pod;
+  j.comm = spec.comm;
+  return j;
+}
+
+Scheduler::Scheduler(topology::Cluster cluster, std::chrono::milliseconds reservation_ttl)
+    : cluster_(std::move(cluster)), ttl_(reservation_ttl), nodes_(cluster_.nodes.size()) {
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    nodes_[n].busy = cluster_.nodes[n].busy;
+    nodes_[n].unhealthy = cluster_.nodes[n].unhealthy;
+  }
+}
+
+// ---- chips ----------------------------------------------------------------------------------------------
+
+std::uint64_t Scheduler::free_mask(int node) const {
+  const NodeState& s = nodes_[idx(node)];
+  return cluster_.type_of(node).all() & ~s.busy & ~s.unhealthy & ~s.held;
+}
+
+std::uint64_t Scheduler::mask_of(int node, const std::vector<int>& phys) const {
+  const auto& t = cluster_.type_of(node);
+  std::uint64_t m = 0;
+  for (int p : phys) {
+    int slot = t.slot_of_phy(p);
+    if (slot >= 0) m |= 1ULL << slot;
+  }
+  return m;
+}
+
+std::vector<int> Scheduler::phys_of(int node, std::uint64_t mask) const {
+  const auto& t = cluster_.type_of(node);
+  std::vector<int> out;
+  for (int s = 0; s < t.size; ++s) {
+    if ((mask >> s & 1) != 0) out.push_back(t.phy[idx(s)]);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void Scheduler::hold(const Slot& s) {
+  nodes_[idx(s.node)].held |= mask_of(s.node, s.phys);
+}
+
+void Scheduler::unhold(const Slot& s) {
+  nodes_[idx(s.node)].held &= ~mask_of(s.node, s.phys);
+}
+
+std::string Scheduler::resource_of(int node) const {
+  return cluster_.type_of(node).host.resource_name;
+}
+
+Result<std::vector<int>> Scheduler::choose_on(int node, const std::string& resource, int chips) const {
+  if (resource_of(node) != resource) {
+    return Error::invalid("node has " + resource_of(node) + " chips; the pod asks for " + resource);
+  }
+  std::uint64_t free = free_mask(node);
+  int n_free = std::popcount(free);
+  if (n_free < chips) {
+    const NodeState& s = nodes_[idx(node)];
+    std::string why =
+        std::to_string(n_free) + " of " + std::to_string(cluster_.type_of(node).size) + " chips free";
+    std::vector<std::string> parts;
+    if (int u = std::popcount(s.unhealthy); u > 0) parts.push_back(std::to_string(u) + " unhealthy");
+    if (int h = std::popcount(s.held & ~s.unhealthy); h > 0)
+      parts.push_back(std::to_string(h) + " reserved for pods");
+    if (int b = std::popcount(s.busy & ~s.held & ~s.unhealthy); b > 0)
+      parts.push_back(std::to_string(b) + " in use");
+    for (std::size_t i = 0; i < parts.size(); ++i) why += (i == 0 ? " (" : ", ") + parts[i];
+    if (!parts.empty()) why += ")";
+    return Error(ENOSPC, why + "; the pod needs " + std::to_string(chips));
+  }
+  auto c = topology::choose(cluster_.type_of(node).host, phys_of(node, free), {}, chips);
+  if (!c.ok()) return c.error();
+  return *c;
+}
+
+// ---- filter -------------------------------------------------------------------------------------------
+
+FilterResult Scheduler::filter(const PodInfo& pod, const std::vector<std::string>& nodes,
+                               Clock::time_point now) {
+  if (!pod.job && pod.job_error.empty()) {
+    FilterResult r = filter_plain(pod, nodes);
+    if (!pod.resource.empty()) seen_[pod.key()] = Seen{pod, now};
+    return r;
+  }
+  return filter_job(pod, nodes, now);
+}
+
+FilterResult Scheduler::filter_plain(const PodInfo& pod, const std::vector<std::string>& nodes) const {
+  FilterResult r;
+  for (const auto& name : nodes) {
+    int n = cluster_.node_index(name);
+    if (pod.resource.empty()) {  // vNPUs or nothing of ours: the kubelet and the device plugin decide
+      r.passed.push_back(name);
+      continue;
+    }
+    if (n < 0) {
+      r.unresolvable[name] = "node " + name + " is not in the scheduler's cluster file";
+      continue;
+    }
+    if (auto it = pods_.find(pod.key()); it != pods_.end()) {  // already bound: only its node
+      if (it->second.slot.node == n) {
+        r.passed.push_back(name);
+      } else {
+        r.unresolvable[name] = "pod is bound to " + cluster_.nodes[idx(it->second.slot.node)].name;
+      }
+      continue;
+    }
+    auto c = choose_on(n, pod.resource, pod.chips);
+    if (c.ok()) {
+      r.passed.push_back(name);
+    } else if (c.error().code() == ENOSPC) {
+      r.failed[name] = c.error().message();
+    } else {
+      r.unresolvable[name] = c.error().message();
+    }
+  }
+  return r;
+}
+
+std::string Scheduler::job_mismatch(const JobRecord& j, const PodInfo& pod) const {
+  if (j.spec.pods == pod.job->pods && j.spec.tp == pod.job->tp && j.spec.pp == pod.job->pp &&
+      j.spec.dp == pod.job->dp && j.spec.order == pod.job->order && j.resource == pod.resource &&
+      j.chips_per_pod == pod.chips) {
+    return {};
+  }
+  return "job " + j.key() + " was placed as " + describe(j.spec, j.chips_per_pod) + " " + j.resource +
+         "; this pod says " + describe(*pod.job, pod.chips) + " " + pod.resource;
+}
+
+FilterResult Scheduler::filter_job(const PodInfo& pod, const std::vector<std::string>& nodes,
+                                   Clock::time_point now) {
+  FilterResult r;
+  auto fail_all = [&](const std::string& why, bool resolvable) {
+    for (const auto& name : nodes) (resolvable ? r.failed : r.unresolvable)[name] = why;
+    return r;
+  };
+  if (!pod.job_error.empty()) return fail_all(pod.job_error, false);
+  if (!pod.vnpu_resource.empty() && pod.job->pods > 1) {
+    return fail_all("a multi-pod job cannot use vNPUs (" + pod.vnpu_resource +
+                        "): vNPUs are for small single-pod work; ask for whole chips (" + kResource910 + ")",
+                    false);
+  }
+  if (pod.resource.empty() || pod.chips < 1) {
+    return fail_all(std::string("a pod of a job must ask for whole chips (") + kResource910 + " or " +
+                        kResource310P + ")",
+                    false);
+  }
+  if (pod.index < 0 || pod.index >= pod.job->pods) {
+    return fail_all("pod index " + std::to_string(pod.index) + " is outside the job's " +
+                        std::to_string(pod.job->pods) + " pods",
+                    false);
+  }
+  std::string key = pod.ns + "/" + pod.job->name;
+  auto it = jobs_.find(key);
+  if (it == jobs_.end()) {
+    std::vector<int> candidates;
+    for (const auto& name : nodes) {
+      int n = cluster_.node_index(name);
+      if (n >= 0 && resource_of(n) == pod.resource) candidates.push_back(n);
+    }
+    auto placed = place_job(pod, candidates, now);
+    if (!placed.ok()) {
+      ++refused_;
+      return fail_all("job " + key + " (" + describe(*pod.job, pod.chips) +
+                          ") cannot be placed: " + placed.error().message(),
+                      placed.error().code() == ENOSPC);
+    }
+    ++placed_;
+    ++changes_;
+    it = jobs_.emplace(key, std::move(*placed)).first;
+  }
+  JobRecord& j = it->second;
+  if (auto why = job_mismatch(j, pod); !why.empty()) return fail_all(why, false);
+  Slot& s = j.slots[idx(pod.index)];
+  if (holds(s.state) && !s.pod.empty() && s.pod != pod.name) {
+    return fail_all("pod " + std::to_string(pod.index) + " of job " + key + " is already pod " + s.pod,
+                    false);
+  }
+  if (!holds(s.state)) {  // released or expired: take the same chips again if they are free
+    std::uint64_t want = mask_of(s.node, s.phys);
+    if ((free_mask(s.node) & want) != want) {
+      return fail_all("the chips of pod " + std::to_string(pod.index) + " of job " + key + " (" +
+                          cluster_.nodes[idx(s.node)].name + " chips " + join(s.phys) +
+                          ") are no longer free; delete the job's pods to place it again",
+                      true);
+    }
+    s.state = SlotState::kReserved;
+    s.pod.clear();
+    s.uid.clear();
+    s.since = now;
+    hold(s);
+    ++changes_;
+  }
+  seen_[pod.key()] = Seen{pod, now};
+  const std::string& target = cluster_.nodes[idx(s.node)].name;
+  for (const auto& name : nodes) {
+    if (name == target) {
+      r.passed.push_back(name);
+    } else {
+      r.unresolvable[name] = "job " + key + " reserves " + target + " for pod " + std::to_string(pod.index);
+    }
+  }
+  return r;
+}
+
+Result<JobRecord> Scheduler::place_job(const PodInfo& pod, const std::vector<int>& candidates,
+                                       Clock::time_point now) {
+  JobRecord j;
+  j.ns = pod.ns;
+  j.spec = *pod.job;
+  j.resource = pod.resource;
+  j.chips_per_pod = pod.chips;
+  j.placed_at = now;
+  topology::Job job = j.job();
+  long long npus = static_cast<long long>(j.spec.tp) * j.spec.pp * j.spec.dp;
+  if (npus != static_cast<long long>(j.spec.pods) * pod.chips) {
+    return Error::invalid("tp x pp x dp = " + std::to_string(npus) + " is not " +
+                          std::to_string(j.spec.pods) + " pods x " + std::to_string(pod.chips) + " chips");
+  }
+  if (candidates.empty()) return Error(ENOSPC, "no candidate node has " + pod.resource + " chips");
+  topology::ClusterState st;
+  st.free.assign(cluster_.nodes.size(), 0);
+  for (int n : candidates) st.free[idx(n)] = free_mask(n);
+  auto p = topology::place(cluster_, st, job, topology::Policy::kTopo);
+  if (!p.ok()) return p.error();
+  j.placement = std::move(*p);
+  j.slots.resize(idx(j.spec.pods));
+  for (int pod_i = 0; pod_i < j.spec.pods; ++pod_i) {
+    Slot& s = j.slots[idx(pod_i)];
+    std::uint64_t mask = 0;
+    for (int k = 0; k < pod.chips; ++k) {
+      const auto& c = j.placement.chips[idx(pod_i * pod.chips + k)];
+      s.node = c.node;
+      mask |= 1ULL << c.slot;
+    }
+    s.phys = phys_of(s.node, mask);
+    s.since = now;
+    hold(s);
+  }
+  return j;
+}
+
+// ---- prioritize ---------------------------------------------------------------------------------------
+
+std::vector<NodeScore> Scheduler::prioritize(const PodInfo& pod,
+                                             const std::vector<std::string>& nodes) const {
+  std::vector<NodeScore> out;
+  out.reserve(nodes.size());
+  std::string reserved;
+  if (pod.job) {
+    if (auto it = jobs_.find(pod.ns + "/" + pod.job->name);
+        it != jobs_.end() && pod.index >= 0 && pod.index < static_cast<int>(it->second.slots.size())) {
+      reserved = cluster_.nodes[idx(it->second.slots[idx(pod.index)].node)].name;
+    }
+  }
+  for (const auto& name : nodes) {
+    NodeScore s{name, 0};
+    int n = cluster_.node_index(name);
+    if (pod.job) {
+      s.score = name == reserved ? 10 : 0;
+    } else if (n >= 0 && !pod.resource.empty()) {
+      auto c = choose_on(n, pod.resource, pod.chips);
+      if (c.ok()) {
+        // Fewer whole HCCS domains (or cards) broken, and fewer chips left free (best fit), score higher.
+        const auto& t = cluster_.type_of(n);
+        std::uint64_t before = free_mask(n);
+        std::uint64_t after = before & ~mask_of(n, *c);
+        const auto& units = t.domain_masks.size() > 1 ? t.domain_masks : t.card_masks;
+        int broken = 0;
+        for (std::uint64_t u : units) {
+          if ((before & u) == u && (after & u) != u && (after & u) != 0) ++broken;
+        }
+        int left = (5 * std::popcount(after) + t.size - 1) / t.size;  // 0..5
+        s.score = std::clamp(10 - 4 * broken - left, 1, 10);
+      }
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+// ---- bind / release / expire --------------------------------------------------------------------------
+
+Status Scheduler::bind(const std::string& ns, const std::string& name, const std::string& uid,
+                       const std::string& node, Clock::time_point now) {
+  std::string key = ns + "/" + name;
+  int n = cluster_.node_index(node);
+  if (n < 0) return Error::invalid("node " + node + " is not in the scheduler's cluster file");
+  for (auto& [jk, j] : jobs_) {
+    if (j.ns != ns) continue;
+    for (std::size_t i = 0; i < j.slots.size(); ++i) {
+      Slot& s = j.slots[i];
+      if (s.pod != name || !holds(s.state)) continue;
+      if (s.node != n) {
+        return Error::invalid("pod " + key + " is reserved on " + cluster_.nodes[idx(s.node)].name +
+                              ", not " + node);
+      }
+      return ok_status();  // bound already (a retry)
+    }
+  }
+  auto seen = seen_.find(key);
+  if (auto it = pods_.find(key); it != pods_.end()) {
+    if (it->second.slot.node != n) {
+      return Error::invalid("pod " + key + " is bound to " + cluster_.nodes[idx(it->second.slot.node)].name);
+    }
+    return ok_status();
+  }
+  if (seen == seen_.end()) {
+    return Error::invalid("pod " + key +
+                          " is unknown: it did not pass this extender's filter (or it expired)");
+  }
+  const PodInfo& pod = seen->second.pod;
+  if (pod.job) {
+    auto jt = jobs_.find(ns + "/" + pod.job->name);
+    if (jt == jobs_.end())
+      return Error::invalid("the reservation of job " + ns + "/" + pod.job->name + " is gone (expired)");
+    Slot& s = jt->second.slots[idx(pod.index)];
+    if (!holds(s.state)) {
+      return Error::invalid("the reservation of pod " + std::to_string(pod.index) + " of job " + jt->first +
+                            " " + std::string(to_string(s.state)));
+    }
+    if (s.node != n) {
+      return Error::invalid("pod " + key + " is reserved on " + cluster_.nodes[idx(s.node)].name + ", not " +
+                            node);
+    }
+    s.state = SlotState::kBound;
+    s.pod = name;
+    s.uid = uid;
+    s.since = now;
+    ++changes_;
+  } else {
+    auto c = choose_on(n, pod.resource, pod.chips);
+    if (!c.ok()) return c.error().context("pod " + key + " on " + node);
+    PodRecord r{ns, pod.resource, Slot{n, *c, SlotState::kBound, name, uid, now}};
+    hold(r.slot);
+    pods_.emplace(key, std::move(r));
+    ++changes_;
+  }
+  seen_.erase(seen);
+  return ok_status();
+}
+
+void Scheduler::unbind(const std::string& ns, const std::string& name, Clock::time_point now) {
+  std::string key = ns + "/" + name;
+  ++changes_;
+  if (auto it = pods_.find(key); it != pods_.end()) {
+    unhold(it->second.slot);
+    pods_.erase(it);
+    return;
+  }
+  for (auto& [jk, j] : jobs_) {
+    if (j.ns != ns) continue;
+    for (Slot& s : j.slots) {
+      if (s.pod == name && s.state == SlotState::kBound) {
+        s.state = SlotState::kReserved;
+        s.pod.clear();
+        s.uid.clear();
+        s.since = now;
+      }
+    }
+  }
+}
+
+Status Scheduler::release(const std::string& ns, const std::string& name, Clock::time_point now) {
+  std::string key = ns + "/" + name;
+  seen_.erase(key);
+  if (auto it = pods_.find(key); it != pods_.end()) {
+    unhold(it->second.slot);
+    pods_.erase(it);
+    ++changes_;
+    return ok_status();
+  }
+  for (auto& [jk, j] : jobs_) {
+    if (j.ns != ns) continue;
+    for (Slot& s : j.slots) {
+      if (s.pod != name || !holds(s.state)) continue;
+      unhold(s);
+      s.state = SlotState::kReleased;
+      s.since = now;
+      ++changes_;
+      std::string k = jk;
+      forget_if_done(k);
+      return ok_status();
+    }
+  }
+  return Error::not_found("the scheduler holds no chips for pod " + key);
+}
+
+void Scheduler::forget_if_done(const std::string& job_key) {
+  auto it = jobs_.find(job_key);
+  if (it == jobs_.end()) return;
+  for (const Slot& s : it->second.slots) {
+    if (holds(s.state)) return;
+  }
+  jobs_.erase(it);
+}
+
+int Scheduler::expire(Clock::time_point now) {
+  int n = 0;
+  std::vector<std::string> touched;
+  for (auto& [key, j] : jobs_) {
+    for (Slot& s : j.slots) {
+      if (s.state == SlotState::kReserved && now - s.since >= ttl_) {
+        unhold(s);
+        s.state = SlotState::kExpired;
+        s.since = now;
+        ++n;
+        touched.push_back(key);
+      }
+    }
+  }
+  for (const auto& k : touched) forget_if_done(k);
+  if (n > 0) ++changes_;
+  std::erase_if(seen_, [&](const auto& kv) { return now - kv.second.at >= ttl_; });
+  return n;
+}
+
+// ---- device plugins -----------------------------------------------------------------------------------
+
+Status Scheduler::put_inventory(const std::string& node, const Inventory& inv, Clock::time_point now) {
+  int n = cluster_.node_index(node);
+  if (n < 0) return Error::not_found("node " + node + " is not in the scheduler's cluster file");
+  const auto& t = cluster_.type_of(n);
+  if (!inv.resource.empty() && inv.resource != t.host.resource_name) {
+    return Error::invalid("node " + node + " is a " + t.host.profile + " (" + t.host.resource_name +
+                          ") in the cluster file; the plugin reports " + inv.resource);
+  }
+  std::uint64_t busy = 0;
+  std::uint64_t unhealthy = 0;
+  std::uint64_t seen = 0;
+  for (const auto& c : inv.chips) {
+    int slot = t.slot_of_phy(c.phy_id);
+    if (slot < 0) {
+      return Error::invalid("node " + node + " (" + t.host.profile + ") has no chip " +
+                            std::to_string(c.phy_id));
+    }
+    if ((seen >> slot & 1) != 0)
+      return Error::invalid("chip " + std::to_string(c.phy_id) + " reported twice");
+    seen |= 1ULL << slot;
+    if (c.in_use) busy |= 1ULL << slot;
+    if (!c.healthy) unhealthy |= 1ULL << slot;
+  }
+  // A chip the plugin does not list is gone: not usable.
+  unhealthy |= t.all() & ~seen;
+  NodeState& s = nodes_[idx(n)];
+  if (!s.reported || s.busy != busy || s.unhealthy != unhealthy) ++changes_;
+  s.busy = busy;
+  s.unhealthy = unhealthy;
+  s.reported = true;
+  s.reported_at = now;
+  return ok_status();
+}
+
+Result<std::vector<Reservation>> Scheduler::reservations(const std::string& node) const {
+  int n = cluster_.node_index(node);
+  if (n < 0) return Error::not_found("node " + node + " is not in the scheduler's cluster file");
+  std::vector<Reservation> out;
+  for (const auto& [key, j] : jobs_) {
+    for (const Slot& s : j.slots) {
+      if (s.node == n && s.state == SlotState::kBound) out.push_back({j.ns, s.pod, j.spec.name, s.phys});
+    }
+  }
+  for (const auto& [key, p] : pods_) {
+    if (p.slot.node == n && p.slot.state == SlotState::kBound)
+      out.push_back({p.ns, p.slot.pod, "", p.slot.phys});
+  }
+  return out;
+}
+
+Result<Grant> Scheduler::take_allocation(const std::string& node, std::vector<int> chips,
+                                         Clock::time_point now) {
+  int n = cluster_.node_index(node);
+  if (n < 0) return Error::not_found("node " + node + " is not in the scheduler's cluster file");
+  std::sort(chips.begin(), chips.end());
+  std::vector<std::string> others;
+  auto note = [&](const std::string& who, const Slot& s) {
+    std::vector<int> bad;
+    for (int p : s.phys) {
+      int slot = cluster_.type_of(n).slot_of_phy(p);
+      if (slot >= 0 && (nodes_[idx(n)].unhealthy >> slot & 1) != 0) bad.push_back(p);
+    }
+    others.push_back("pod " + who + " holds chips " + join(s.phys) +
+                     (bad.empty() ? "" : " (unhealthy now: " + join(bad) + ")"));
+  };
+  for (auto& [key, j] : jobs_) {
+    for (std::size_t i = 0; i < j.slots.size(); ++i) {
+      Slot& s = j.slots[i];
+      if (s.node != n || s.state != SlotState::kBound || s.phys.size() != chips.size()) continue;
+      if (s.phys == chips) {
+        s.state = SlotState::kAllocated;
+        s.since = now;
+        ++changes_;
+        return grant_of(j, static_cast<int>(i));
+      }
+      note(j.ns + "/" + s.pod, s);
+    }
+  }
+  for (auto& [key, p] : pods_) {
+    Slot& s = p.slot;
+    if (s.node != n || s.state != SlotState::kBound || s.phys.size() != chips.size()) continue;
+    if (s.phys == chips) {
+      s.state = SlotState::kAllocated;
+      s.since = now;
+      ++changes_;
+      return Grant{p.ns, s.pod, "", {}, std::nullopt};
+    }
+    note(key, s);
+  }
+  if (others.empty()) {
+    return Error::not_found("no pod bound to " + node + " waits for " + std::to_string(chips.size()) +
+                            " chips");
+  }
+  std::string why = "the kubelet allocated chips " + join(chips) + " on " + node + ", but ";
+  for (std::size_t i = 0; i < others.size(); ++i) why += (i == 0 ? "" : "; ") + others[i];
+  return Error(EBUSY, why + ": delete the pod so that it is placed again");
+}
+
+Grant Scheduler::grant_of(const JobRecord& j, int index) const {
+  const Slot& s = j.slots[idx(index)];
+  Grant g{j.ns, s.pod, j.spec.name, {}, topology::rank_table(cluster_, j.placement)};
+  int world = j.spec.tp * j.spec.pp * j.spec.dp;
+  g.env = {{"ASCEND_JOB", j.spec.name},
+           {"RANK_TABLE_FILE", kRankTablePath},
+           {"RANK_SIZE", std::to_string(world)},
+           {"WORLD_SIZE", std::to_string(world)},
+           {"RANK_START", std::to_string(index * j.chips_per_pod)},
+           {"NODE_RANK", std::to_string(index)},
+           {"NNODES", std::to_string(j.spec.pods)},
+           {"NPROC_PER_NODE", std::to_string(j.chips_per_pod)}};
+  return g;
+}
+
+// ---- views --------------------------------------------------------------------------------------------
+
+Result<ordered_json> Scheduler::placement_of(const std::string& ns, const std::string& job) const {
+  auto it = jobs_.find(ns + "/" + job);
+  if (it == jobs_.end()) return Error::not_found("no job " + ns + "/" + job);
+  ordered_json j = topology::to_json(cluster_, it->second.placement);
+  ordered_json pods = ordered_json::array();
+  for (std::size_t i = 0; i < it->second.slots.size(); ++i) {
+    const Slot& s = it->second.slots[i];
+    pods.push_back({{"index", i},
+                    {"node", cluster_.nodes[idx(s.node)].name},
+                    {"chips", s.phys},
+                    {"state", to_string(s.state)},
+                    {"pod", s.pod}});
+  }
+  j["pods"] = std::move(pods);
+  return j;
+}
+
+Result<ordered_json> Scheduler::ranktable_of(const std::string& ns, const std::string& job) const {
+  auto it = jobs_.find(ns + "/" + job);
+  if (it == jobs_.end()) return Error::not_found("no job " + ns + "/" + job);
+  return topology::rank_table(cluster_, it->second.placement);
+}
+
+Result<std::map<std::string, std::string>> Scheduler::env_of(const std::string& ns, const std::string& job,
+                                                             int pod) const {
+  auto it = jobs_.find(ns + "/" + job);
+  if (it == jobs_.end()) return Error::not_found("no job " + ns + "/" + job);
+  if (pod < 0 || pod >= static_cast<int>(it->second.slots.size())) {
+    return Error::invalid("pod " + std::to_string(pod) + " is outside the job's " +
+                          std::to_string(it->second.slots.size()) + " pods");
+  }
+  return grant_of(it->second, pod).env;
+}
+
+ordered_json Scheduler::job_view(const JobRecord& j) const {
+  int bound = 0;
+  int allocated = 0;
+  for (const Slot& s : j.slots) {
+    bound += s.state == SlotState::kBound || s.state == SlotState::kAllocated ? 1 : 0;
+    allocated += s.state == SlotState::kAllocated ? 1 : 0;
+  }
+  const auto& e = j.placement.eval;
+  return {{"namespace", j.ns},
+          {"name", j.spec.name},
+          {"tp", j.spec.tp},
+          {"pp", j.spec.pp},
+          {"dp", j.spec.dp},
+          {"pods", j.spec.pods},
+          {"chips_per_pod", j.chips_per_pod},
+          {"bound", bound},
+          {"allocated", allocated},
+          {"cost", {{"tp", e.cost.tp}, {"pp", e.cost.pp}, {"dp", e.cost.dp}, {"total", e.cost.total}}},
+          {"tp_groups_outside_hccs", e.tp_groups_outside_hccs}};
+}
+
+ordered_json Scheduler::cluster_view() const {
+  // Who holds each chip: (node, slot) -> (job view index, pod, rank, tp group).
+  struct Owner {
+    std::string job, pod, state;
+    int rank = -1, tp_group = -1;
+  };
+  std::map<std::pair<int, int>, Owner> owners;
+  for (const auto& [key, j] : jobs_) {
+    const auto& p = j.placement;
+    for (std::size_t r = 0; r < p.chips.size(); ++r) {
+      int pod_i = static_cast<int>(r) / std::max(1, p.pod_size);
+      const Slot& s = j.slots[idx(pod_i)];
+      if (!holds(s.state)) continue;
+      int rank = static_cast<int>(r);
+      auto c = topology::coord_of(j.job(), rank);
+      int group = c.p * j.spec.dp + c.d;  // one id per TP group of the job
+      owners[{p.chips[r].node, p.chips[r].slot}] = {key, s.pod, std::string(to_string(s.state)), rank, group};
+    }
+  }
+  for (const auto& [key, pr] : pods_) {
+    for (int phy : pr.slot.phys) {
+      owners[{pr.slot.node, cluster_.type_of(pr.slot.node).slot_of_phy(phy)}] = {
+          "", key, std::string(to_string(pr.slot.state)), -1, -1};
+    }
+  }
+  ordered_json nodes = ordered_json::array();
+  for (std::size_t n = 0; n < cluster_.nodes.size(); ++n) {
+    const auto& node = cluster_.nodes[n];
+    const auto& t = cluster_.type_of(static_cast<int>(n));
+    const NodeState& st = nodes_[n];
+    ordered_json chips = ordered_json::array();
+    for (int s = 0; s < t.size; ++s) {
+      ordered_json c = {{"phy", t.phy[idx(s)]}, {"domain", t.domain[idx(s)]}};
+      bool sick = (st.unhealthy >> s & 1) != 0;
+      auto o = owners.find({static_cast<int>(n), s});
+      std::string state = o != owners.end()         ? o->second.state
+                          : (st.busy >> s & 1) != 0 ? "busy"
+                          : sick                    ? "unhealthy"
+                                                    : "free";
+      c["state"] = state;
+      c["unhealthy"] = sick;
+      if (o != owners.end()) {
+        if (!o->second.job.empty()) c["job"] = o->second.job;
+        c["pod"] = o->second.pod;
+        if (o->second.rank >= 0) {
+          c["rank"] = o->second.rank;
+          c["tp_group"] = o->second.tp_group;
+        }
+      }
+      chips.push_back(std::move(c));
+    }
+    nodes.push_back({{"name", node.name},
+                     {"leaf", cluster_.leaves[idx(node.leaf)]},
+                     {"spine", cluster_.spines[idx(node.spine)]},
+                     {"profile", cluster_.type_names[idx(node.type)]},
+                     {"resource", t.host.resource_name},
+                     {"reported", st.reported},
+                     {"chips", std::move(chips)}});
+  }
+  ordered_json jobs = ordered_json::array();
+  for (const auto& [key, j] : jobs_) jobs.push_back(job_view(j));
+  ordered_json pods = ordered_json::array();
+  for (const auto& [key, p] : pods_) {
+    pods.push_back({{"namespace", p.ns},
+                    {"name", p.slot.pod},
+                    {"node", cluster_.nodes[idx(p.slot.node)].name},
+                    {"chips", p.slot.phys},
+                    {"state", to_string(p.slot.state)}});
+  }
+  Counts k = counts();
+  return {{"name", cluster_.name},
+          {"chips", {{"free", k.free}, {"used", k.used}, {"unhealthy", k.unhealthy}}},
+          {"nodes", std::move(nodes)},
+          {"jobs", std::move(jobs)},
+          {"pods", std::move(pods)}};
+}
+
+Scheduler::Counts Scheduler::counts() const {
+  Counts c;
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    const NodeState& s = nodes_[n];
+    std::uint64_t all = cluster_.type_of(static_cast<int>(n)).all();
+    c.unhealthy += std::popcount(s.unhealthy & all);
+    c.used += std::popcount((s.busy | s.held) & ~s.unhealthy & all);
+    c.free += std::popcount(free_mask(static_cast<int>(n)));
+  }
+  c.jobs = static_cast<int>(jobs_.size());
+  for (const auto& [key, j] : jobs_) {
+    bool pending = std::any_of(j.slots.begin(), j.slots.end(), [](const Slot& s) {
+      return s.state == SlotState::kReserved || s.state == SlotState::kBound;
+    });
+    c.pending_jobs += pending ? 1 : 0;
+  }
+  c.placed = placed_;
+  c.refused = refused_;
+  return c;
+}
+
+// ---- persistence --------------------------------------------------------------------------------------
+
+namespace {
+
+json slot_json(const topology::Cluster& c, const Slot& s) {
+  return {{"node", c.nodes[idx(s.node)].name},
+          {"chips", s.phys},
+          {"state", to_string(s.state)},
+          {"pod", s.pod},
+          {"uid", s.uid},
+          {"since_ms", ms_of(s.since)}};
+}
+
+// Typed reads from a saved state: a wrong type is an error naming the field, never an exception.
+struct Reader {
+  const json& j;
+  std::string where;
+  Result<const json*> get(const char* key, json::value_t type) const {
+    auto it = j.find(key);
+    if (it == j.end()) return Error::invalid(where + "." + key + ": missing");
+    bool ok = it->type() == type || (type == json::value_t::number_integer && it->is_number_integer());
+    if (!ok) return Error::invalid(where + "." + key + ": wrong type");
+    return &*it;
+  }
+  Result<std::string> str(const char* key) const {
+    ASCEND_ASSIGN(const json* v, get(key, json::value_t::string), "");
+    return v->get<std::string>();
+  }
+  Result<long long> num(const char* key) const {
+    ASCEND_ASSIGN(const json* v, get(key, json::value_t::number_integer), "");
+    return v->get<long long>();
+  }
+  Result<double> real(const char* key) const {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_number())
+      return Error::invalid(where + "." + key + ": missing or not a number");
+    return it->get<double>();
+  }
+  Result<std::vector<int>> ints(const char* key) const {
+    ASCEND_ASSIGN(const json* v, get(key, json::value_t::array), "");
+    std::vector<int> out;
+    for (const auto& x : *v) {
+      if (!x.is_number_integer()) return Error::invalid(where + "." + key + ": not a list of integers");
+      out.push_back(x.get<int>());
+    }
+    return out;
+  }
+};
+
+Result<SlotState> slot_state(const std::string& s) {
+  for (auto st : {SlotState::kReserved, SlotState::kBound, SlotState::kAllocated, SlotState::kReleased,
+                  SlotState::kExpired}) {
+    if (to_string(st) == s) return st;
+  }
+  return Error::invalid("unknown slot state '" + s + "'");
+}
+
+}  // namespace
+
+json Scheduler::save() const {
+  json nodes = json::object();
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    const NodeState& s = nodes_[n];
+    if (!s.reported) continue;
+    nodes[cluster_.nodes[n].name] = {{"busy", phys_of(static_cast<int>(n), s.busy)},
+                                     {"unhealthy", phys_of(static_cast<int>(n), s.unhealthy)},
+                                     {"reported_ms", ms_of(s.reported_at)}};
+  }
+  json jobs = json::array();
+  for (const auto& [key, j] : jobs_) {
+    json ranks = json::array();
+    for (const auto& c : j.placement.chips) {
+      ranks.push_back({cluster_.nodes[idx(c.node)].name, cluster_.type_of(c.node).phy[idx(c.slot)]});
+    }
+    json slots = json::array();
+    for (const Slot& s : j.slots) slots.push_back(slot_json(cluster_, s));
+    jobs.push_back({{"namespace", j.ns},
+                    {"name", j.spec.name},
+                    {"pods", j.spec.pods},
+                    {"tp", j.spec.tp},
+                    {"pp", j.spec.pp},
+                    {"dp", j.spec.dp},
+                    {"order", topology::to_string(j.spec.order)},
+                    {"comm", {{"tp", j.spec.comm.tp}, {"pp", j.spec.comm.pp}, {"dp", j.spec.comm.dp}}},
+                    {"resource", j.resource},
+                    {"chips_per_pod", j.chips_per_pod},
+                    {"placed_ms", ms_of(j.placed_at)},
+                    {"ranks", std::move(ranks)},
+                    {"slots", std::move(slots)}});
+  }
+  json pods = json::array();
+  for (const auto& [key, p] : pods_) {
+    json s = slot_json(cluster_, p.slot);
+    s["namespace"] = p.ns;
+    s["resource"] = p.resource;
+    pods.push_back(std::move(s));
+  }
+  return {{"schema", 1},
+          {"cluster", cluster_.name},
+          {"placed", placed_},
+          {"refused", refused_},
+          {"nodes", std::move(nodes)},
+          {"jobs", std::move(jobs)},
+          {"pods", std::move(pods)}};
+}
+
+namespace {
+
+Result<int> node_named(const topology::Cluster& c, const std::string& name, const std::string& where) {
+  int n = c.node_index(name);
+  if (n < 0) return Error::invalid(where + ": node " + name + " is not in the cluster file");
+  return n;
+}
+
+Result<Slot> read_slot(const topology::Cluster& c, const json& j, const std::string& where) {
+  if (!j.is_object()) return Error::invalid(where + ": not an object");
+  Reader r{j, where};
+  Slot s;
+  ASCEND_ASSIGN(std::string node, r.str("node"), "");
+  ASCEND_ASSIGN(s.node, node_named(c, node, where), "");
+  ASCEND_ASSIGN(s.phys, r.ints("chips"), "");
+  for (int p : s.phys) {
+    if (c.type_of(s.node).slot_of_phy(p) < 0)
+      return Error::invalid(where + ": " + node + " has no chip " + std::to_string(p));
+  }
+  ASCEND_ASSIGN(std::string state, r.str("state"), "");
+  ASCEND_ASSIGN(s.state, slot_state(state), where);
+  ASCEND_ASSIGN(s.pod, r.str("pod"), "");
+  ASCEND_ASSIGN(s.uid, r.str("uid"), "");
+  ASCEND_ASSIGN(long long since, r.num("since_ms"), "");
+  s.since = time_of(since);
+  return s;
+}
+
+}  // namespace
+
+Status Scheduler::load(const json& saved) {
+  if (!saved.is_object()) return Error::invalid("not a JSON object");
+  Reader top{saved, "state"};
+  ASCEND_ASSIGN(long long schema, top.num("schema"), "");
+  if (schema != 1) return Error::invalid("state.schema: " + std::to_string(schema) + " is not 1");
+  Scheduler fresh(cluster_, ttl_);
+  ASCEND_ASSIGN(long long placed, top.num("placed"), "");
+  ASCEND_ASSIGN(long long refused, top.num("refused"), "");
+  fresh.placed_ = static_cast<std::uint64_t>(placed);
+  fresh.refused_ = static_cast<std::uint64_t>(refused);
+  ASCEND_ASSIGN(const json* nodes, top.get("nodes", json::value_t::object), "");
+  for (const auto& [name, v] : nodes->items()) {
+    std::string where = "state.nodes." + name;
+    ASCEND_ASSIGN(int n, node_named(cluster_, name, where), "");
+    if (!v.is_object()) return Error::invalid(where + ": not an object");
+    Reader r{v, where};
+    ASCEND_ASSIGN(auto busy, r.ints("busy"), "");
+    ASCEND_ASSIGN(auto sick, r.ints("unhealthy"), "");
+    ASCEND_ASSIGN(long long at, r.num("reported_ms"), "");
+    NodeState& s = fresh.nodes_[idx(n)];
+    s.busy = mask_of(n, busy);
+    s.unhealthy = mask_of(n, sick);
+    s.reported = true;
+    s.reported_at = time_of(at);
+  }
+  ASCEND_ASSIGN(const json* jobs, top.get("jobs", json::value_t::array), "");
+  for (std::size_t i = 0; i < jobs->size(); ++i) {
+    std::string where = "state.jobs[" + std::to_string(i) + "]";
+    const json& jj = (*jobs)[i];
+    if (!jj.is_object()) return Error::invalid(where + ": not an object");
+    Reader r{jj, where};
+    JobRecord j;
+    ASCEND_ASSIGN(j.ns, r.str("namespace"), "");
+    ASCEND_ASSIGN(j.spec.name, r.str("name"), "");
+    ASCEND_ASSIGN(long long pods, r.num("pods"), "");
+    ASCEND_ASSIGN(long long tp, r.num("tp"), "");
+    ASCEND_ASSIGN(long long pp, r.num("pp"), "");
+    ASCEND_ASSIGN(long long dp, r.num("dp"), "");
+    ASCEND_ASSIGN(long long per_pod, r.num("chips_per_pod"), "");
+    if (pods < 1 || tp < 1 || pp < 1 || dp < 1 || per_pod < 1 || tp * pp * dp != pods * per_pod ||
+        pods > 100000) {
+      return Error::invalid(where + ": tp x pp x dp is not pods x chips_per_pod");
+    }
+    j.spec.pods = static_cast<int>(pods);
+    j.spec.tp = static_cast<int>(tp);
+    j.spec.pp = static_cast<int>(pp);
+    j.spec.dp = static_cast<int>(dp);
+    j.chips_per_pod = static_cast<int>(per_pod);
+    ASCEND_ASSIGN(std::string order, r.str("order"), "");
+    if (order != "tp-dp-pp" && order != "tp-pp-dp") return Error::invalid(where + ".order: unknown");
+    j.spec.order = order == "tp-dp-pp" ? topology::RankOrder::kTpDpPp : topology::RankOrder::kTpPpDp;
+    ASCEND_ASSIGN(const json* comm, r.get("comm", json::value_t::object), "");
+    Reader cr{*comm, where + ".comm"};
+    ASCEND_ASSIGN(j.spec.comm.tp, cr.real("tp"), "");
+    ASCEND_ASSIGN(j.spec.comm.pp, cr.real("pp"), "");
+    ASCEND_ASSIGN(j.spec.comm.dp, cr.real("dp"), "");
+    ASCEND_ASSIGN(j.resource, r.str("resource"), "");
+    ASCEND_ASSIGN(long long placed_ms, r.num("placed_ms"), "");
+    j.placed_at = time_of(placed_ms);
+    ASCEND_ASSIGN(const json* ranks, r.get("ranks", json::value_t::array), "");
+    if (static_cast<long long>(ranks->size()) != tp * pp * dp)
+      return Error::invalid(where + ".ranks: wrong count");
+    topology::Job job = j.job();
+    j.placement.job = j.spec.name;
+    j.placement.pod_size = j.chips_per_pod;
+    for (const auto& rk : *ranks) {
+      if (!rk.is_array() || rk.size() != 2 || !rk[0].is_string() || !rk[1].is_number_integer()) {
+        return Error::invalid(where + ".ranks: each is [node, phy]");
+      }
+      ASCEND_ASSIGN(int n, node_named(cluster_, rk[0].get<std::string>(), where + ".ranks"), "");
+      int slot = cluster_.type_of(n).slot_of_phy(rk[1].get<int>());
+      if (slot < 0)
+        return Error::invalid(where + ".ranks: no chip " + rk[1].dump() + " on " + rk[0].get<std::string>());
+      j.placement.chips.push_back({n, slot});
+    }
+    j.placement.eval = topology::evaluate(cluster_, job, topology::groups_of(job), j.placement.chips);
+    ASCEND_ASSIGN(const json* slots, r.get("slots", json::value_t::array), "");
+    if (static_cast<long long>(slots->size()) != pods) return Error::invalid(where + ".slots: wrong count");
+    for (std::size_t k = 0; k < slots->size(); ++k) {
+      ASCEND_ASSIGN(Slot s, read_slot(cluster_, (*slots)[k], where + ".slots[" + std::to_string(k) + "]"),
+                    "");
+      if (holds(s.state)) fresh.hold(s);
+      j.slots.push_back(std::move(s));
+    }
+    fresh.jobs_.emplace(j.key(), std::move(j));
+  }
+  ASCEND_ASSIGN(const json* pods, top.get("pods", json::value_t::array), "");
+  for (std::size_t i = 0; i < pods->size(); ++i) {
+    std::string where = "state.pods[" + std::to_string(i) + "]";
+    ASCEND_ASSIGN(Slot s, read_slot(cluster_, (*pods)[i], where), "");
+    Reader r{(*pods)[i], where};
+    PodRecord p;
+    ASCEND_ASSIGN(p.ns, r.str("namespace"), "");
+    ASCEND_ASSIGN(p.resource, r.str("resource"), "");
+    p.slot = std::move(s);
+    if (holds(p.slot.state)) fresh.hold(p.slot);
+    fresh.pods_.emplace(p.ns + "/" + p.slot.pod, std::move(p));
+  }
+  fresh.changes_ = changes_ + 1;
+  *this = std::move(fresh);
+  return ok_status();
+}
+
+}  // namespace ascend::scheduler

@@ -1,0 +1,298 @@
+#include "ascend/scheduler/pod.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace ascend::scheduler {
+
+using nlohmann::json;
+
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// A non-negative decimal integer, whole string.
+std::optional<long long> parse_count(std::string_view s) {
+  long long v = 0;
+  if (s.empty()) return std::nullopt;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v < 0) return std::nullopt;
+  return v;
+}
+
+// A Kubernetes quantity of an extended resource: an integer ("4", or 4).
+Result<long long> quantity(const json& v, const std::string& where) {
+  if (v.is_number_unsigned()) return static_cast<long long>(v.get<std::uint64_t>());
+  if (v.is_number_integer() && v.get<long long>() >= 0) return v.get<long long>();
+  if (v.is_string()) {
+    if (auto n = parse_count(v.get_ref<const std::string&>())) return *n;
+  }
+  return Error::invalid(where + ": " + v.dump() + " is not a whole number of devices");
+}
+
+bool is_vnpu_resource(std::string_view r) {
+  return r == "huawei.com/npu-core" || r.starts_with("huawei.com/Ascend910-") ||
+         r.starts_with("huawei.com/Ascend310P-");
+}
+
+struct Demand {
+  std::map<std::string, long long> chips;  // whole-chip resource -> count
+  std::string vnpu;
+};
+
+Status add_container(const json& c, const std::string& where, Demand& d) {
+  if (!c.is_object()) return Error::invalid(where + ": not an object");
+  const json* res = find_field(c, "resources");
+  if (res == nullptr || res->is_null()) return ok_status();
+  if (!res->is_object()) return Error::invalid(where + ".resources: not an object");
+  std::map<std::string, long long> mine;
+  for (const char* kind : {"requests", "limits"}) {
+    const json* m = find_field(*res, kind);
+    if (m == nullptr || m->is_null()) continue;
+    if (!m->is_object()) return Error::invalid(where + ".resources." + kind + ": not an object");
+    for (const auto& [name, v] : m->items()) {
+      if (name == kResource910 || name == kResource310P) {
+        auto q = quantity(v, where + ".resources." + kind + "." + name);
+        if (!q.ok()) return q.error();
+        mine[name] = std::max(mine[name], *q);
+      } else if (is_vnpu_resource(name)) {
+        d.vnpu = name;
+      }
+    }
+  }
+  for (const auto& [name, n] : mine) d.chips[name] += n;
+  return ok_status();
+}
+
+Result<Demand> demand_of(const json& spec) {
+  Demand total;
+  if (const json* cs = find_field(spec, "containers"); cs != nullptr && !cs->is_null()) {
+    if (!cs->is_array()) return Error::invalid("spec.containers: not an array");
+    for (std::size_t i = 0; i < cs->size(); ++i) {
+      ASCEND_CHECK(add_container((*cs)[i], "spec.containers[" + std::to_string(i) + "]", total), "pod");
+    }
+  }
+  // The effective request is the larger of the containers' sum and any one init container.
+  if (const json* is = find_field(spec, "initContainers"); is != nullptr && !is->is_null()) {
+    if (!is->is_array()) return Error::invalid("spec.initContainers: not an array");
+    for (std::size_t i = 0; i < is->size(); ++i) {
+      Demand one;
+      ASCEND_CHECK(add_container((*is)[i], "spec.initContainers[" + std::to_string(i) + "]", one), "pod");
+      for (const auto& [name, n] : one.chips) total.chips[name] = std::max(total.chips[name], n);
+      if (!one.vnpu.empty()) total.vnpu = one.vnpu;
+    }
+  }
+  return total;
+}
+
+Result<std::string> string_field(const json& obj, std::string_view key, const std::string& where) {
+  const json* v = find_field(obj, key);
+  if (v == nullptr || v->is_null()) return std::string();
+  if (!v->is_string()) return Error::invalid(where + ": not a string");
+  return v->get<std::string>();
+}
+
+Result<topology::CommBytes> parse_comm(std::string_view s) {
+  topology::CommBytes c = default_comm();
+  std::size_t pos = 0;
+  while (pos <= s.size()) {
+    std::size_t end = s.find(',', pos);
+    if (end == std::string_view::npos) end = s.size();
+    std::string_view item = s.substr(pos, end - pos);
+    std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos) return Error::invalid("'" + std::string(item) + "' is not key=bytes");
+    std::string key(item.substr(0, eq));
+    std::string value(item.substr(eq + 1));
+    char* stop = nullptr;
+    double v = std::strtod(value.c_str(), &stop);
+    if (value.empty() || stop != value.c_str() + value.size() || !(v >= 0) || !std::isfinite(v)) {
+      return Error::invalid("'" + value + "' is not a number of bytes");
+    }
+    if (key == "tp") {
+      c.tp = v;
+    } else if (key == "pp") {
+      c.pp = v;
+    } else if (key == "dp") {
+      c.dp = v;
+    } else {
+      return Error::invalid("unknown key '" + key + "' (use tp, pp, dp)");
+    }
+    pos = end + 1;
+  }
+  return c;
+}
+
+// The job annotations; an error here is a property of the pod (it cannot be placed), not of the request.
+Result<JobRequest> job_of(const json& annotations, const std::string& name) {
+  auto text = [&](const char* key) -> std::optional<std::string> {
+    const json* v = annotations.is_object() ? &annotations : nullptr;
+    if (v == nullptr || !v->contains(key) || !(*v)[key].is_string()) return std::nullopt;
+    return (*v)[key].get<std::string>();
+  };
+  JobRequest j;
+  j.name = name;
+  auto pods = text(kJobPodsAnnotation);
+  if (!pods) return Error::invalid(std::string("annotation ") + kJobPodsAnnotation + " is missing");
+  auto n = parse_count(*pods);
+  if (!n || *n < 1 || *n > 100000) {
+    return Error::invalid(std::string("annotation ") + kJobPodsAnnotation + ": '" + *pods +
+                          "' is not a pod count");
+  }
+  j.pods = static_cast<int>(*n);
+  auto par = text(kParallelAnnotation);
+  if (!par) return Error::invalid(std::string("annotation ") + kParallelAnnotation + " is missing");
+  auto p = parse_parallel(*par);
+  if (!p.ok()) return p.error().context(std::string("annotation ") + kParallelAnnotation);
+  j.tp = p->tp;
+  j.pp = p->pp;
+  j.dp = p->dp;
+  if (auto o = text(kOrderAnnotation)) {
+    if (*o == "tp-dp-pp") {
+      j.order = topology::RankOrder::kTpDpPp;
+    } else if (*o == "tp-pp-dp") {
+      j.order = topology::RankOrder::kTpPpDp;
+    } else {
+      return Error::invalid(std::string("annotation ") + kOrderAnnotation + ": '" + *o +
+                            "' is not tp-dp-pp or tp-pp-dp");
+    }
+  }
+  j.comm = default_comm();
+  if (auto c = text(kCommAnnotation)) {
+    auto comm = parse_comm(*c);
+    if (!comm.ok()) return comm.error().context(std::string("annotation ") + kCommAnnotation);
+    j.comm = *comm;
+  }
+  return j;
+}
+
+int index_of(const json& annotations, const std::string& pod_name, std::string& error) {
+  for (const char* key : {kPodIndexAnnotation, kCompletionIndexAnnotation}) {
+    if (!annotations.is_object() || !annotations.contains(key)) continue;
+    const json& v = annotations[key];
+    auto n = v.is_string() ? parse_count(v.get_ref<const std::string&>()) : std::nullopt;
+    if (!n || *n > 1000000) {
+      error = std::string("annotation ") + key + ": " + v.dump() + " is not a pod index";
+      return -1;
+    }
+    return static_cast<int>(*n);
+  }
+  int i = ordinal_of(pod_name);
+  if (i < 0) {
+    error = "pod name '" + pod_name + "' has no -N suffix and no annotation " + kPodIndexAnnotation +
+            " says which pod of the job it is";
+  }
+  return i;
+}
+
+}  // namespace
+
+const json* find_field(const json& j, std::string_view key) {
+  if (!j.is_object()) return nullptr;
+  auto it = j.find(key);
+  if (it != j.end()) return &*it;
+  for (auto i = j.begin(); i != j.end(); ++i) {
+    if (iequals(i.key(), key)) return &*i;
+  }
+  return nullptr;
+}
+
+topology::CommBytes default_comm() {
+  return {8e9, 0.25e9, 2e9};
+}
+
+int ordinal_of(std::string_view pod_name) {
+  std::size_t dash = pod_name.rfind('-');
+  if (dash == std::string_view::npos) return -1;
+  auto n = parse_count(pod_name.substr(dash + 1));
+  if (!n || *n > 1000000) return -1;
+  return static_cast<int>(*n);
+}
+
+Result<JobRequest> parse_parallel(std::string_view s) {
+  JobRequest j;
+  bool seen[3] = {false, false, false};
+  std::size_t pos = 0;
+  while (pos <= s.size()) {
+    std::size_t end = s.find(',', pos);
+    if (end == std::string_view::npos) end = s.size();
+    std::string_view item = s.substr(pos, end - pos);
+    std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos)
+      return Error::invalid("'" + std::string(item) + "' is not tp=N, pp=N or dp=N");
+    std::string_view key = item.substr(0, eq);
+    auto n = parse_count(item.substr(eq + 1));
+    if (!n || *n < 1 || *n > (1 << 20)) {
+      return Error::invalid("'" + std::string(item) + "': the size must be a whole number from 1");
+    }
+    int k = key == "tp" ? 0 : key == "pp" ? 1 : key == "dp" ? 2 : -1;
+    if (k < 0) return Error::invalid("unknown dimension '" + std::string(key) + "' (use tp, pp, dp)");
+    if (seen[k]) return Error::invalid("'" + std::string(key) + "' given twice");
+    seen[k] = true;
+    (k == 0 ? j.tp : k == 1 ? j.pp : j.dp) = static_cast<int>(*n);
+    pos = end + 1;
+  }
+  return j;
+}
+
+Result<PodInfo> read_pod(const json& pod) {
+  if (!pod.is_object()) return Error::invalid("Pod: not an object");
+  const json* meta = find_field(pod, "metadata");
+  if (meta == nullptr || !meta->is_object()) return Error::invalid("Pod.metadata: missing or not an object");
+  PodInfo p;
+  ASCEND_ASSIGN(p.name, string_field(*meta, "name", "Pod.metadata.name"), "");
+  if (p.name.empty()) return Error::invalid("Pod.metadata.name: missing");
+  ASCEND_ASSIGN(p.ns, string_field(*meta, "namespace", "Pod.metadata.namespace"), "");
+  if (p.ns.empty()) p.ns = "default";
+  ASCEND_ASSIGN(p.uid, string_field(*meta, "uid", "Pod.metadata.uid"), "");
+  json annotations = json::object();
+  if (const json* a = find_field(*meta, "annotations"); a != nullptr && !a->is_null()) {
+    if (!a->is_object()) return Error::invalid("Pod.metadata.annotations: not an object");
+    annotations = *a;
+  }
+  const json* spec = find_field(pod, "spec");
+  if (spec != nullptr && !spec->is_null()) {
+    if (!spec->is_object()) return Error::invalid("Pod.spec: not an object");
+    auto d = demand_of(*spec);
+    if (!d.ok()) return d.error().context("Pod");
+    for (const auto& [name, n] : d->chips) {
+      if (n == 0) continue;
+      if (!p.resource.empty()) {
+        return Error::invalid("Pod: asks for both " + p.resource + " and " + name + "; use one chip type");
+      }
+      if (n > 4096)
+        return Error::invalid("Pod: " + std::to_string(n) + " " + name + " is more than any node has");
+      p.resource = name;
+      p.chips = static_cast<int>(n);
+    }
+    p.vnpu_resource = d->vnpu;
+  }
+  if (annotations.contains(kJobAnnotation)) {
+    const json& jn = annotations[kJobAnnotation];
+    if (!jn.is_string() || jn.get_ref<const std::string&>().empty()) {
+      p.job_error = std::string("annotation ") + kJobAnnotation + " must name the job";
+      return p;
+    }
+    auto j = job_of(annotations, jn.get<std::string>());
+    if (!j.ok()) {
+      p.job_error = j.error().message();
+      return p;
+    }
+    p.job = *j;
+    p.index = index_of(annotations, p.name, p.job_error);
+  }
+  return p;
+}
+
+}  // namespace ascend::scheduler

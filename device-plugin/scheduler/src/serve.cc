@@ -1,0 +1,66 @@
+// `ascend-scheduler serve`: reads the cluster file, opens the server and runs it until SIGINT or SIGTERM.
+#include <pthread.h>
+#include <signal.h>
+
+#include <iostream>
+#include <thread>
+
+#include "ascend/common/log.h"
+#include "ascend/scheduler/commands.h"
+#include "ascend/scheduler/input.h"
+
+namespace ascend::scheduler {
+
+int run_serve(const ServeCommand& o, std::ostream& err) {
+  if (auto s = setup_logging({o.log_level, o.log_file}); !s.ok()) {
+    err << "ascend-scheduler: " << s.error().message() << "\n";
+    return kExitBadInput;
+  }
+  auto cluster = load_cluster(o.server.cluster);
+  if (!cluster.ok()) {
+    err << "ascend-scheduler: " << cluster.error().message() << "\n";
+    return kExitBadInput;
+  }
+  std::unique_ptr<Binder> binder;
+  if (!o.server.kube_api.empty()) {
+    auto b = make_kube_binder(o.server.kube_api, o.server.kube_token_file, o.server.kube_ca_file);
+    if (!b.ok()) {
+      err << "ascend-scheduler: " << b.error().message() << "\n";
+      return kExitBadInput;
+    }
+    binder = std::move(*b);
+  }
+  // Signals are taken by one thread with sigwait (the server's stop is not async-signal-safe); every other
+  // thread, started after this, inherits the blocked mask.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  auto server = Server::create(o.server, std::move(*cluster), std::move(binder));
+  if (!server.ok()) {
+    err << "ascend-scheduler: " << server.error().message() << "\n";
+    return server.error().code() == EADDRINUSE || server.error().code() == EIO ? kExitIo : kExitBadInput;
+  }
+  Server& srv = **server;
+  std::thread waiter([&srv, set] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    srv.stop();
+  });
+  std::string host = o.server.listen.substr(0, o.server.listen.rfind(':'));
+  // The one line a supervisor or test reads to learn the port (with --listen HOST:0).
+  std::cout << "ascend-scheduler: serving " << (o.server.tls_cert.empty() ? "http" : "https") << "://" << host
+            << ":" << srv.port() << std::endl;
+  auto st = srv.run();
+  // Wake the signal thread if the server stopped by itself.
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  if (!st.ok()) {
+    err << "ascend-scheduler: " << st.error().message() << "\n";
+    return kExitIo;
+  }
+  return kExitOk;
+}
+
+}  // namespace ascend::scheduler

@@ -1,0 +1,197 @@
+#include "ascend/scheduler/wire.h"
+
+#include <set>
+
+namespace ascend::scheduler {
+
+using nlohmann::json;
+
+namespace {
+
+Result<std::string> required_string(const json& obj, const char* key, const std::string& where) {
+  const json* v = find_field(obj, key);
+  if (v == nullptr || v->is_null()) return Error::invalid(where + "." + key + ": missing");
+  if (!v->is_string()) return Error::invalid(where + "." + key + ": not a string");
+  return v->get<std::string>();
+}
+
+Result<std::string> optional_string(const json& obj, const char* key, const std::string& where) {
+  const json* v = find_field(obj, key);
+  if (v == nullptr || v->is_null()) return std::string();
+  if (!v->is_string()) return Error::invalid(where + "." + key + ": not a string");
+  return v->get<std::string>();
+}
+
+Result<bool> optional_bool(const json& obj, const char* key, const std::string& where, bool dflt) {
+  const json* v = find_field(obj, key);
+  if (v == nullptr || v->is_null()) return dflt;
+  if (!v->is_boolean()) return Error::invalid(where + "." + key + ": not true or false");
+  return v->get<bool>();
+}
+
+Result<int> phy_id(const json& v, const std::string& where) {
+  if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > 4095) {
+    return Error::invalid(where + ": " + v.dump() + " is not a chip id");
+  }
+  return v.get<int>();
+}
+
+}  // namespace
+
+Result<ExtenderArgs> parse_extender_args(const json& body) {
+  if (!body.is_object()) return Error::invalid("ExtenderArgs: not a JSON object");
+  ExtenderArgs a;
+  const json* pod = find_field(body, "Pod");
+  if (pod == nullptr || pod->is_null()) return Error::invalid("ExtenderArgs.Pod: missing");
+  ASCEND_ASSIGN(a.pod, read_pod(*pod), "ExtenderArgs");
+  const json* nodes = find_field(body, "Nodes");
+  const json* names = find_field(body, "NodeNames");
+  if (nodes != nullptr && !nodes->is_null()) {
+    if (!nodes->is_object()) return Error::invalid("ExtenderArgs.Nodes: not a NodeList object");
+    const json* items = find_field(*nodes, "items");
+    if (items != nullptr && !items->is_null() && !items->is_array()) {
+      return Error::invalid("ExtenderArgs.Nodes.items: not an array");
+    }
+    a.full_nodes = true;
+    if (items != nullptr && items->is_array()) {
+      for (std::size_t i = 0; i < items->size(); ++i) {
+        std::string where = "ExtenderArgs.Nodes.items[" + std::to_string(i) + "]";
+        const json& n = (*items)[i];
+        const json* meta = find_field(n, "metadata");
+        if (meta == nullptr || !meta->is_object()) return Error::invalid(where + ".metadata: missing");
+        ASCEND_ASSIGN(std::string name, required_string(*meta, "name", where + ".metadata"), "");
+        a.node_names.push_back(std::move(name));
+        a.nodes.push_back(n);
+      }
+    }
+  } else if (names != nullptr && !names->is_null()) {
+    if (!names->is_array()) return Error::invalid("ExtenderArgs.NodeNames: not an array");
+    for (std::size_t i = 0; i < names->size(); ++i) {
+      if (!(*names)[i].is_string()) {
+        return Error::invalid("ExtenderArgs.NodeNames[" + std::to_string(i) + "]: not a string");
+      }
+      a.node_names.push_back((*names)[i].get<std::string>());
+    }
+  } else {
+    return Error::invalid("ExtenderArgs: neither Nodes nor NodeNames is given");
+  }
+  return a;
+}
+
+json filter_result_json(const ExtenderArgs& args, const FilterResult& r) {
+  json out = json::object();
+  if (args.full_nodes) {
+    std::set<std::string> pass(r.passed.begin(), r.passed.end());
+    json items = json::array();
+    for (std::size_t i = 0; i < args.nodes.size(); ++i) {
+      if (pass.count(args.node_names[i]) != 0) items.push_back(args.nodes[i]);
+    }
+    out["Nodes"] = {{"metadata", json::object()}, {"items", std::move(items)}};
+    out["NodeNames"] = nullptr;
+  } else {
+    out["Nodes"] = nullptr;
+    out["NodeNames"] = r.passed;
+  }
+  out["FailedNodes"] = r.failed;
+  out["FailedAndUnresolvableNodes"] = r.unresolvable;
+  out["Error"] = "";
+  return out;
+}
+
+json filter_error_json(const std::string& error) {
+  return {{"Nodes", nullptr},
+          {"NodeNames", nullptr},
+          {"FailedNodes", json::object()},
+          {"FailedAndUnresolvableNodes", json::object()},
+          {"Error", error}};
+}
+
+json priorities_json(const std::vector<NodeScore>& scores) {
+  json out = json::array();
+  for (const auto& s : scores) out.push_back({{"Host", s.host}, {"Score", s.score}});
+  return out;
+}
+
+Result<BindingArgs> parse_binding_args(const json& body) {
+  if (!body.is_object()) return Error::invalid("ExtenderBindingArgs: not a JSON object");
+  BindingArgs b;
+  ASCEND_ASSIGN(b.pod_name, required_string(body, "PodName", "ExtenderBindingArgs"), "");
+  ASCEND_ASSIGN(b.pod_namespace, optional_string(body, "PodNamespace", "ExtenderBindingArgs"), "");
+  if (b.pod_namespace.empty()) b.pod_namespace = "default";
+  ASCEND_ASSIGN(b.pod_uid, optional_string(body, "PodUID", "ExtenderBindingArgs"), "");
+  ASCEND_ASSIGN(b.node, required_string(body, "Node", "ExtenderBindingArgs"), "");
+  if (b.pod_name.empty() || b.node.empty())
+    return Error::invalid("ExtenderBindingArgs: PodName and Node must not be empty");
+  return b;
+}
+
+json binding_result_json(const std::string& error) {
+  return {{"Error", error}};
+}
+
+Result<Inventory> parse_inventory(const json& body) {
+  if (!body.is_object()) return Error::invalid("inventory: not a JSON object");
+  Inventory inv;
+  ASCEND_ASSIGN(inv.resource, optional_string(body, "resource", "inventory"), "");
+  const json* chips = find_field(body, "chips");
+  if (chips == nullptr || !chips->is_array())
+    return Error::invalid("inventory.chips: missing or not an array");
+  for (std::size_t i = 0; i < chips->size(); ++i) {
+    std::string where = "inventory.chips[" + std::to_string(i) + "]";
+    const json& c = (*chips)[i];
+    if (!c.is_object()) return Error::invalid(where + ": not an object");
+    const json* id = find_field(c, "phy_id");
+    if (id == nullptr) return Error::invalid(where + ".phy_id: missing");
+    ChipReport r;
+    ASCEND_ASSIGN(r.phy_id, phy_id(*id, where + ".phy_id"), "");
+    ASCEND_ASSIGN(r.healthy, optional_bool(c, "healthy", where, true), "");
+    ASCEND_ASSIGN(r.in_use, optional_bool(c, "in_use", where, false), "");
+    inv.chips.push_back(r);
+  }
+  return inv;
+}
+
+Result<std::vector<int>> parse_allocation(const json& body) {
+  if (!body.is_object()) return Error::invalid("allocation: not a JSON object");
+  const json* chips = find_field(body, "chips");
+  if (chips == nullptr || !chips->is_array() || chips->empty()) {
+    return Error::invalid("allocation.chips: missing, empty or not an array");
+  }
+  std::vector<int> out;
+  std::set<int> seen;
+  for (std::size_t i = 0; i < chips->size(); ++i) {
+    ASCEND_ASSIGN(int p, phy_id((*chips)[i], "allocation.chips[" + std::to_string(i) + "]"), "");
+    if (!seen.insert(p).second)
+      return Error::invalid("allocation.chips: chip " + std::to_string(p) + " given twice");
+    out.push_back(p);
+  }
+  return out;
+}
+
+json reservations_json(const std::string& node, const std::vector<Reservation>& rs) {
+  json list = json::array();
+  for (const auto& r : rs) {
+    list.push_back({{"namespace", r.ns}, {"pod", r.pod}, {"job", r.job}, {"chips", r.chips}});
+  }
+  return {{"node", node}, {"reservations", std::move(list)}};
+}
+
+nlohmann::ordered_json grant_json(const Grant& g) {
+  nlohmann::ordered_json out = {{"namespace", g.ns}, {"pod", g.pod}, {"job", g.job}, {"env", g.env}};
+  if (g.ranktable) {
+    out["ranktable_path"] = kRankTablePath;
+    out["ranktable"] = *g.ranktable;
+  }
+  return out;
+}
+
+json binding_object(const BindingArgs& b) {
+  json meta = {{"name", b.pod_name}, {"namespace", b.pod_namespace}};
+  if (!b.pod_uid.empty()) meta["uid"] = b.pod_uid;
+  return {{"apiVersion", "v1"},
+          {"kind", "Binding"},
+          {"metadata", std::move(meta)},
+          {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", b.node}}}};
+}
+
+}  // namespace ascend::scheduler

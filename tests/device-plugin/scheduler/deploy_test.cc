@@ -1,0 +1,89 @@
+// The Kubernetes manifests of deploy/kubernetes parse, and the parts that must agree do: the scheduler
+// configuration's extender entry, the extender's command line, and the sample job's annotations (read by the
+// extender's own pod reader, so a typo in an annotation fails here).
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <map>
+
+#include "ascend/npu/yaml_json.h"
+#include "ascend/scheduler/pod.h"
+
+namespace ascend::scheduler {
+namespace {
+
+using nlohmann::json;
+
+std::vector<json> load_all(const std::string& name) {
+  std::vector<json> docs;
+  for (const auto& d : YAML::LoadAllFromFile(std::string(ASCEND_SOURCE_DIR) + "/deploy/kubernetes/" + name)) {
+    docs.push_back(npu::yaml_to_json(d));
+  }
+  return docs;
+}
+
+json find_kind(const std::vector<json>& docs, const std::string& kind, const std::string& name) {
+  for (const auto& d : docs) {
+    if (d.value("kind", "") == kind && d["metadata"].value("name", "") == name) return d;
+  }
+  ADD_FAILURE() << "no " << kind << " " << name;
+  return json::object();
+}
+
+TEST(Deploy, TheSchedulerConfigurationCallsTheExtenderForEveryVerb) {
+  auto docs = load_all("ascend-scheduler.yaml");
+  json cm = find_kind(docs, "ConfigMap", "ascend-scheduler-config");
+  json cfg = npu::yaml_to_json(YAML::Load(cm["data"]["scheduler-config.yaml"].get<std::string>()));
+  EXPECT_EQ(cfg["kind"], "KubeSchedulerConfiguration");
+  EXPECT_EQ(cfg["apiVersion"], "kubescheduler.config.k8s.io/v1");
+  ASSERT_EQ(cfg["extenders"].size(), 1U);
+  const json& e = cfg["extenders"][0];
+  EXPECT_EQ(e["urlPrefix"], "http://127.0.0.1:8888");
+  EXPECT_EQ(e["filterVerb"], "filter");
+  EXPECT_EQ(e["prioritizeVerb"], "prioritize");
+  EXPECT_EQ(e["bindVerb"], "bind");
+  EXPECT_EQ(e["nodeCacheCapable"], true);
+  EXPECT_GT(e["weight"].get<int>(), 0);
+  std::map<std::string, bool> managed;
+  for (const auto& m : e["managedResources"]) managed[m["name"]] = m["ignoredByScheduler"];
+  EXPECT_EQ(managed, (std::map<std::string, bool>{{kResource910, false}, {kResource310P, false}}));
+  EXPECT_EQ(cfg["profiles"][0]["schedulerName"], "ascend-scheduler");
+
+  json dep = find_kind(docs, "Deployment", "ascend-scheduler");
+  json extender;
+  for (const auto& c : dep["spec"]["template"]["spec"]["containers"]) {
+    if (c["name"] == "extender") extender = c;
+  }
+  ASSERT_TRUE(extender.is_object());
+  std::vector<std::string> cmd = extender["command"];
+  EXPECT_EQ(cmd[0], "ascend-scheduler");
+  EXPECT_EQ(cmd[1], "serve");
+  EXPECT_NE(std::find(cmd.begin(), cmd.end(), "--listen=0.0.0.0:8888"), cmd.end())
+      << "the port urlPrefix names";
+  json svc = find_kind(docs, "Service", "ascend-scheduler");
+  EXPECT_EQ(svc["spec"]["ports"][0]["port"], 8888);
+  json cluster_cm = find_kind(docs, "ConfigMap", "ascend-scheduler-cluster");
+  EXPECT_TRUE(YAML::Load(cluster_cm["data"]["cluster.yaml"].get<std::string>())["nodes"].IsSequence());
+}
+
+TEST(Deploy, TheSampleJobIsAFourPodJobTheExtenderUnderstands) {
+  auto docs = load_all("training-job.yaml");
+  json job = find_kind(docs, "Job", "llama-pretrain");
+  json pod = job["spec"]["template"];
+  pod["metadata"]["name"] = "llama-pretrain-2-x7k2p";
+  pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] =
+      "2";  // what the Job controller adds
+  auto p = read_pod(pod);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  ASSERT_TRUE(p->job.has_value()) << p->job_error;
+  EXPECT_EQ(p->job_error, "");
+  EXPECT_EQ(p->index, 2);
+  EXPECT_EQ(p->job->pods, 4);
+  EXPECT_EQ(p->job->pods, job["spec"]["completions"].get<int>());
+  EXPECT_EQ(p->job->tp * p->job->pp * p->job->dp, p->job->pods * p->chips);
+  EXPECT_EQ(p->resource, kResource910);
+  EXPECT_EQ(pod["spec"]["schedulerName"], "ascend-scheduler");
+}
+
+}  // namespace
+}  // namespace ascend::scheduler

@@ -1,0 +1,465 @@
+// The extender's state machine and wire format, without a socket. Expected values are worked out by hand from
+// the rules (a job's pod N holds ranks N*k .. N*k+k-1; every pod passes only on its reserved node; a
+// job that does not fit reserves nothing).
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <set>
+
+#include "ascend/scheduler/extender.h"
+#include "ascend/scheduler/pod.h"
+#include "ascend/scheduler/wire.h"
+#include "extender_util.h"
+
+namespace ascend::scheduler {
+namespace {
+
+using nlohmann::json;
+using testing::job_pod;
+using testing::plain_pod;
+using testing::small_cluster;
+
+const Clock::time_point kT0 = Clock::time_point(std::chrono::seconds(1'800'000'000));
+
+PodInfo read(const json& pod) {
+  auto p = read_pod(pod);
+  EXPECT_TRUE(p.ok()) << p.error().message();
+  return p.ok() ? *p : PodInfo{};
+}
+
+std::vector<std::string> names(const topology::Cluster& c) {
+  std::vector<std::string> out;
+  for (const auto& n : c.nodes) out.push_back(n.name);
+  return out;
+}
+
+// ---- pods -----------------------------------------------------------------------------------------------
+
+TEST(Pod, DemandIsTheSumOfContainersOrTheLargestInitContainer) {
+  json pod = plain_pod("p", 2);
+  pod["spec"]["containers"].push_back(
+      {{"name", "b"}, {"resources", {{"limits", {{"huawei.com/Ascend910", "3"}}}}}});
+  EXPECT_EQ(read(pod).chips, 5);
+  pod["spec"]["initContainers"] =
+      json::array({{{"name", "i"}, {"resources", {{"requests", {{"huawei.com/Ascend910", 6}}}}}}});
+  EXPECT_EQ(read(pod).chips, 6);
+  EXPECT_EQ(read(pod).resource, "huawei.com/Ascend910");
+}
+
+TEST(Pod, KeysMatchInAnyLetterCaseAsGoDoes) {
+  json pod = {
+      {"METADATA", {{"Name", "x-1"}, {"NameSpace", "ns"}}},
+      {"Spec",
+       {{"Containers", json::array({{{"Resources", {{"Limits", {{"huawei.com/Ascend910", "1"}}}}}}})}}}};
+  PodInfo p = read(pod);
+  EXPECT_EQ(p.key(), "ns/x-1");
+  EXPECT_EQ(p.chips, 1);
+}
+
+TEST(Pod, JobAnnotationsAndIndex) {
+  struct Case {
+    json annotations;
+    std::string name;
+    int index;
+    std::string error_has;
+  };
+  const json base = {
+      {kJobAnnotation, "train"}, {kJobPodsAnnotation, "8"}, {kParallelAnnotation, "tp=8,pp=4,dp=2"}};
+  auto with = [&](json extra) {
+    json a = base;
+    a.update(extra);
+    return a;
+  };
+  std::vector<Case> cases = {
+      {base, "train-3", 3, ""},
+      {with({{kPodIndexAnnotation, "5"}}), "worker-a", 5, ""},
+      {with({{kCompletionIndexAnnotation, "2"}}), "train-x7k2p", 2, ""},
+      {base, "worker", -1, "no -N suffix"},
+      {with({{kParallelAnnotation, "tp=8,pp=4,ep=2"}}), "train-0", -1, "unknown dimension 'ep'"},
+      {with({{kParallelAnnotation, "tp=0"}}), "train-0", -1, "whole number from 1"},
+      {with({{kJobPodsAnnotation, "many"}}), "train-0", -1, "not a pod count"},
+      {with({{kOrderAnnotation, "dp-tp-pp"}}), "train-0", -1, "not tp-dp-pp or tp-pp-dp"},
+      {with({{kPodIndexAnnotation, "-1"}}), "train-0", -1, "not a pod index"},
+  };
+  for (const auto& c : cases) {
+    json pod = plain_pod(c.name, 8);
+    pod["metadata"]["annotations"] = c.annotations;
+    PodInfo p = read(pod);
+    SCOPED_TRACE(c.annotations.dump() + " " + c.name);
+    if (c.error_has.empty()) {
+      ASSERT_TRUE(p.job.has_value());
+      EXPECT_EQ(p.index, c.index);
+      EXPECT_EQ(p.job->tp, 8);
+      EXPECT_EQ(p.job->pp, 4);
+      EXPECT_EQ(p.job->dp, 2);
+      EXPECT_EQ(p.job->pods, 8);
+      EXPECT_EQ(p.job_error, "");
+    } else {
+      EXPECT_NE(p.job_error.find(c.error_has), std::string::npos) << p.job_error;
+    }
+  }
+}
+
+TEST(Pod, WrongTypesAreErrorsNamingTheField) {
+  struct Case {
+    json pod;
+    std::string has;
+  };
+  std::vector<Case> cases = {
+      {json::array(), "not an object"},
+      {json{{"spec", json::object()}}, "metadata"},
+      {json{{"metadata", {{"name", 3}}}}, "Pod.metadata.name: not a string"},
+      {json{{"metadata", {{"name", "a"}}}, {"spec", {{"containers", "x"}}}}, "spec.containers: not an array"},
+      {json{{"metadata", {{"name", "a"}}},
+            {"spec",
+             {{"containers",
+               json::array({{{"resources", {{"limits", {{"huawei.com/Ascend910", "500m"}}}}}}})}}}},
+       "not a whole number"},
+      {json{{"metadata", {{"name", "a"}, {"annotations", "x"}}}}, "annotations: not an object"},
+  };
+  for (const auto& c : cases) {
+    auto p = read_pod(c.pod);
+    ASSERT_FALSE(p.ok()) << c.pod.dump();
+    EXPECT_NE(p.error().message().find(c.has), std::string::npos) << p.error().message();
+  }
+}
+
+// ---- plain pods -----------------------------------------------------------------------------------------
+
+TEST(Filter, APlainPodPassesWhereTheNodeLevelChoiceCanServeIt) {
+  // node-0: 8 free; node-1: 6 busy (2 free); node-2: 910 A1 (sizes 1, 2, 4, 8 only).
+  auto c = testing::make_cluster({{"node-0", "atlas800t-a2", "leaf-0", {}, {}},
+                                  {"node-1", "atlas800t-a2", "leaf-0", {0, 1, 2, 3, 4, 5}, {}},
+                                  {"node-2", "atlas800-9000", "leaf-0", {}, {}}});
+  Scheduler s(c);
+  auto r = s.filter(read(plain_pod("p", 3)), {"node-0", "node-1", "node-2", "ghost"}, kT0);
+  EXPECT_EQ(r.passed, std::vector<std::string>{"node-0"});
+  EXPECT_EQ(r.failed.at("node-1"), "2 of 8 chips free (6 in use); the pod needs 3");
+  EXPECT_NE(r.unresolvable.at("node-2").find("3"), std::string::npos) << r.unresolvable.at("node-2");
+  EXPECT_EQ(r.unresolvable.at("ghost"), "node ghost is not in the scheduler's cluster file");
+  json p310 = plain_pod("q", 1, "huawei.com/Ascend310P");
+  auto r2 = s.filter(read(p310), {"node-0"}, kT0);
+  EXPECT_EQ(r2.unresolvable.at("node-0"),
+            "node has huawei.com/Ascend910 chips; the pod asks for huawei.com/Ascend310P");
+}
+
+TEST(Bind, APlainPodGetsTheNodeLevelChoiceAndAnUnknownPodIsAnError) {
+  auto c = small_cluster(2);
+  Scheduler s(c);
+  EXPECT_NE(s.bind("default", "nobody", "", "node-0", kT0).error().message().find("unknown"),
+            std::string::npos);
+  s.filter(read(plain_pod("p", 4)), {"node-0", "node-1"}, kT0);
+  ASSERT_TRUE(s.bind("default", "p", "uid-1", "node-1", kT0).ok());
+  auto res = s.reservations("node-1");
+  ASSERT_TRUE(res.ok());
+  ASSERT_EQ(res->size(), 1U);
+  EXPECT_EQ((*res)[0].pod, "p");
+  EXPECT_EQ((*res)[0].job, "");
+  EXPECT_EQ((*res)[0].chips.size(), 4U);
+  // The chips are held: 4 of node-1's 8 are left for the next pod.
+  auto r = s.filter(read(plain_pod("q", 5)), {"node-1"}, kT0);
+  EXPECT_EQ(r.failed.at("node-1"), "4 of 8 chips free (4 reserved for pods); the pod needs 5");
+}
+
+// ---- jobs -----------------------------------------------------------------------------------------------
+
+TEST(Filter, AJobIsPlacedWholeOnItsFirstPodAndEveryPodPassesOnlyOnItsNode) {
+  auto c = small_cluster(12);  // 96 chips, 2 leaves of 6 nodes
+  Scheduler s(c);
+  auto all = names(c);
+  std::set<std::string> used;
+  for (int i = 0; i < 8; ++i) {
+    auto r = s.filter(read(job_pod("train", i, 8, "tp=8,pp=4,dp=2")), all, kT0);
+    ASSERT_EQ(r.passed.size(), 1U) << "pod " << i;
+    EXPECT_TRUE(used.insert(r.passed[0]).second) << "two pods on one node";
+    EXPECT_EQ(r.unresolvable.size(), all.size() - 1);
+    EXPECT_EQ(r.unresolvable.begin()->second.find("job default/train reserves "), 0U);
+  }
+  auto k = s.counts();
+  EXPECT_EQ(k.free, 96 - 64);
+  EXPECT_EQ(k.placed, 1U);
+  // The placement keeps every TP group (8 ranks) inside one node's HCCS mesh.
+  auto pl = s.placement_of("default", "train");
+  ASSERT_TRUE(pl.ok());
+  EXPECT_EQ((*pl)["tp_groups_outside_hccs"], 0);
+}
+
+TEST(Filter, AJobThatDoesNotFitReservesNothing) {
+  auto c = small_cluster(12);
+  Scheduler s(c);
+  auto all = names(c);
+  s.filter(read(job_pod("a", 0, 8, "tp=8,pp=4,dp=2")), all, kT0);
+  auto before = s.save();
+  auto r = s.filter(read(job_pod("b", 0, 8, "tp=8,pp=4,dp=2")), all, kT0);
+  EXPECT_TRUE(r.passed.empty());
+  ASSERT_EQ(r.failed.size(), all.size());
+  EXPECT_NE(r.failed.begin()->second.find("job default/b (tp=8,pp=4,dp=2 over 8 pods of 8) cannot be placed"),
+            std::string::npos)
+      << r.failed.begin()->second;
+  EXPECT_EQ(s.counts().free, 32);
+  EXPECT_EQ(s.counts().refused, 1U);
+  json after = s.save();
+  after["refused"] = before["refused"];
+  EXPECT_EQ(after, before) << "a refused job changes nothing but the refusal count";
+}
+
+TEST(Filter, AJobOnlyUsesTheCandidateNodes) {
+  auto c = small_cluster(4);
+  Scheduler s(c);
+  auto r = s.filter(read(job_pod("t", 0, 8, "tp=8,dp=2")), {"node-2", "node-3"}, kT0);
+  ASSERT_EQ(r.passed.size(), 1U);
+  auto pl = s.placement_of("default", "t");
+  std::set<std::string> nodes;
+  for (const auto& rk : (*pl)["ranks"]) nodes.insert(rk["node"].get<std::string>());
+  EXPECT_EQ(nodes, (std::set<std::string>{"node-2", "node-3"}));
+}
+
+TEST(Filter, PodsOfAJobThatDisagreeOrAskForVnpusAreRefusedWithTheReason) {
+  auto c = small_cluster(4);
+  Scheduler s(c);
+  auto all = names(c);
+  s.filter(read(job_pod("t", 0, 8, "tp=8,dp=2")), all, kT0);
+  auto r = s.filter(read(job_pod("t", 1, 8, "tp=4,dp=4")), all, kT0);
+  EXPECT_TRUE(r.passed.empty());
+  EXPECT_NE(r.unresolvable.at("node-0").find("was placed as tp=8,pp=1,dp=2 over 2 pods of 8"),
+            std::string::npos);
+  json v = job_pod("v", 0, 0, "tp=1,dp=2", 2);
+  v["spec"]["containers"][0]["resources"]["limits"] = {{"huawei.com/Ascend910-10c.3cpu.32g", "1"}};
+  auto rv = s.filter(read(v), all, kT0);
+  EXPECT_NE(rv.unresolvable.at("node-0").find("a multi-pod job cannot use vNPUs"), std::string::npos);
+  auto ri = s.filter(read(job_pod("t", 2, 8, "tp=8,dp=2")), all, kT0);
+  EXPECT_EQ(ri.unresolvable.at("node-0"), "pod index 2 is outside the job's 2 pods");
+}
+
+TEST(Bind, AJobPodBindsOnlyToItsReservedNode) {
+  auto c = small_cluster(4);
+  Scheduler s(c);
+  auto r = s.filter(read(job_pod("t", 1, 8, "tp=8,dp=2")), names(c), kT0);
+  std::string mine = r.passed.at(0);
+  std::string other = mine == "node-0" ? "node-1" : "node-0";
+  auto wrong = s.bind("default", "t-1", "u", other, kT0);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error().message(), "pod default/t-1 is reserved on " + mine + ", not " + other);
+  EXPECT_TRUE(s.bind("default", "t-1", "u", mine, kT0).ok());
+  EXPECT_TRUE(s.bind("default", "t-1", "u", mine, kT0).ok()) << "a retried bind is fine";
+}
+
+// The env of pod N: ranks N*8 .. N*8+7 of a 16-rank job over 2 pods, and the rank table's entries on those
+// chips carry exactly those ranks in device_id order.
+TEST(Allocation, TheContainerGetsItsRanksAndTheJobsRankTable) {
+  auto c = small_cluster(4);
+  Scheduler s(c);
+  auto all = names(c);
+  std::string node1;
+  for (int i = 0; i < 2; ++i) {
+    auto r = s.filter(read(job_pod("t", i, 8, "tp=8,dp=2")), all, kT0);
+    ASSERT_TRUE(s.bind("default", "t-" + std::to_string(i), "", r.passed.at(0), kT0).ok());
+    if (i == 1) node1 = r.passed[0];
+  }
+  auto res = s.reservations(node1);
+  ASSERT_EQ(res->size(), 1U);
+  EXPECT_EQ((*res)[0].pod, "t-1");
+  EXPECT_EQ((*res)[0].chips, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  auto g = s.take_allocation(node1, {7, 6, 5, 4, 3, 2, 1, 0}, kT0);
+  ASSERT_TRUE(g.ok()) << g.error().message();
+  std::map<std::string, std::string> want = {
+      {"ASCEND_JOB", "t"}, {"RANK_TABLE_FILE", "/etc/ascend/hccl.json"},
+      {"RANK_SIZE", "16"}, {"WORLD_SIZE", "16"},
+      {"RANK_START", "8"}, {"NODE_RANK", "1"},
+      {"NNODES", "2"},     {"NPROC_PER_NODE", "8"}};
+  EXPECT_EQ(g->env, want);
+  ASSERT_TRUE(g->ranktable.has_value());
+  std::vector<std::pair<int, int>> by_device;  // (device_id, rank_id) on node1
+  for (const auto& srv : (*g->ranktable)["server_list"]) {
+    if (srv["server_id"] != node1) continue;
+    for (const auto& d : srv["device"]) {
+      by_device.emplace_back(std::stoi(d["device_id"].get<std::string>()),
+                             std::stoi(d["rank_id"].get<std::string>()));
+    }
+  }
+  std::sort(by_device.begin(), by_device.end());
+  std::vector<int> ranks;
+  for (auto [dev, rank] : by_device) ranks.push_back(rank);
+  EXPECT_EQ(ranks, (std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15}));
+  EXPECT_TRUE(s.reservations(node1)->empty()) << "an allocated reservation is no longer pending";
+  EXPECT_EQ(s.take_allocation(node1, {0, 1}, kT0).error().code(), ENOENT);
+}
+
+TEST(Allocation, AFaultOnAReservedChipMakesThatPodFailWithAReason) {
+  auto c = small_cluster(2);
+  Scheduler s(c);
+  auto r = s.filter(read(job_pod("t", 0, 4, "tp=4,dp=2")), names(c), kT0);
+  std::string node = r.passed.at(0);
+  ASSERT_TRUE(s.bind("default", "t-0", "", node, kT0).ok());
+  auto chips = s.reservations(node)->at(0).chips;
+  Inventory inv{"huawei.com/Ascend910", {}};
+  for (int p = 0; p < 8; ++p) inv.chips.push_back({p, p != chips[1], false});
+  ASSERT_TRUE(s.put_inventory(node, inv, kT0).ok());
+  auto before = s.save();
+  std::vector<int> others;
+  for (int p = 0; p < 8 && others.size() < 4; ++p) {
+    if (std::find(chips.begin(), chips.end(), p) == chips.end()) others.push_back(p);
+  }
+  auto g = s.take_allocation(node, others, kT0);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().code(), EBUSY);
+  EXPECT_NE(g.error().message().find("(unhealthy now: " + std::to_string(chips[1]) + ")"), std::string::npos)
+      << g.error().message();
+  EXPECT_EQ(s.save(), before) << "nothing else changes";
+}
+
+TEST(Release, FreesThePodsChipsAndTheJobGoesWithItsLastPod) {
+  auto c = small_cluster(2);
+  Scheduler s(c);
+  auto all = names(c);
+  for (int i = 0; i < 2; ++i) {
+    auto r = s.filter(read(job_pod("t", i, 8, "tp=8,dp=2")), all, kT0);
+    ASSERT_TRUE(s.bind("default", "t-" + std::to_string(i), "", r.passed.at(0), kT0).ok());
+  }
+  EXPECT_EQ(s.counts().free, 0);
+  ASSERT_TRUE(s.release("default", "t-0", kT0).ok());
+  EXPECT_EQ(s.counts().free, 8);
+  EXPECT_EQ(s.counts().jobs, 1);
+  ASSERT_TRUE(s.release("default", "t-1", kT0).ok());
+  EXPECT_EQ(s.counts().free, 16);
+  EXPECT_EQ(s.counts().jobs, 0);
+  EXPECT_EQ(s.release("default", "t-1", kT0).error().code(), ENOENT);
+  // Placed again from scratch.
+  auto r = s.filter(read(job_pod("t", 0, 8, "tp=8,dp=2")), all, kT0);
+  EXPECT_EQ(r.passed.size(), 1U);
+  EXPECT_EQ(s.counts().placed, 2U);
+}
+
+TEST(Expire, AReservationNeverBoundExpiresAfterTheTtl) {
+  auto c = small_cluster(2);
+  Scheduler s(c, std::chrono::minutes(5));
+  auto all = names(c);
+  auto r = s.filter(read(job_pod("t", 0, 8, "tp=8,dp=2")), all, kT0);
+  ASSERT_TRUE(s.bind("default", "t-0", "", r.passed.at(0), kT0).ok());
+  EXPECT_EQ(s.expire(kT0 + std::chrono::minutes(4)), 0);
+  EXPECT_EQ(s.counts().free, 0);
+  EXPECT_EQ(s.expire(kT0 + std::chrono::minutes(5)), 1) << "pod 1 never bound";
+  EXPECT_EQ(s.counts().free, 8);
+  EXPECT_EQ(s.counts().jobs, 1) << "pod 0 is bound: the job stays";
+  // Pod 1 comes late: its chips are free again, so it takes them back.
+  auto late = s.filter(read(job_pod("t", 1, 8, "tp=8,dp=2")), all, kT0 + std::chrono::minutes(6));
+  EXPECT_EQ(late.passed.size(), 1U);
+  EXPECT_EQ(s.counts().free, 0);
+}
+
+TEST(Prioritize, TheReservedNodeScoresTenAndPlainPodsPreferNotToBreakBlocks) {
+  auto c = testing::make_cluster({{"empty", "atlas800-9000", "leaf-0", {}, {}},
+                                  {"half", "atlas800-9000", "leaf-0", {0, 1, 2, 3}, {}},
+                                  {"ring-broken", "atlas800-9000", "leaf-0", {0, 4}, {}}});
+  Scheduler s(c);
+  // 2 chips: on "empty" a whole ring of 4 is broken; on "half" a whole ring too (the other one is busy)...
+  // ...while on "ring-broken" both rings already have 3 free: taking 2 of one breaks nothing whole.
+  auto sc = s.prioritize(read(plain_pod("p", 2)), {"empty", "half", "ring-broken"});
+  ASSERT_EQ(sc.size(), 3U);
+  // empty: 1 ring broken (-4), 6 of 8 left free (-ceil(5*6/8)=-4): 2. half: 1 broken, 2 left (-2): 4.
+  // ring-broken: 0 broken, 4 left (-3): 7.
+  EXPECT_EQ(sc[0].score, 2);
+  EXPECT_EQ(sc[1].score, 4);
+  EXPECT_EQ(sc[2].score, 7);
+  auto r = s.filter(read(job_pod("t", 0, 8, "tp=8")), {"empty", "half", "ring-broken"}, kT0);
+  auto js = s.prioritize(read(job_pod("t", 0, 8, "tp=8")), {"empty", "half", "ring-broken"});
+  EXPECT_EQ(js[0].score, 10);
+  EXPECT_EQ(js[1].score, 0);
+  EXPECT_EQ(js[2].score, 0);
+}
+
+TEST(Inventory, ThePluginsReportDecidesWhatIsFreeAndMustMatchTheClusterFile) {
+  auto c = small_cluster(1);
+  Scheduler s(c);
+  Inventory inv{"huawei.com/Ascend910", {}};
+  for (int p = 0; p < 8; ++p) inv.chips.push_back({p, p != 7, p < 2});
+  ASSERT_TRUE(s.put_inventory("node-0", inv, kT0).ok());
+  EXPECT_EQ(s.counts().free, 5);
+  EXPECT_EQ(s.counts().unhealthy, 1);
+  EXPECT_EQ(s.put_inventory("ghost", inv, kT0).error().code(), ENOENT);
+  inv.chips.push_back({8, true, false});
+  EXPECT_EQ(s.put_inventory("node-0", inv, kT0).error().message(),
+            "node node-0 (atlas800t-a2) has no chip 8");
+  Inventory wrong{"huawei.com/Ascend310P", {}};
+  EXPECT_NE(s.put_inventory("node-0", wrong, kT0)
+                .error()
+                .message()
+                .find("the plugin reports huawei.com/Ascend310P"),
+            std::string::npos);
+}
+
+TEST(State, SaveAndLoadKeepEverythingAndACorruptStateIsRefused) {
+  auto c = small_cluster(4);
+  Scheduler s(c);
+  auto all = names(c);
+  auto r = s.filter(read(job_pod("t", 0, 8, "tp=8,dp=2")), all, kT0);
+  ASSERT_TRUE(s.bind("default", "t-0", "u0", r.passed.at(0), kT0).ok());
+  s.filter(read(plain_pod("p", 2)), all, kT0);
+  ASSERT_TRUE(s.bind("default", "p", "u1", "node-3", kT0).ok());
+  json saved = s.save();
+  Scheduler t(c);
+  ASSERT_TRUE(t.load(saved).ok());
+  EXPECT_EQ(t.save(), saved);
+  EXPECT_EQ(t.counts().free, s.counts().free);
+  EXPECT_EQ(*t.placement_of("default", "t"), *s.placement_of("default", "t"));
+  struct Case {
+    std::function<void(json&)> damage;
+    std::string has;
+  };
+  std::vector<Case> cases = {
+      {[](json& j) { j["schema"] = 2; }, "schema"},
+      {[](json& j) { j["jobs"][0]["slots"][0]["node"] = "ghost"; }, "node ghost is not in the cluster file"},
+      {[](json& j) { j["jobs"][0]["slots"][0]["state"] = "dancing"; }, "unknown slot state"},
+      {[](json& j) { j["jobs"][0]["tp"] = "8"; }, "state.jobs[0].tp: wrong type"},
+      {[](json& j) { j["jobs"][0]["ranks"].erase(0); }, "ranks: wrong count"},
+      {[](json& j) { j["pods"][0]["chips"] = json::array({99}); }, "has no chip 99"},
+      {[](json& j) { j.erase("jobs"); }, "state.jobs: missing"},
+  };
+  for (const auto& k : cases) {
+    json bad = saved;
+    k.damage(bad);
+    Scheduler u(c);
+    auto st = u.load(bad);
+    ASSERT_FALSE(st.ok()) << k.has;
+    EXPECT_NE(st.error().message().find(k.has), std::string::npos) << st.error().message();
+    EXPECT_EQ(u.counts().free, 32) << "a failed load leaves the scheduler as it was";
+  }
+}
+
+// ---- wire -----------------------------------------------------------------------------------------------
+
+TEST(Wire, FilterAnswersInTheFormItWasAsked) {
+  json node_a = {{"metadata", {{"name", "node-0"}, {"labels", {{"x", "y"}}}}}};
+  json node_b = {{"metadata", {{"name", "node-1"}}}};
+  json body = {{"Pod", plain_pod("p", 1)}, {"Nodes", {{"items", {node_a, node_b}}}}};
+  auto a = parse_extender_args(body);
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  FilterResult r{{"node-0"}, {{"node-1", "full"}}, {}};
+  json out = filter_result_json(*a, r);
+  EXPECT_EQ(out["Nodes"]["items"], json::array({node_a}));
+  EXPECT_TRUE(out["NodeNames"].is_null());
+  EXPECT_EQ(out["FailedNodes"], json({{"node-1", "full"}}));
+  EXPECT_EQ(out["Error"], "");
+  auto n = parse_extender_args({{"pod", plain_pod("p", 1)}, {"nodenames", {"node-1"}}});
+  ASSERT_TRUE(n.ok());
+  json out2 = filter_result_json(*n, FilterResult{{"node-1"}, {}, {}});
+  EXPECT_EQ(out2["NodeNames"], json::array({"node-1"}));
+  EXPECT_TRUE(out2["Nodes"].is_null());
+  EXPECT_EQ(out2["FailedAndUnresolvableNodes"], json::object());
+}
+
+TEST(Wire, BindingArgsAndTheBindingObject) {
+  auto b =
+      parse_binding_args({{"podname", "t-0"}, {"PODNAMESPACE", "ml"}, {"PodUID", "u-1"}, {"Node", "n3"}});
+  ASSERT_TRUE(b.ok());
+  json want = {{"apiVersion", "v1"},
+               {"kind", "Binding"},
+               {"metadata", {{"name", "t-0"}, {"namespace", "ml"}, {"uid", "u-1"}}},
+               {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", "n3"}}}};
+  EXPECT_EQ(binding_object(*b), want);
+  EXPECT_FALSE(parse_binding_args({{"PodName", "x"}}).ok());
+  EXPECT_FALSE(parse_binding_args({{"PodName", 1}, {"Node", "n"}}).ok());
+}
+
+}  // namespace
+}  // namespace ascend::scheduler
