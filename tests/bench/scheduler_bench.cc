@@ -120,6 +120,7 @@ void filter_prioritize_5000() {
   InProcess srv(c);
   httplib::Client cli("127.0.0.1", srv.server->port());
   cli.set_keep_alive(true);
+  cli.set_tcp_nodelay(true);
   // A 64-NPU job placed first: its pods are then filtered against 5000 nodes.
   json job0 = pod("train-0", 8, "train", "tp=8,pp=4,dp=2", 8);
   cli.Post("/filter", json({{"Pod", job0}, {"NodeNames", names}}).dump(), "application/json");
@@ -263,6 +264,8 @@ void sustained_one_core() {
       ts.emplace_back([&] {
         httplib::Client cli("127.0.0.1", port);
         cli.set_keep_alive(true);
+        cli.set_tcp_nodelay(true);
+        cli.set_tcp_nodelay(true);
         while (!stop) {
           auto r = healthz ? cli.Get("/healthz") : cli.Post("/filter", text, "application/json");
           if (r && r->status == 200) ++done;

@@ -75,7 +75,13 @@ Scheduler::Scheduler(topology::Cluster cluster, std::chrono::milliseconds reserv
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
     nodes_[n].busy = cluster_.nodes[n].busy;
     nodes_[n].unhealthy = cluster_.nodes[n].unhealthy;
+    index_.emplace(cluster_.nodes[n].name, static_cast<int>(n));
   }
+}
+
+int Scheduler::node_index(const std::string& name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? -1 : it->second;
 }
 
 // ---- chips ----------------------------------------------------------------------------------------------
@@ -137,9 +143,12 @@ Result<std::vector<int>> Scheduler::choose_on(int node, const std::string& resou
     if (!parts.empty()) why += ")";
     return Error(ENOSPC, why + "; the pod needs " + std::to_string(chips));
   }
+  ChoiceKey key{cluster_.nodes[idx(node)].type, chips, free};
+  if (auto it = choices_.find(key); it != choices_.end()) return it->second;
+  if (choices_.size() >= 65536) choices_.clear();
   auto c = topology::choose(cluster_.type_of(node).host, phys_of(node, free), {}, chips);
-  if (!c.ok()) return c.error();
-  return *c;
+  choices_.emplace(key, c);
+  return c;
 }
 
 // ---- filter -------------------------------------------------------------------------------------------
@@ -157,7 +166,7 @@ FilterResult Scheduler::filter(const PodInfo& pod, const std::vector<std::string
 FilterResult Scheduler::filter_plain(const PodInfo& pod, const std::vector<std::string>& nodes) const {
   FilterResult r;
   for (const auto& name : nodes) {
-    int n = cluster_.node_index(name);
+    int n = node_index(name);
     if (pod.resource.empty()) {  // vNPUs or nothing of ours: the kubelet and the device plugin decide
       r.passed.push_back(name);
       continue;
@@ -224,7 +233,7 @@ FilterResult Scheduler::filter_job(const PodInfo& pod, const std::vector<std::st
   if (it == jobs_.end()) {
     std::vector<int> candidates;
     for (const auto& name : nodes) {
-      int n = cluster_.node_index(name);
+      int n = node_index(name);
       if (n >= 0 && resource_of(n) == pod.resource) candidates.push_back(n);
     }
     auto placed = place_job(pod, candidates, now);
@@ -324,7 +333,7 @@ std::vector<NodeScore> Scheduler::prioritize(const PodInfo& pod,
   }
   for (const auto& name : nodes) {
     NodeScore s{name, 0};
-    int n = cluster_.node_index(name);
+    int n = node_index(name);
     if (pod.job) {
       s.score = name == reserved ? 10 : 0;
     } else if (n >= 0 && !pod.resource.empty()) {
@@ -353,7 +362,7 @@ std::vector<NodeScore> Scheduler::prioritize(const PodInfo& pod,
 Status Scheduler::bind(const std::string& ns, const std::string& name, const std::string& uid,
                        const std::string& node, Clock::time_point now) {
   std::string key = ns + "/" + name;
-  int n = cluster_.node_index(node);
+  int n = node_index(node);
   if (n < 0) return Error::invalid("node " + node + " is not in the scheduler's cluster file");
   for (auto& [jk, j] : jobs_) {
     if (j.ns != ns) continue;
@@ -487,7 +496,7 @@ int Scheduler::expire(Clock::time_point now) {
 // ---- device plugins -----------------------------------------------------------------------------------
 
 Status Scheduler::put_inventory(const std::string& node, const Inventory& inv, Clock::time_point now) {
-  int n = cluster_.node_index(node);
+  int n = node_index(node);
   if (n < 0) return Error::not_found("node " + node + " is not in the scheduler's cluster file");
   const auto& t = cluster_.type_of(n);
   if (!inv.resource.empty() && inv.resource != t.host.resource_name) {
@@ -521,7 +530,7 @@ Status Scheduler::put_inventory(const std::string& node, const Inventory& inv, C
 }
 
 Result<std::vector<Reservation>> Scheduler::reservations(const std::string& node) const {
-  int n = cluster_.node_index(node);
+  int n = node_index(node);
   if (n < 0) return Error::not_found("node " + node + " is not in the scheduler's cluster file");
   std::vector<Reservation> out;
   for (const auto& [key, j] : jobs_) {
@@ -538,7 +547,7 @@ Result<std::vector<Reservation>> Scheduler::reservations(const std::string& node
 
 Result<Grant> Scheduler::take_allocation(const std::string& node, std::vector<int> chips,
                                          Clock::time_point now) {
-  int n = cluster_.node_index(node);
+  int n = node_index(node);
   if (n < 0) return Error::not_found("node " + node + " is not in the scheduler's cluster file");
   std::sort(chips.begin(), chips.end());
   std::vector<std::string> others;

@@ -451,6 +451,7 @@ void Server::Impl::routes() {
       }));
   s.set_payload_max_length(opts.max_body);
   s.set_keep_alive_max_count(10000);
+  s.set_tcp_nodelay(true);  // a response is written in two parts: no Nagle wait for the client's delayed ACK
   s.set_read_timeout(std::chrono::seconds(30));
 }
 

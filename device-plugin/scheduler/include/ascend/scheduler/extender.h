@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -169,6 +170,7 @@ class Scheduler {
     Clock::time_point at{};
   };
 
+  int node_index(const std::string& name) const;  // -1 when not in the cluster
   std::uint64_t free_mask(int node) const;
   std::uint64_t mask_of(int node, const std::vector<int>& phys) const;
   std::vector<int> phys_of(int node, std::uint64_t mask) const;
@@ -192,6 +194,22 @@ class Scheduler {
   topology::Cluster cluster_;
   std::chrono::milliseconds ttl_;
   std::vector<NodeState> nodes_;
+  std::unordered_map<std::string, int> index_;  // node name -> index (Cluster::node_index is a scan)
+  // choose() is a pure function of (node type, free chips, size) and most nodes of a large cluster share
+  // those: its answers are remembered (bounded; cleared when full).
+  struct ChoiceKey {
+    int type;
+    int chips;
+    std::uint64_t free;
+    bool operator==(const ChoiceKey&) const = default;
+  };
+  struct ChoiceHash {
+    std::size_t operator()(const ChoiceKey& k) const {
+      return std::hash<std::uint64_t>()(k.free * 1000003ULL + static_cast<std::uint64_t>(k.type) * 131ULL +
+                                        static_cast<std::uint64_t>(k.chips));
+    }
+  };
+  mutable std::unordered_map<ChoiceKey, Result<std::vector<int>>, ChoiceHash> choices_;
   std::map<std::string, JobRecord> jobs_;  // by "ns/name"
   std::map<std::string, PodRecord> pods_;  // pods without a job, by "ns/name"
   std::map<std::string, Seen> seen_;       // by "ns/name"
