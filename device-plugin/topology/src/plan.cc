@@ -332,8 +332,10 @@ std::string header(const PlanResult& r) {
 std::string row(const PlanEntry& e) {
   char buf[512];
   const Layout& l = e.layout;
-  int n = std::snprintf(buf, sizeof buf, "%5d %4d %5d %3d %6d %7s  ", l.tp, l.pp, l.dp, l.v, e.micro_batches,
-                        e.memory.total > 0 ? gib(e.memory.total).c_str() : "-");
+  bool sized = e.memory.total > 0;  // structural problems have neither micro-batches nor memory
+  int n =
+      std::snprintf(buf, sizeof buf, "%5d %4d %5d %3d %6s %7s  ", l.tp, l.pp, l.dp, l.v,
+                    sized ? str(e.micro_batches).c_str() : "-", sized ? gib(e.memory.total).c_str() : "-");
   const StepTime& t = e.time;
   if (e.fits) {
     std::snprintf(buf + n, sizeof buf - static_cast<std::size_t>(n),
