@@ -16,14 +16,14 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-std::string fmt(const char* f, double x) {
+std::string number(const char* f, double x) {
   char buf[48];
   std::snprintf(buf, sizeof buf, f, x);
   return buf;
 }
 
 std::string gib(double bytes) {
-  return fmt("%.1f", bytes / kGiB);
+  return number("%.1f", bytes / kGiB);
 }
 
 std::string str(int x) {
@@ -42,8 +42,8 @@ Status check_request(const PlanRequest& r) {
   }
   if (m.params <= 2.0 * m.vocab * m.hidden) {
     return Error::invalid(
-        "--params " + fmt("%.4g", m.params) + " leaves nothing for the layers after the " +
-        "embedding and output layer (2 x vocab x hidden = " + fmt("%.4g", 2.0 * m.vocab * m.hidden) + ")");
+        "--params " + number("%.4g", m.params) + " leaves nothing for the layers after the " +
+        "embedding and output layer (2 x vocab x hidden = " + number("%.4g", 2.0 * m.vocab * m.hidden) + ")");
   }
   if (!(r.efficiency > 0 && r.efficiency <= 1)) return Error::invalid("--efficiency must be in (0, 1]");
   return ok_status();
@@ -88,7 +88,7 @@ std::string structural_problem(const PlanRequest& r, const ChipSpec& chip, const
 std::string overflow(const PlanEntry& e, double hbm) {
   const char* where = e.memory.stage == 0 ? "the first stage" : "the last stage";
   return "needs " + gib(e.memory.total) + " GiB per NPU on " + where + " (activations " +
-         gib(e.memory.activations) + " GiB for " + fmt("%.3g", e.memory.in_flight) +
+         gib(e.memory.activations) + " GiB for " + number("%.3g", e.memory.in_flight) +
          " micro-batches in flight, weights+gradients+optimizer " +
          gib(e.memory.weights + e.memory.gradients + e.memory.optimizer) + " GiB), the chip has " + gib(hbm) +
          " GiB: " + gib(e.memory.total - hbm) + " GiB over";
