@@ -68,26 +68,101 @@ int run_simulate(const SimulateOptions& o, std::ostream& out, std::ostream& err)
   return kExitOk;
 }
 
-int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
-  auto r = topology::plan(o.request);
-  if (!r.ok()) return bad_input(err, r.error());
-  bool any = false;
-  for (const auto& e : r->entries) any = any || e.fits;
-  std::string why;
-  if (!any) {
-    why = "no (tp, pp, dp) of " + std::to_string(o.request.npus) + " x " + r->chip_name + " fits";
-    if (!r->entries.empty()) why += ": the best needs " + r->entries.front().why_not;
-  }
-  if (o.json) {
-    json j = topology::to_json(*r);
-    if (!any) j["error"] = why;
-    out << j.dump(2) << "\n";
+namespace {
+
+bool is_chip_file(const std::string& chip) {
+  return chip.find('/') != std::string::npos || chip.ends_with(".yaml") || chip.ends_with(".yml");
+}
+
+Result<topology::PlanRequest> plan_request(const PlanOptions& o) {
+  topology::PlanRequest r = o.request;
+  ASCEND_ASSIGN(r.train.recompute, topology::parse_recompute(o.recompute), "--recompute");
+  if (is_chip_file(o.chip)) {
+    ASCEND_ASSIGN(r.chip_spec, load_chip(o.chip), "--chip");
   } else {
-    out << topology::to_text(*r);
+    r.chip = o.chip;
   }
+  return r;
+}
+
+std::string nothing_fits(const topology::PlanResult& r) {
+  std::string why = "no (tp, pp, dp) of " + std::to_string(r.request.npus) + " x " + r.chip.name + " fits";
+  if (!r.entries.empty()) why += ": the best " + r.entries.front().why_not;
+  return why;
+}
+
+struct Placed {
+  const topology::PlanEntry* entry = nullptr;
+  int rank = 0;  // position of the entry in the plan
+  topology::Placement placement;
+};
+
+// The best fitting layout that topo can place on the cluster as it is (busy chips included).
+Result<Placed> place_best(const topology::PlanResult& r, const topology::Cluster& c) {
+  topology::ClusterState state = topology::ClusterState::initial(c);
+  std::string first_why;
+  for (std::size_t i = 0; i < r.entries.size() && r.entries[i].fits; ++i) {
+    auto p = topology::place(c, state, topology::job_of(r, r.entries[i]), topology::Policy::kTopo);
+    if (p.ok()) return Placed{&r.entries[i], static_cast<int>(i), std::move(*p)};
+    if (first_why.empty()) first_why = p.error().message();
+  }
+  return Error(ENOSPC,
+               "no layout that fits the chip fits cluster " + c.name + " (the best: " + first_why + ")");
+}
+
+std::string placed_line(const topology::PlanEntry& e, int rank, const topology::Placement& p,
+                        const topology::Cluster& c, const std::string& job_file) {
+  const auto& l = e.layout;
+  return "placed layout #" + std::to_string(rank + 1) + " (tp " + std::to_string(l.tp) + " x pp " +
+         std::to_string(l.pp) + " x dp " + std::to_string(l.dp) + ", v " + std::to_string(l.v) + ") on " +
+         c.name + ": " + std::to_string(topology::nodes_of(p).size()) + " nodes, cost " +
+         std::to_string(p.eval.cost.total) + " s, " + std::to_string(p.eval.tp_groups_outside_hccs) +
+         " TP groups outside HCCS; job written to " + job_file + "\n";
+}
+
+}  // namespace
+
+int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
+  auto req = plan_request(o);
+  if (!req.ok()) return bad_input(err, req.error());
+  auto r = topology::plan(*req);
+  if (!r.ok()) return bad_input(err, r.error());
+  bool any = !r->entries.empty() && r->entries.front().fits;
+  nlohmann::ordered_json j = o.json ? topology::to_json(*r) : nlohmann::ordered_json();
+  std::string text = o.json ? "" : topology::to_text(*r);
   if (!any) {
+    std::string why = nothing_fits(*r);
+    if (o.json) {
+      j["error"] = why;
+      out << j.dump(2) << "\n";
+    } else {
+      out << text;
+    }
     err << "ascend-scheduler: " << why << "\n";
     return kExitInfeasible;
+  }
+  if (!o.place.empty()) {
+    auto cluster = load_cluster(o.cluster);
+    if (!cluster.ok()) return bad_input(err, cluster.error());
+    auto placed = place_best(*r, *cluster);
+    if (!placed.ok()) return infeasible(out, err, placed.error().message());
+    const topology::PlanEntry& e = *placed->entry;
+    topology::Job job = topology::job_of(*r, e);
+    if (auto s = atomic_replace(o.place, topology::to_job_yaml(job, *r, e)); !s.ok()) {
+      err << "ascend-scheduler: job file: " << s.error().message() << "\n";
+      return kExitIo;
+    }
+    if (o.json) {
+      j["placed"] = {{"rank", placed->rank + 1}, {"job_file", o.place}};
+      j["placement"] = topology::to_json(*cluster, placed->placement);
+    } else {
+      text += placed_line(e, placed->rank, placed->placement, *cluster, o.place);
+    }
+  }
+  if (o.json) {
+    out << j.dump(2) << "\n";
+  } else {
+    out << text;
   }
   return kExitOk;
 }

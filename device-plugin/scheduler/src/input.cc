@@ -100,4 +100,13 @@ Result<std::vector<topology::TraceJob>> load_trace(const std::string& path) {
   return t;
 }
 
+Result<topology::ChipSpec> load_chip(const std::string& path) {
+  auto doc_or = read_yaml(path);
+  if (!doc_or.ok()) return doc_or.error();
+  const YamlDoc& doc = *doc_or;
+  auto c = topology::chip_from_json(doc.value, locator(doc.root));
+  if (!c.ok()) return c.error().context(path);
+  return c;
+}
+
 }  // namespace ascend::scheduler

@@ -42,21 +42,49 @@ int main(int argc, char** argv) {
 
   PlanOptions plan;
   auto& r = plan.request;
-  auto* pn =
-      app.add_subcommand("plan", "rank every tp x pp x dp = N layout by memory fit and communication cost");
+  auto& m = r.model;
+  auto* pn = app.add_subcommand(
+      "plan", "rank every tp x pp x dp x v layout of N NPUs by memory fit and predicted step time");
   pn->add_option("--npus", r.npus, "number of NPUs (N)")->required()->check(CLI::PositiveNumber);
-  pn->add_option("--chip", r.chip, "chip (910B3, 910ProA, Ascend910/910C, 310P3), family or profile")
+  pn->add_option("--chip", plan.chip,
+                 "chip (910ProA, 910B1-910B4, 910C, 310P3, or a family or profile name), or a chip file "
+                 "(YAML: name, hbm_gib, peak_tflops_bf16, chips_per_node, bandwidth_gbps: {intra_node, "
+                 "inter_node})")
       ->required();
-  pn->add_option("--params", r.params, "model parameters, e.g. 70e9")->required()->check(CLI::PositiveNumber);
-  pn->add_option("--layers", r.layers, "transformer layers (L)")->required()->check(CLI::PositiveNumber);
-  pn->add_option("--hidden", r.hidden, "hidden size (h)")->required()->check(CLI::PositiveNumber);
-  pn->add_option("--seq-len", r.seq_len, "sequence length (s)")->required()->check(CLI::PositiveNumber);
-  pn->add_option("--micro-batch", r.micro_batch, "micro-batch size (b)")
+  pn->add_option("--params", m.params, "model parameters, e.g. 70e9")->required()->check(CLI::PositiveNumber);
+  pn->add_option("--layers", m.layers, "transformer layers (L)")->required()->check(CLI::PositiveNumber);
+  pn->add_option("--hidden", m.hidden, "hidden size (h)")->required()->check(CLI::PositiveNumber);
+  pn->add_option("--heads", m.heads, "attention heads (a); tp must divide them")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  pn->add_option("--seq-len", m.seq_len, "sequence length (s)")->required()->check(CLI::PositiveNumber);
+  pn->add_option("--vocab", m.vocab,
+                 "vocabulary (V): embedding on the first stage, output layer on the last (default 0: none)")
+      ->check(CLI::NonNegativeNumber);
+  pn->add_option("--micro-batch", m.micro_batch, "micro-batch size (b)")
       ->default_val(1)
       ->check(CLI::PositiveNumber);
-  pn->add_option("--global-batch", r.global_batch, "sequences per step (default: max(1024, N x b))")
+  pn->add_option("--global-batch", m.global_batch, "sequences per step (default: max(1024, N x b))")
       ->check(CLI::PositiveNumber);
-  pn->add_flag("--optimizer-parallel", r.optimizer_parallel, "shard optimizer states over data parallelism");
+  pn->add_flag("--optimizer-parallel", r.train.optimizer_parallel,
+               "shard optimizer states over data parallelism (ZeRO-1, MindSpeed's distributed optimizer)");
+  pn->add_flag("--sequence-parallel", r.train.sequence_parallel,
+               "shard the layers' norm and dropout activations over tp (Megatron sequence parallelism)");
+  pn->add_option("--recompute", plan.recompute, "activation recomputation: none | selective | full")
+      ->default_val("none");
+  pn->add_option("--virtual-stages", r.virtual_stages,
+                 "interleaved pipeline: only this v (default: 1 and every v that splits the layers evenly)")
+      ->check(CLI::PositiveNumber);
+  pn->add_option("--efficiency", r.efficiency, "fraction of the chip's peak the layers reach")
+      ->default_val(ascend::topology::kDefaultEfficiency)
+      ->check(CLI::Range(0.01, 1.0));
+  pn->add_flag("--allow-tp-across-nodes", r.allow_tp_across_nodes,
+               "also consider tensor-parallel groups larger than one node");
+  auto* cluster_opt = pn->add_option("--cluster", plan.cluster, "cluster file (YAML) for --place");
+  pn->add_option("--place", plan.place,
+                 "place the best layout that fits --cluster with topo; write its job file (YAML) here")
+      ->needs(cluster_opt);
+  cluster_opt->needs("--place");
   pn->add_flag("--json", plan.json, "print JSON instead of a table");
   pn->footer(kFooter);
 

@@ -1,206 +1,363 @@
 #include "ascend/topology/plan.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
-#include "ascend/npu/profiles.h"
 #include "ascend/topology/place.h"
 
 namespace ascend::topology {
 
-using nlohmann::json;
 using nlohmann::ordered_json;
 
 namespace {
 
-std::string lower(std::string s) {
-  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
-
-double hbm_of(const npu::HostState& h) {
-  const auto& c = h.chips.front();
-  double mb = c.hbm_total_mb > 0 ? c.hbm_total_mb : c.mem_total_mb;
-  return mb * 1024.0 * 1024.0;
-}
-
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+std::string number(const char* f, double x) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, f, x);
+  return buf;
+}
+
 std::string gib(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", bytes / kGiB);
+  return number("%.1f", bytes / kGiB);
+}
+
+std::string str(int x) {
+  return std::to_string(x);
+}
+
+Status check_request(const PlanRequest& r) {
+  const ModelShape& m = r.model;
+  if (r.npus < 1) return Error::invalid("--npus must be at least 1");
+  if (!(m.params > 0)) return Error::invalid("--params must be positive");
+  if (m.layers < 1 || m.hidden < 1 || m.heads < 1 || m.seq_len < 1 || m.micro_batch < 1) {
+    return Error::invalid("--layers, --hidden, --heads, --seq-len and --micro-batch must be at least 1");
+  }
+  if (m.vocab < 0 || m.global_batch < 0 || r.virtual_stages < 0) {
+    return Error::invalid("--vocab, --global-batch and --virtual-stages must not be negative");
+  }
+  if (m.params <= 2.0 * m.vocab * m.hidden) {
+    return Error::invalid(
+        "--params " + number("%.4g", m.params) + " leaves nothing for the layers after the " +
+        "embedding and output layer (2 x vocab x hidden = " + number("%.4g", 2.0 * m.vocab * m.hidden) + ")");
+  }
+  if (!(r.efficiency > 0 && r.efficiency <= 1)) return Error::invalid("--efficiency must be in (0, 1]");
+  return ok_status();
+}
+
+// The virtual-stage counts to consider for a pipeline of `pp`.
+std::vector<int> virtual_stages(const PlanRequest& r, int pp) {
+  if (pp == 1) return {1};
+  if (r.virtual_stages > 0) return {r.virtual_stages};
+  std::vector<int> out = {1};
+  for (int v = 2; v * pp <= r.model.layers; ++v) {
+    if (r.model.layers % (pp * v) == 0) out.push_back(v);
+  }
+  return out;
+}
+
+// Why a layout cannot run at all (before memory), or "".
+std::string structural_problem(const PlanRequest& r, const ChipSpec& chip, const Layout& l) {
+  const ModelShape& m = r.model;
+  if (m.heads % l.tp != 0) return "tp " + str(l.tp) + " does not divide the " + str(m.heads) + " heads";
+  if (l.tp > chip.chips_per_node && !r.allow_tp_across_nodes) {
+    return "tp " + str(l.tp) + " spans nodes of " + str(chip.chips_per_node) +
+           " chips (--allow-tp-across-nodes to consider it)";
+  }
+  if (l.pp > m.layers) return "pp " + str(l.pp) + " exceeds the " + str(m.layers) + " layers";
+  if (l.v > 1 && m.layers % (l.pp * l.v) != 0) {
+    return str(m.layers) + " layers do not split into pp x v = " + str(l.pp * l.v) + " equal chunks";
+  }
+  long long per_step = static_cast<long long>(l.dp) * m.micro_batch;
+  if (m.global_batch % per_step != 0) {
+    return "the global batch " + str(m.global_batch) +
+           " is not a multiple of dp x micro-batch = " + std::to_string(per_step);
+  }
+  int micro = micro_batches(m, l);
+  if (l.v > 1 && micro % l.pp != 0) {
+    return "the interleaved schedule needs the " + str(micro) + " micro-batches to be a multiple of pp " +
+           str(l.pp);
+  }
+  return "";
+}
+
+std::string overflow(const PlanEntry& e, double hbm) {
+  const char* where = e.memory.stage == 0 ? "the first stage" : "the last stage";
+  return "needs " + gib(e.memory.total) + " GiB per NPU on " + where + " (activations " +
+         gib(e.memory.activations) + " GiB for " + number("%.3g", e.memory.in_flight) +
+         " micro-batches in flight, weights+gradients+optimizer " +
+         gib(e.memory.weights + e.memory.gradients + e.memory.optimizer) + " GiB), the chip has " + gib(hbm) +
+         " GiB: " + gib(e.memory.total - hbm) + " GiB over";
+}
+
+// topo's placement on the ideal cluster, once per (tp, pp): its cost per byte of each kind of traffic
+// (placed with the v = 1 volumes; v changes only the pipeline volume, not which levels the groups use).
+struct PerByte {
+  bool ok = false;
+  std::string why;
+  Evaluation eval;
+  double tp = 0;
+  double pp = 0;
+  double dp = 0;
+};
+
+class Placer {
+ public:
+  Placer(const Cluster& c, const PlanResult& r) : cluster_(c), state_(ClusterState::initial(c)), r_(r) {}
+
+  const PerByte& at(const Layout& l) {
+    auto key = std::make_pair(l.tp, l.pp);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+    return cache_.emplace(key, compute(l)).first->second;
+  }
+
+ private:
+  PerByte compute(Layout l) {
+    l.v = 1;
+    PlanEntry e;
+    e.layout = l;
+    e.volumes = step_volumes(r_.request.model, r_.request.train, l);
+    PerByte pb;
+    auto p = place(cluster_, state_, job_of(r_, e), Policy::kTopo);
+    if (!p.ok()) {
+      pb.why = p.error().message();
+      return pb;
+    }
+    pb.ok = true;
+    pb.eval = p->eval;
+    auto per = [](double cost, double bytes) { return bytes > 0 ? cost / bytes : 0; };
+    pb.tp = per(p->eval.cost.tp, e.volumes.tp);
+    pb.pp = per(p->eval.cost.pp, e.volumes.pp);
+    pb.dp = per(p->eval.cost.dp, e.volumes.dp);
+    return pb;
+  }
+
+  const Cluster& cluster_;
+  ClusterState state_;
+  const PlanResult& r_;
+  std::map<std::pair<int, int>, PerByte> cache_;
+};
+
+PlanEntry evaluate_layout(const PlanResult& r, const Layout& l, Placer& placer) {
+  const PlanRequest& req = r.request;
+  PlanEntry e;
+  e.layout = l;
+  e.layers_first = stage_layers(req.model.layers, l.pp, 0);
+  e.layers_last = stage_layers(req.model.layers, l.pp, l.pp - 1);
+  e.why_not = structural_problem(req, r.chip, l);
+  if (!e.why_not.empty()) return e;
+  e.micro_batches = micro_batches(req.model, l);
+  e.memory = peak_memory(req.model, req.train, l);
+  double hbm = r.chip.hbm_gib * kGiB;
+  if (e.memory.total > hbm) {
+    e.why_not = overflow(e, hbm);
+    return e;
+  }
+  const PerByte& pb = placer.at(l);
+  if (!pb.ok) {
+    e.why_not = pb.why;
+    return e;
+  }
+  e.fits = true;
+  e.eval = pb.eval;
+  e.volumes = step_volumes(req.model, req.train, l);
+  CommTime comm{e.volumes.tp * pb.tp, e.volumes.pp * pb.pp, e.volumes.dp * pb.dp};
+  e.time = step_time(req.model, req.train, l, r.chip.peak_tflops_bf16 * 1e12, req.efficiency, comm);
+  return e;
+}
+
+Result<Cluster> ideal_cluster(const PlanResult& r, const npu::HostState& host) {
+  int nodes = (r.request.npus + r.chip.chips_per_node - 1) / r.chip.chips_per_node;
+  auto specs = generate_nodes(host.profile, nodes, 16, 4, "node-");
+  auto source = [&host](const std::string&) -> Result<npu::HostState> { return host; };
+  return make_cluster("ideal", bandwidth_for(r.chip, r.request.bw), specs, source);
+}
+
+void rank(std::vector<PlanEntry>& entries) {
+  std::stable_sort(entries.begin(), entries.end(), [](const PlanEntry& a, const PlanEntry& b) {
+    if (a.fits != b.fits) return a.fits;
+    if (a.fits) return a.time.total < b.time.total;
+    bool a_sized = a.memory.total > 0;  // structural problems have no memory figure
+    bool b_sized = b.memory.total > 0;
+    if (a_sized != b_sized) return a_sized;
+    return a.memory.total < b.memory.total;
+  });
+}
+
+}  // namespace
+
+Result<PlanResult> plan(const PlanRequest& req) {
+  ASCEND_CHECK(check_request(req), "plan");
+  PlanResult out;
+  out.request = req;
+  ModelShape& m = out.request.model;
+  if (m.global_batch == 0) m.global_batch = std::max(1024, req.npus * m.micro_batch);
+  if (req.chip_spec) {
+    out.chip = *req.chip_spec;
+  } else {
+    ASCEND_ASSIGN(out.chip, builtin_chip(req.chip), "plan");
+  }
+  ASCEND_ASSIGN(npu::HostState host, node_host(out.chip), "plan");
+  out.profile = host.profile;
+  ASCEND_ASSIGN(Cluster cluster, ideal_cluster(out, host), "plan");
+  Placer placer(cluster, out);
+  for (int tp = 1; tp <= req.npus; ++tp) {
+    if (req.npus % tp != 0) continue;
+    for (int pp = 1; pp <= req.npus / tp; ++pp) {
+      if ((req.npus / tp) % pp != 0) continue;
+      for (int v : virtual_stages(out.request, pp)) {
+        out.entries.push_back(evaluate_layout(out, {tp, pp, req.npus / tp / pp, v}, placer));
+      }
+    }
+  }
+  rank(out.entries);
+  return out;
+}
+
+Job job_of(const PlanResult& r, const PlanEntry& e, std::string name) {
+  Job j;
+  j.name = std::move(name);
+  j.npus = r.request.npus;
+  j.tp = e.layout.tp;
+  j.pp = e.layout.pp;
+  j.dp = e.layout.dp;
+  j.comm = {e.volumes.tp, e.volumes.pp, e.volumes.dp};
+  return j;
+}
+
+std::string to_job_yaml(const Job& job, const PlanResult& r, const PlanEntry& e) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "# ascend-scheduler plan: %d x %s, tp %d x pp %d x dp %d, v %d, %d micro-batches per step;\n"
+                "# predicted %.4g s per step, %.4g tokens/s per NPU, MFU %.1f%%\n"
+                "name: %s\nnpus: %d\ntp: %d\npp: %d\ndp: %d\norder: %s\n"
+                "comm_bytes: {tp: %.17g, pp: %.17g, dp: %.17g}\n",
+                r.request.npus, r.chip.name.c_str(), e.layout.tp, e.layout.pp, e.layout.dp, e.layout.v,
+                e.micro_batches, e.time.total, e.time.tokens_per_s_per_npu, 100 * e.time.mfu,
+                job.name.c_str(), job.npus, job.tp, job.pp, job.dp, std::string(to_string(job.order)).c_str(),
+                job.comm.tp, job.comm.pp, job.comm.dp);
+  return buf;
+}
+
+namespace {
+
+ordered_json memory_json(const Memory& m) {
+  return {{"weights", m.weights / kGiB},     {"gradients", m.gradients / kGiB},
+          {"optimizer", m.optimizer / kGiB}, {"activations", m.activations / kGiB},
+          {"total", m.total / kGiB},         {"stage", m.stage},
+          {"in_flight", m.in_flight}};
+}
+
+ordered_json entry_json(const PlanEntry& e) {
+  ordered_json j = {{"tp", e.layout.tp},
+                    {"pp", e.layout.pp},
+                    {"dp", e.layout.dp},
+                    {"v", e.layout.v},
+                    {"micro_batches", e.micro_batches},
+                    {"layers_per_stage", {e.layers_first, e.layers_last}},
+                    {"fits", e.fits}};
+  if (e.memory.total > 0) j["memory_gib"] = memory_json(e.memory);
+  if (!e.fits) {
+    j["why_not"] = e.why_not;
+    return j;
+  }
+  const StepTime& t = e.time;
+  j["step_s"] = {{"compute", t.compute}, {"bubble", t.bubble},         {"tp", t.tp},
+                 {"pp", t.pp},           {"dp_exposed", t.dp_exposed}, {"total", t.total}};
+  j["tokens_per_s_per_npu"] = t.tokens_per_s_per_npu;
+  j["mfu"] = t.mfu;
+  j["hfu"] = t.hfu;
+  j["comm_bytes"] = {{"tp", e.volumes.tp}, {"pp", e.volumes.pp}, {"dp", e.volumes.dp}};
+  j["tp_groups_outside_hccs"] = e.eval.tp_groups_outside_hccs;
+  return j;
+}
+
+}  // namespace
+
+ordered_json to_json(const PlanResult& r) {
+  const PlanRequest& q = r.request;
+  ordered_json entries = ordered_json::array();
+  for (const auto& e : r.entries) entries.push_back(entry_json(e));
+  return {{"npus", q.npus},
+          {"chip", r.chip.name},
+          {"profile", r.profile},
+          {"hbm_gib", r.chip.hbm_gib},
+          {"peak_tflops_bf16", r.chip.peak_tflops_bf16},
+          {"efficiency", q.efficiency},
+          {"model",
+           {{"params", q.model.params},
+            {"layers", q.model.layers},
+            {"hidden", q.model.hidden},
+            {"heads", q.model.heads},
+            {"seq_len", q.model.seq_len},
+            {"vocab", q.model.vocab},
+            {"micro_batch", q.model.micro_batch},
+            {"global_batch", q.model.global_batch}}},
+          {"options",
+           {{"sequence_parallel", q.train.sequence_parallel},
+            {"recompute", to_string(q.train.recompute)},
+            {"optimizer_parallel", q.train.optimizer_parallel},
+            {"virtual_stages", q.virtual_stages},
+            {"allow_tp_across_nodes", q.allow_tp_across_nodes}}},
+          {"candidates", std::move(entries)}};
+}
+
+namespace {
+
+std::string header(const PlanResult& r) {
+  const PlanRequest& q = r.request;
+  const ModelShape& m = q.model;
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "%d x %s (%s, %s GiB HBM, %g TFLOPS bf16 at %.0f%% efficiency): %.3g params, %d layers, "
+                "hidden %d, %d heads, seq %d, vocab %d, micro-batch %d, global batch %d; recompute %s%s%s\n",
+                q.npus, r.chip.name.c_str(), r.profile.c_str(), gib(r.chip.hbm_gib * kGiB).c_str(),
+                r.chip.peak_tflops_bf16, 100 * q.efficiency, m.params, m.layers, m.hidden, m.heads, m.seq_len,
+                m.vocab, m.micro_batch, m.global_batch, std::string(to_string(q.train.recompute)).c_str(),
+                q.train.sequence_parallel ? ", sequence parallel" : "",
+                q.train.optimizer_parallel ? ", optimizer parallel" : "");
+  std::string o = buf;
+  o += "seconds per step; memory in GiB per NPU on the largest stage\n";
+  std::snprintf(buf, sizeof buf, "%5s %4s %5s %3s %6s %7s  %9s %9s %8s %8s %8s %8s  %10s %6s\n", "tp", "pp",
+                "dp", "v", "m", "memory", "step", "compute", "bubble", "tp", "pp", "dp_exp", "tok/s/NPU",
+                "MFU");
+  return o + buf;
+}
+
+std::string row(const PlanEntry& e) {
+  char buf[512];
+  const Layout& l = e.layout;
+  bool sized = e.memory.total > 0;  // structural problems have neither micro-batches nor memory
+  int n =
+      std::snprintf(buf, sizeof buf, "%5d %4d %5d %3d %6s %7s  ", l.tp, l.pp, l.dp, l.v,
+                    sized ? str(e.micro_batches).c_str() : "-", sized ? gib(e.memory.total).c_str() : "-");
+  const StepTime& t = e.time;
+  if (e.fits) {
+    std::snprintf(buf + n, sizeof buf - static_cast<std::size_t>(n),
+                  "%9.4g %9.4g %8.3g %8.3g %8.3g %8.3g  %10.4g %5.1f%%\n", t.total, t.compute, t.bubble, t.tp,
+                  t.pp, t.dp_exposed, t.tokens_per_s_per_npu, 100 * t.mfu);
+  } else {
+    std::snprintf(buf + n, sizeof buf - static_cast<std::size_t>(n), "%s\n", e.why_not.c_str());
+  }
   return buf;
 }
 
 }  // namespace
 
-Result<npu::HostState> profile_for_chip(const std::string& chip) {
-  std::string want = lower(chip);
-  std::string known;
-  for (const auto& name : npu::builtin_profile_names()) {
-    auto h = npu::builtin_profile(name);
-    if (!h.ok()) continue;
-    std::string chip_name = h->chips.front().name;
-    std::vector<std::string> aliases = {lower(chip_name), lower(std::string(npu::to_string(h->family))),
-                                        lower(name)};
-    if (h->family == npu::Family::k910_93) aliases.emplace_back("910c");
-    if (std::find(aliases.begin(), aliases.end(), want) != aliases.end()) return h;
-    known += (known.empty() ? "" : ", ") + chip_name;
-  }
-  return Error::invalid("unknown chip '" + chip + "' (known: " + known + ", or a family or profile name)");
-}
-
-Memory memory_per_npu(const PlanRequest& r, int tp, int pp, int dp) {
-  Memory m;
-  double shard = static_cast<double>(tp) * pp;
-  m.weights = 2 * r.params / shard;
-  m.gradients = 2 * r.params / shard;
-  m.optimizer = 12 * r.params / shard / (r.optimizer_parallel ? dp : 1);
-  m.activations = 34.0 * r.seq_len * r.micro_batch * static_cast<double>(r.hidden) * r.layers / shard;
-  m.total = m.weights + m.gradients + m.optimizer + m.activations;
-  return m;
-}
-
-Result<PlanResult> plan(const PlanRequest& req) {
-  if (req.npus < 1) return Error::invalid("--npus must be at least 1");
-  if (req.params <= 0) return Error::invalid("--params must be positive");
-  if (req.layers < 1 || req.hidden < 1 || req.seq_len < 1 || req.micro_batch < 1) {
-    return Error::invalid("--layers, --hidden, --seq-len and --micro-batch must be at least 1");
-  }
-  ASCEND_ASSIGN(npu::HostState host, profile_for_chip(req.chip), "plan");
-  PlanResult out;
-  out.request = req;
-  if (out.request.global_batch <= 0) out.request.global_batch = std::max(1024, req.npus * req.micro_batch);
-  out.profile = host.profile;
-  out.chip_name = host.chips.front().name;
-  out.hbm_bytes = hbm_of(host);
-  out.chips_per_node = static_cast<int>(host.chips.size());
-  int nodes = (req.npus + out.chips_per_node - 1) / out.chips_per_node;
-  auto specs = generate_nodes(host.profile, nodes, 16, 4, "node-");
-  auto source = [&](const std::string&) -> Result<npu::HostState> { return host; };
-  ASCEND_ASSIGN(Cluster cluster, make_cluster("ideal", req.bw, specs, source), "plan");
-  ClusterState empty = ClusterState::initial(cluster);
-  ModelSpec model{req.params, req.layers, req.hidden, req.seq_len, req.micro_batch, out.request.global_batch};
-  for (int tp = 1; tp <= req.npus; ++tp) {
-    if (req.npus % tp != 0) continue;
-    for (int pp = 1; pp <= req.npus / tp; ++pp) {
-      if ((req.npus / tp) % pp != 0) continue;
-      PlanEntry e;
-      e.tp = tp;
-      e.pp = pp;
-      e.dp = req.npus / tp / pp;
-      e.memory = memory_per_npu(out.request, tp, pp, e.dp);
-      e.comm = comm_from_model(model, tp, pp, e.dp);
-      if (pp > req.layers) {
-        e.why_not = std::to_string(pp) + " pipeline stages for " + std::to_string(req.layers) + " layers";
-      } else if (static_cast<long long>(e.dp) * req.micro_batch > out.request.global_batch) {
-        e.why_not = "dp x micro-batch = " + std::to_string(e.dp * req.micro_batch) +
-                    " exceeds the global batch " + std::to_string(out.request.global_batch);
-      } else if (e.memory.total > out.hbm_bytes) {
-        e.why_not =
-            "needs " + gib(e.memory.total) + " GiB per NPU, the chip has " + gib(out.hbm_bytes) + " GiB";
-      } else {
-        Job job;
-        job.name = "plan";
-        job.npus = req.npus;
-        job.tp = tp;
-        job.pp = pp;
-        job.dp = e.dp;
-        job.comm = e.comm;
-        auto p = place(cluster, empty, job, Policy::kTopo);
-        if (!p.ok()) {
-          e.why_not = p.error().message();
-        } else {
-          e.fits = true;
-          e.eval = p->eval;
-        }
-      }
-      out.entries.push_back(std::move(e));
-    }
-  }
-  std::stable_sort(out.entries.begin(), out.entries.end(), [](const PlanEntry& a, const PlanEntry& b) {
-    if (a.fits != b.fits) return a.fits;
-    if (a.fits) return a.eval.cost.total < b.eval.cost.total;
-    return a.memory.total < b.memory.total;
-  });
-  return out;
-}
-
-ordered_json to_json(const PlanResult& r) {
-  ordered_json entries = ordered_json::array();
-  for (const auto& e : r.entries) {
-    ordered_json j = {{"tp", e.tp},
-                      {"pp", e.pp},
-                      {"dp", e.dp},
-                      {"fits", e.fits},
-                      {"memory_gib",
-                       {{"weights", e.memory.weights / kGiB},
-                        {"gradients", e.memory.gradients / kGiB},
-                        {"optimizer", e.memory.optimizer / kGiB},
-                        {"activations", e.memory.activations / kGiB},
-                        {"total", e.memory.total / kGiB}}},
-                      {"comm_bytes", {{"tp", e.comm.tp}, {"pp", e.comm.pp}, {"dp", e.comm.dp}}}};
-    if (e.fits) {
-      j["cost"] = {{"tp", e.eval.cost.tp},
-                   {"pp", e.eval.cost.pp},
-                   {"dp", e.eval.cost.dp},
-                   {"total", e.eval.cost.total}};
-      j["tp_groups_outside_hccs"] = e.eval.tp_groups_outside_hccs;
-    } else {
-      j["why_not"] = e.why_not;
-    }
-    entries.push_back(std::move(j));
-  }
-  return {{"npus", r.request.npus},
-          {"chip", r.chip_name},
-          {"profile", r.profile},
-          {"hbm_gib", r.hbm_bytes / kGiB},
-          {"params", r.request.params},
-          {"layers", r.request.layers},
-          {"hidden", r.request.hidden},
-          {"seq_len", r.request.seq_len},
-          {"micro_batch", r.request.micro_batch},
-          {"global_batch", r.request.global_batch},
-          {"optimizer_parallel", r.request.optimizer_parallel},
-          {"candidates", std::move(entries)}};
-}
-
 std::string to_text(const PlanResult& r) {
-  std::string o;
-  char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "%d x %s (%s, %s GiB HBM): %.3g params, %d layers, hidden %d, seq %d, micro-batch %d, global "
-                "batch %d%s\n",
-                r.request.npus, r.chip_name.c_str(), r.profile.c_str(), gib(r.hbm_bytes).c_str(),
-                r.request.params, r.request.layers, r.request.hidden, r.request.seq_len,
-                r.request.micro_batch, r.request.global_batch,
-                r.request.optimizer_parallel ? ", optimizer parallel" : "");
-  o += buf;
-  o += "memory per NPU in GiB; cost in seconds per step on an ideal placement\n";
-  std::snprintf(buf, sizeof buf, "%6s %5s %6s  %8s %8s %8s %8s %8s  %10s %10s %10s %10s\n", "tp", "pp", "dp",
-                "weights", "grads", "optim", "activ", "total", "comm", "tp", "pp", "dp");
-  o += buf;
+  std::string o = header(r);
   bool header_done = false;
   for (const auto& e : r.entries) {
     if (!e.fits && !header_done) {
       o += "does not fit:\n";
       header_done = true;
     }
-    std::snprintf(buf, sizeof buf, "%6d %5d %6d  %8s %8s %8s %8s %8s  ", e.tp, e.pp, e.dp,
-                  gib(e.memory.weights).c_str(), gib(e.memory.gradients).c_str(),
-                  gib(e.memory.optimizer).c_str(), gib(e.memory.activations).c_str(),
-                  gib(e.memory.total).c_str());
-    o += buf;
-    if (e.fits) {
-      std::snprintf(buf, sizeof buf, "%10.4g %10.4g %10.4g %10.4g\n", e.eval.cost.total, e.eval.cost.tp,
-                    e.eval.cost.pp, e.eval.cost.dp);
-    } else {
-      std::snprintf(buf, sizeof buf, "%s\n", e.why_not.c_str());
-    }
-    o += buf;
+    o += row(e);
   }
   return o;
 }

@@ -203,8 +203,8 @@ TEST_F(Cli, SimulatesTheShippedTrace) {
 }
 
 TEST_F(Cli, Plan) {
-  const std::vector<std::string> model = {"--params", "10e9", "--layers",  "40",
-                                          "--hidden", "5120", "--seq-len", "2048"};
+  const std::vector<std::string> model = {"--params", "10e9",    "--layers", "40",        "--hidden",
+                                          "5120",     "--heads", "40",       "--seq-len", "4096"};
   auto args = [&](const char* npus, bool json_out) {
     std::vector<std::string> a = {kBin, "plan", "--npus", npus, "--chip", "910B3"};
     a.insert(a.end(), model.begin(), model.end());
@@ -214,9 +214,14 @@ TEST_F(Cli, Plan) {
   auto eight = run_command(args("8", true));
   ASSERT_EQ(eight.exit_code, 0) << eight.err;
   json p = json::parse(eight.out);
-  EXPECT_EQ(p["candidates"].size(), 10U);
-  EXPECT_TRUE(p["candidates"][0]["fits"].get<bool>());
-  EXPECT_TRUE(p["candidates"][0].contains("cost"));
+  EXPECT_EQ(p["peak_tflops_bf16"], 313);
+  const json& best = p["candidates"][0];
+  EXPECT_TRUE(best["fits"].get<bool>());
+  EXPECT_GE(best["tp"].get<int>(), 2);  // the example: tensor parallelism inside the node first
+  for (const char* k : {"compute", "bubble", "tp", "pp", "dp_exposed", "total"}) {
+    EXPECT_TRUE(best["step_s"].contains(k)) << k;
+  }
+  EXPECT_GT(best["mfu"].get<double>(), 0);
   auto one = run_command(args("1", true));
   EXPECT_EQ(one.exit_code, 3);
   json q = json::parse(one.out);
@@ -225,11 +230,119 @@ TEST_F(Cli, Plan) {
   auto text = run_command(args("8", false));
   ASSERT_EQ(text.exit_code, 0);
   EXPECT_NE(text.out.find("does not fit:"), std::string::npos);
-  EXPECT_NE(text.out.find("8 x 910B3 (atlas800t-a2, 64.0 GiB HBM)"), std::string::npos) << text.out;
-  auto bad = run_command({kBin, "plan", "--npus", "8", "--chip", "H100", "--params", "1e9", "--layers", "2",
-                          "--hidden", "64", "--seq-len", "128"});
-  EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find("unknown chip 'H100'"), std::string::npos);
+  EXPECT_NE(text.out.find("8 x 910B3 (atlas800t-a2, 64.0 GiB HBM, 313 TFLOPS bf16 at 60% efficiency)"),
+            std::string::npos)
+      << text.out;
+  struct Bad {
+    std::vector<std::string> extra;
+    const char* message;
+  };
+  const Bad bad[] = {
+      {{"--recompute", "some"}, "--recompute: unknown recompute 'some' (use none, selective or full)"},
+      {{"--vocab", "1000000"}, "leaves nothing for the layers"},
+      {{"--place", "job.yaml"}, "--place requires --cluster"},
+  };
+  for (const auto& b : bad) {
+    auto a = args("8", false);
+    a.insert(a.end(), b.extra.begin(), b.extra.end());
+    auto r = run_command(a);
+    EXPECT_EQ(r.exit_code, 2) << b.message;
+    EXPECT_NE(r.err.find(b.message), std::string::npos) << r.err;
+  }
+  auto h100 = run_command({kBin, "plan", "--npus", "8", "--chip", "H100", "--params", "1e9", "--layers", "2",
+                           "--hidden", "64", "--heads", "4", "--seq-len", "128"});
+  EXPECT_EQ(h100.exit_code, 2);
+  EXPECT_NE(h100.err.find("unknown chip 'H100'"), std::string::npos);
+}
+
+// A chip file describes other hardware; errors name the file, line and field.
+TEST_F(Cli, PlanWithAChipFile) {
+  std::string chip = write("a100.yaml",
+                           "name: A100-80GB\nhbm_gib: 80\npeak_tflops_bf16: 312\nchips_per_node: 8\n"
+                           "bandwidth_gbps: {intra_node: 300, inter_node: 25}\n");
+  auto r = run_command({kBin,
+                        "plan",
+                        "--npus",
+                        "16",
+                        "--chip",
+                        chip,
+                        "--params",
+                        "13e9",
+                        "--layers",
+                        "40",
+                        "--hidden",
+                        "5120",
+                        "--heads",
+                        "40",
+                        "--seq-len",
+                        "4096",
+                        "--sequence-parallel",
+                        "--recompute",
+                        "selective",
+                        "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json p = json::parse(r.out);
+  EXPECT_EQ(p["chip"], "A100-80GB");
+  EXPECT_EQ(p["hbm_gib"], 80);
+  EXPECT_EQ(p["options"]["recompute"], "selective");
+  std::string bad = write("bad.yaml", "name: X\nhbm_gib: 80\npeak_tflops_bf16: -1\nchips_per_node: 8\n");
+  auto e = run_command({kBin, "plan", "--npus", "16", "--chip", bad, "--params", "13e9", "--layers", "40",
+                        "--hidden", "5120", "--heads", "40", "--seq-len", "4096"});
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_NE(e.err.find("--chip: " + bad + ": line 3: peak_tflops_bf16: must be positive"), std::string::npos)
+      << e.err;
+}
+
+// --place: the planner's choice placed on a real cluster file, and the job file it writes is the one
+// `place` takes, giving the same placement cost.
+TEST_F(Cli, PlanPlacesItsBestLayout) {
+  std::string job = (dir_ / "planned.yaml").string();
+  auto r = run_command({kBin,
+                        "plan",
+                        "--npus",
+                        "16",
+                        "--chip",
+                        "910B3",
+                        "--params",
+                        "13e9",
+                        "--layers",
+                        "40",
+                        "--hidden",
+                        "5120",
+                        "--heads",
+                        "40",
+                        "--seq-len",
+                        "4096",
+                        "--sequence-parallel",
+                        "--recompute",
+                        "selective",
+                        "--cluster",
+                        kDir + "/pod-a.yaml",
+                        "--place",
+                        job,
+                        "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json p = json::parse(r.out);
+  ASSERT_TRUE(p.contains("placement"));
+  EXPECT_EQ(p["placed"]["job_file"], job);
+  auto placed = run_command({kBin, "place", "--cluster", kDir + "/pod-a.yaml", "--job", job});
+  ASSERT_EQ(placed.exit_code, 0) << placed.err;
+  json again = json::parse(placed.out);
+  EXPECT_EQ(again["ranks"], p["placement"]["ranks"]);
+  EXPECT_DOUBLE_EQ(again["cost"]["total"].get<double>(), p["placement"]["cost"]["total"].get<double>());
+  int rank = p["placed"]["rank"];
+  const json& chosen = p["candidates"][static_cast<std::size_t>(rank - 1)];
+  auto job_file = load_job(job);
+  ASSERT_TRUE(job_file.ok()) << job_file.error().message();
+  EXPECT_EQ(job_file->tp, chosen["tp"].get<int>());
+  EXPECT_EQ(job_file->pp, chosen["pp"].get<int>());
+  EXPECT_DOUBLE_EQ(job_file->comm.tp, chosen["comm_bytes"]["tp"].get<double>());
+  auto text = run_command({kBin,       "plan", "--npus",    "16",   "--chip",    "910B3",
+                           "--params", "13e9", "--layers",  "40",   "--hidden",  "5120",
+                           "--heads",  "40",   "--seq-len", "4096", "--cluster", kDir + "/pod-a.yaml",
+                           "--place",  job});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("job written to " + job), std::string::npos) << text.out;
 }
 
 TEST_F(Cli, HelpDocumentsExitCodes) {

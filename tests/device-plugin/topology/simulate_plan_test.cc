@@ -1,9 +1,8 @@
-// Trace replay (FIFO, backfill, rejection, run time from the placement cost) and the parallelism planner.
+// Trace replay (FIFO, backfill, rejection, run time from the placement cost). The planner: plan_test.cc.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "ascend/topology/plan.h"
 #include "ascend/topology/simulate.h"
 #include "test_util.h"
 
@@ -112,90 +111,6 @@ TEST(TraceFile, ParsesAndRejectsBadEntries) {
     ASSERT_FALSE(r.ok()) << k.json;
     EXPECT_NE(r.error().message().find(k.message), std::string::npos) << r.error().message();
   }
-}
-
-PlanRequest ten_b(int npus) {
-  PlanRequest r;
-  r.npus = npus;
-  r.chip = "910B3";
-  r.params = 10e9;
-  r.layers = 40;
-  r.hidden = 5120;
-  r.seq_len = 2048;
-  return r;
-}
-
-TEST(Plan, TenBillionParametersNeedMoreThanOneChip) {
-  auto one = plan(ten_b(1));
-  ASSERT_TRUE(one.ok()) << one.error().message();
-  ASSERT_EQ(one->entries.size(), 1U);
-  EXPECT_FALSE(one->entries[0].fits);
-  EXPECT_NE(one->entries[0].why_not.find("GiB per NPU, the chip has 64.0 GiB"), std::string::npos)
-      << one->entries[0].why_not;
-  auto eight = plan(ten_b(8));
-  ASSERT_TRUE(eight.ok());
-  EXPECT_EQ(eight->entries.size(), 10U);  // ordered triples with product 8
-  ASSERT_TRUE(eight->entries.front().fits);
-  // 16P/(tp pp) + activations must fit 64 GiB: tp x pp >= 4 here.
-  for (const auto& e : eight->entries) {
-    EXPECT_EQ(e.fits, e.memory.total <= 64.0 * (1 << 30)) << e.tp << " " << e.pp << " " << e.dp;
-    if (e.fits) {
-      EXPECT_GE(e.tp * e.pp, 4);
-    }
-  }
-  // Ranked: fitting entries by cost, cheapest first.
-  for (std::size_t i = 1; i < eight->entries.size(); ++i) {
-    if (eight->entries[i].fits) {
-      EXPECT_LE(eight->entries[i - 1].eval.cost.total, eight->entries[i].eval.cost.total);
-    }
-    if (!eight->entries[i - 1].fits) {
-      EXPECT_FALSE(eight->entries[i].fits);
-    }
-  }
-}
-
-TEST(Plan, MemoryBreakdown) {
-  PlanRequest r = ten_b(8);
-  Memory m = memory_per_npu(r, 2, 2, 2);
-  EXPECT_DOUBLE_EQ(m.weights, 2 * 10e9 / 4);
-  EXPECT_DOUBLE_EQ(m.gradients, 2 * 10e9 / 4);
-  EXPECT_DOUBLE_EQ(m.optimizer, 12 * 10e9 / 4);
-  EXPECT_DOUBLE_EQ(m.activations, 34.0 * 2048 * 1 * 5120 * 40 / 4);
-  EXPECT_DOUBLE_EQ(m.total, m.weights + m.gradients + m.optimizer + m.activations);
-  r.optimizer_parallel = true;
-  EXPECT_DOUBLE_EQ(memory_per_npu(r, 2, 2, 2).optimizer, 12 * 10e9 / 4 / 2);
-  // Optimizer parallelism makes pure data parallelism over 8 chips fit... not for 10B (4P + 12P/8 + act).
-  auto p = plan(r);
-  ASSERT_TRUE(p.ok());
-  for (const auto& e : p->entries) {
-    if (e.tp == 1 && e.pp == 1) {
-      EXPECT_FALSE(e.fits);
-    }
-  }
-}
-
-TEST(Plan, ChipNamesAndErrors) {
-  for (const char* chip : {"910B3", "910b", "atlas800t-a2", "910ProA", "Ascend910", "910C", "310P3"}) {
-    EXPECT_TRUE(profile_for_chip(chip).ok()) << chip;
-  }
-  auto bad = profile_for_chip("H100");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message().find("known: "), std::string::npos);
-  PlanRequest r = ten_b(8);
-  r.layers = 0;
-  EXPECT_FALSE(plan(r).ok());
-  r = ten_b(16);
-  r.layers = 2;
-  auto p = plan(r);
-  ASSERT_TRUE(p.ok());
-  for (const auto& e : p->entries) {
-    if (e.pp > 2) {
-      EXPECT_NE(e.why_not.find("pipeline stages for 2 layers"), std::string::npos);
-    }
-  }
-  auto j = to_json(*p);
-  EXPECT_EQ(j["chip"], "910B3");
-  EXPECT_EQ(j["candidates"].size(), p->entries.size());
 }
 
 }  // namespace

@@ -35,6 +35,10 @@ int run_simulate(const SimulateOptions& o, std::ostream& out, std::ostream& err)
 
 struct PlanOptions {
   topology::PlanRequest request;
+  std::string chip;  // a built-in chip name, or a chip file (contains '/' or ends in .yaml/.yml)
+  std::string recompute = "none";
+  std::string place;    // write the best layout's job file here (with cluster)
+  std::string cluster;  // the cluster file to place it on
   bool json = false;
 };
 int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ascend/common/error.h"
+#include "ascend/topology/chip.h"
 #include "ascend/topology/cluster.h"
 #include "ascend/topology/job.h"
 #include "ascend/topology/simulate.h"
@@ -16,5 +17,7 @@ namespace ascend::scheduler {
 Result<topology::Cluster> load_cluster(const std::string& path);
 Result<topology::Job> load_job(const std::string& path);
 Result<std::vector<topology::TraceJob>> load_trace(const std::string& path);
+// A chip file (`plan --chip FILE.yaml`).
+Result<topology::ChipSpec> load_chip(const std::string& path);
 
 }  // namespace ascend::scheduler

@@ -1,74 +1,68 @@
-// The parallelism planner: every (tp, pp, dp) with tp x pp x dp = N, the memory each NPU needs, whether it
-// fits the chip's HBM, and the estimated communication cost of its ideal placement (topo on an empty
-// cluster of just enough nodes of the chip's profile). Pure; thread-safe.
-//
-// Memory per NPU (bytes, P parameters, bf16 weights with fp32 Adam states):
-//   weights 2P/(tp*pp), gradients 2P/(tp*pp), optimizer states 12P/(tp*pp) (divided by dp with optimizer
-//   parallelism, ZeRO-1 style), activations 34*s*b*h*L/(pp*tp).
+// The parallelism planner: every (tp, pp, dp, v) layout of N NPUs for a model, whether it fits the chip's
+// HBM (and if not, which term overflows and by how much), and, for those that fit, the predicted step time
+// of the step model (step_model.h) with the communication times of topo's placement on an ideal cluster of
+// the chip's nodes: the same levels, bandwidths and cost model as `place` and `simulate`. Best first.
+// Pure; thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
 #include "ascend/common/error.h"
-#include "ascend/npu/state.h"
+#include "ascend/topology/chip.h"
 #include "ascend/topology/cluster.h"
 #include "ascend/topology/cost.h"
 #include "ascend/topology/job.h"
+#include "ascend/topology/step_model.h"
 
 namespace ascend::topology {
 
+// The fraction of peak the layers' kernels reach (README, "The step model": calibrated on the published
+// configurations in tests/fixtures/plan).
+inline constexpr double kDefaultEfficiency = 0.6;
+
 struct PlanRequest {
   int npus = 0;
-  std::string
-      chip;  // chip name (910B3, 910ProA, Ascend910, 310P3), family (910B, 910, 910_93, 310P) or profile
-  double params = 0;
-  int layers = 0;
-  int hidden = 0;
-  int seq_len = 0;
-  int micro_batch = 1;
-  int global_batch = 0;  // 0: max(1024, npus x micro_batch) sequences per step
-  bool optimizer_parallel = false;
-  Bandwidth bw;
-};
-
-struct Memory {
-  double weights = 0;
-  double gradients = 0;
-  double optimizer = 0;
-  double activations = 0;
-  double total = 0;
+  std::string chip;                   // a built-in chip, family or profile name (builtin_chip)
+  std::optional<ChipSpec> chip_spec;  // a chip file's chip; takes the place of `chip`
+  ModelShape model;                   // global_batch 0: max(1024, N x b)
+  TrainOptions train;
+  int virtual_stages = 0;  // 0: v = 1 and every v that splits each stage's layers evenly
+  double efficiency = kDefaultEfficiency;
+  bool allow_tp_across_nodes = false;
+  Bandwidth bw;  // the cost model's levels (a chip file's bandwidths override them)
 };
 
 struct PlanEntry {
-  int tp = 1;
-  int pp = 1;
-  int dp = 1;
-  Memory memory;
+  Layout layout;
+  int micro_batches = 0;  // per pipeline and step
+  int layers_first = 0;   // layers of the first stage (the largest)
+  int layers_last = 0;    // layers of the last stage
+  Memory memory;          // the largest stage
   bool fits = false;
   std::string why_not;  // when it does not fit
-  Evaluation eval;      // ideal placement (when it fits)
-  CommBytes comm;
+  Volumes volumes;      // bytes per NPU per step the placement carries
+  StepTime time;        // when it fits
+  Evaluation eval;      // topo's placement on the ideal cluster (when it fits)
 };
 
 struct PlanResult {
-  PlanRequest request;
+  PlanRequest request;  // with the defaults filled in
+  ChipSpec chip;
   std::string profile;
-  std::string chip_name;
-  double hbm_bytes = 0;
-  int chips_per_node = 0;
-  std::vector<PlanEntry> entries;  // fitting ones by cost (cheapest first), then the others by memory
+  std::vector<PlanEntry> entries;  // fitting ones fastest first, then the others by memory
 };
-
-// The built-in profile whose chip matches `chip` (case-insensitive).
-Result<npu::HostState> profile_for_chip(const std::string& chip);
-
-Memory memory_per_npu(const PlanRequest& r, int tp, int pp, int dp);
 
 // EINVAL for a bad request; a request where nothing fits is not an error (every entry says why).
 Result<PlanResult> plan(const PlanRequest& r);
+
+// The job `place` takes for an entry: its layout and the traffic volumes the plan used.
+Job job_of(const PlanResult& r, const PlanEntry& e, std::string name = "plan");
+// The job file (README, "Job file") for `job`, with a comment line of the plan's prediction for `e`.
+std::string to_job_yaml(const Job& job, const PlanResult& r, const PlanEntry& e);
 
 nlohmann::ordered_json to_json(const PlanResult& r);
 std::string to_text(const PlanResult& r);

@@ -1,0 +1,80 @@
+// Planner benchmark (the target in brackets): `plan` for 4096 NPUs of 910B3 over every
+// (tp, pp, dp, v) [< 1 s]. Two models:
+//  - BM_Plan/llama70b: 70B, 80 layers, hidden 8192, 64 heads, seq 4096, vocab 32000, global batch 4096,
+//    sequence parallel with selective recompute: most layouts with tp <= 8 fit, so most are placed.
+//  - BM_Plan/gpt1t_full: 1T, 128 layers, hidden 25600, 160 heads, full recompute, ZeRO-1: the most layouts
+//    that fit (and so the most placements) of the configurations in tests/fixtures/plan.
+//  - BM_Plan/llama7b_full: 7B, 32 layers, hidden 4096, 32 heads, full recompute, ZeRO-1: nearly every
+//    layout with tp <= 8 fits, the worst case for the number of placements.
+// Counters: candidates listed, how many fit, distinct (tp, pp) placed, and the best layout's step time.
+#include <benchmark/benchmark.h>
+
+#include <set>
+
+#include "ascend/topology/plan.h"
+
+namespace {
+
+using namespace ascend::topology;
+
+PlanRequest llama70b() {
+  PlanRequest r;
+  r.npus = 4096;
+  r.chip = "910B3";
+  r.model = {70e9, 80, 8192, 64, 4096, 32000, 1, 4096};
+  r.train.sequence_parallel = true;
+  r.train.recompute = Recompute::kSelective;
+  return r;
+}
+
+PlanRequest gpt1t_full() {
+  PlanRequest r;
+  r.npus = 4096;
+  r.chip = "910B3";
+  r.model = {1.0e12, 128, 25600, 160, 2048, 51200, 1, 4096};
+  r.train.recompute = Recompute::kFull;
+  r.train.optimizer_parallel = true;
+  return r;
+}
+
+PlanRequest llama7b_full() {
+  PlanRequest r;
+  r.npus = 4096;
+  r.chip = "910B3";
+  r.model = {6.7e9, 32, 4096, 32, 4096, 32000, 1, 4096};
+  r.train.recompute = Recompute::kFull;
+  r.train.optimizer_parallel = true;
+  return r;
+}
+
+void BM_Plan(benchmark::State& state, PlanRequest (*request)()) {
+  PlanRequest req = request();
+  PlanResult last;
+  for (auto _ : state) {
+    auto r = plan(req);
+    if (!r.ok()) {
+      state.SkipWithError(r.error().message().c_str());
+      return;
+    }
+    last = std::move(*r);
+    benchmark::DoNotOptimize(last.entries.data());
+  }
+  int fits = 0;
+  std::set<std::pair<int, int>> placed;
+  for (const auto& e : last.entries) {
+    if (!e.fits) continue;
+    ++fits;
+    placed.emplace(e.layout.tp, e.layout.pp);
+  }
+  state.counters["candidates"] = static_cast<double>(last.entries.size());
+  state.counters["fit"] = fits;
+  state.counters["placed_tp_pp"] = static_cast<double>(placed.size());
+  if (fits > 0) state.counters["best_step_s"] = last.entries.front().time.total;
+}
+BENCHMARK_CAPTURE(BM_Plan, llama70b, llama70b)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Plan, gpt1t_full, gpt1t_full)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Plan, llama7b_full, llama7b_full)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
