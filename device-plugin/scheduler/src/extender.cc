@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "ascend/topology/choose.h"
 #include "ascend/topology/cost.h"
 #include "ascend/topology/ranktable.h"
@@ -271,11 +273,12 @@ FilterResult Scheduler::filter_job(const PodInfo& pod, const std::vector<std::st
   }
   seen_[pod.key()] = Seen{pod, now};
   const std::string& target = cluster_.nodes[idx(s.node)].name;
+  const std::string why = "job " + key + " reserves " + target + " for pod " + std::to_string(pod.index);
   for (const auto& name : nodes) {
     if (name == target) {
       r.passed.push_back(name);
     } else {
-      r.unresolvable[name] = "job " + key + " reserves " + target + " for pod " + std::to_string(pod.index);
+      r.unresolvable[name] = why;
     }
   }
   return r;
@@ -370,8 +373,8 @@ Status Scheduler::bind(const std::string& ns, const std::string& name, const std
       Slot& s = j.slots[i];
       if (s.pod != name || !holds(s.state)) continue;
       if (s.node != n) {
-        return Error::invalid("pod " + key + " is reserved on " + cluster_.nodes[idx(s.node)].name +
-                              ", not " + node);
+        return Error::invalid(
+            fmt::format("pod {} is reserved on {}, not {}", key, cluster_.nodes[idx(s.node)].name, node));
       }
       return ok_status();  // bound already (a retry)
     }
@@ -886,7 +889,7 @@ Result<Slot> read_slot(const topology::Cluster& c, const json& j, const std::str
   ASCEND_ASSIGN(s.phys, r.ints("chips"), "");
   for (int p : s.phys) {
     if (c.type_of(s.node).slot_of_phy(p) < 0)
-      return Error::invalid(where + ": " + node + " has no chip " + std::to_string(p));
+      return Error::invalid(fmt::format("{}: {} has no chip {}", where, node, p));
   }
   ASCEND_ASSIGN(std::string state, r.str("state"), "");
   ASCEND_ASSIGN(s.state, slot_state(state), where);

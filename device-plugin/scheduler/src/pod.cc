@@ -64,7 +64,10 @@ Status add_container(const json& c, const std::string& where, Demand& d) {
     if (!m->is_object()) return Error::invalid(where + ".resources." + kind + ": not an object");
     for (const auto& [name, v] : m->items()) {
       if (name == kResource910 || name == kResource310P) {
-        auto q = quantity(v, where + ".resources." + kind + "." + name);
+        std::string field = where + ".resources.";
+        field += kind;
+        field += "." + name;
+        auto q = quantity(v, field);
         if (!q.ok()) return q.error();
         mine[name] = std::max(mine[name], *q);
       } else if (is_vnpu_resource(name)) {

@@ -36,6 +36,7 @@ int run_serve(const ServeCommand& o, std::ostream& err) {
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGUSR1);  // sent by this function to end the signal thread when the server stops itself
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   auto server = Server::create(o.server, std::move(*cluster), std::move(binder));
   if (!server.ok()) {
@@ -54,7 +55,7 @@ int run_serve(const ServeCommand& o, std::ostream& err) {
             << ":" << srv.port() << std::endl;
   auto st = srv.run();
   // Wake the signal thread if the server stopped by itself.
-  pthread_kill(waiter.native_handle(), SIGTERM);
+  pthread_kill(waiter.native_handle(), SIGUSR1);
   waiter.join();
   if (!st.ok()) {
     err << "ascend-scheduler: " << st.error().message() << "\n";

@@ -77,7 +77,7 @@ bool loopback(const std::string& addr) {
 }
 
 Result<std::string> read_token(const std::string& path) {
-  auto t = read_file(path, 64 * 1024);
+  auto t = read_file(path, 64U * 1024U);
   if (!t.ok()) return t.error();
   std::string s = *t;
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();

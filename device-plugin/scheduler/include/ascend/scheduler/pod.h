@@ -37,7 +37,6 @@ struct JobRequest {
   int dp = 1;
   topology::RankOrder order = topology::RankOrder::kTpDpPp;
   topology::CommBytes comm;  // per rank and step; defaults when the pod does not say (see README)
-  bool operator==(const JobRequest&) const = default;
 };
 
 struct PodInfo {
