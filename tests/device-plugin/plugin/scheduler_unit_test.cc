@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include <yaml-cpp/yaml.h>
+
 #include "ascend/common/fs.h"
 #include "ascend/npu/emulator.h"
 #include "ascend/npu/profiles.h"
@@ -381,6 +383,61 @@ TEST(SchedulerConfig, HttpSchedulerNeedsANodeNameAndAReadableTokenPerRequest) {
   st = (*s)->put_inventory(InventoryReport{});
   ASSERT_FALSE(st.ok());
   EXPECT_TRUE(scheduler_unavailable(st.error())) << st.error().message();
+}
+
+TEST(SchedulerConfig, TheShippedDaemonSetWiresTheSchedulerNodeNameRankTablesAndToken) {
+  YAML::Node cm;
+  YAML::Node ds;
+  for (const auto& doc : YAML::LoadAllFromFile(std::string(ASCEND_SOURCE_DIR) +
+                                               "/deploy/kubernetes/ascend-device-plugin.yaml")) {
+    const auto kind = doc["kind"].as<std::string>();
+    if (kind == "ConfigMap") cm = doc;
+    if (kind == "DaemonSet") ds = doc;
+  }
+  ASSERT_TRUE(cm && ds);
+  testing::TempDir dir;
+  ASSERT_TRUE(atomic_replace(dir / "config.yaml", cm["data"]["config.yaml"].as<std::string>()).ok());
+  auto cfg = load_config_file(dir / "config.yaml", Config{});
+  ASSERT_TRUE(cfg.ok()) << cfg.error().message();
+  EXPECT_TRUE(validate(*cfg).ok());
+  EXPECT_EQ(cfg->scheduler_url, "http://ascend-scheduler.kube-system.svc:8888");
+  EXPECT_TRUE(cfg->node_name.empty()) << "the node name comes from $NODE_NAME";
+
+  const YAML::Node pod = ds["spec"]["template"]["spec"];
+  const YAML::Node c = pod["containers"][0];
+  bool node_name = false;
+  for (const auto& e : c["env"]) {
+    if (e["name"].as<std::string>() == "NODE_NAME")
+      node_name = e["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>() == "spec.nodeName";
+  }
+  EXPECT_TRUE(node_name) << "NODE_NAME from the downward API's spec.nodeName";
+
+  // name -> mount path, and name -> volume
+  std::map<std::string, std::string> mounts;
+  for (const auto& m : c["volumeMounts"])
+    mounts[m["name"].as<std::string>()] = m["mountPath"].as<std::string>();
+  std::map<std::string, YAML::Node> volumes;
+  for (const auto& v : pod["volumes"]) volumes.emplace(v["name"].as<std::string>(), YAML::Node(v));
+  // The kubelet mounts the rank table from the host path the plugin names: the folder is the same path
+  // inside the plugin's container and on the host.
+  bool ranktables = false;
+  for (const auto& [name, path] : mounts) {
+    if (path != cfg->ranktable_dir) continue;
+    ASSERT_TRUE(volumes[name]["hostPath"]) << name;
+    EXPECT_EQ(volumes[name]["hostPath"]["path"].as<std::string>(), cfg->ranktable_dir);
+    ranktables = true;
+  }
+  EXPECT_TRUE(ranktables) << "no hostPath volume at " << cfg->ranktable_dir;
+  // The token file lies in an optional Secret volume.
+  bool token = false;
+  for (const auto& [name, path] : mounts) {
+    if (cfg->scheduler_token_file != path + "/token") continue;
+    ASSERT_TRUE(volumes[name]["secret"]) << name;
+    EXPECT_EQ(volumes[name]["secret"]["secretName"].as<std::string>(), "ascend-scheduler-token");
+    EXPECT_TRUE(volumes[name]["secret"]["optional"].as<bool>());
+    token = true;
+  }
+  EXPECT_TRUE(token) << "no Secret volume holds " << cfg->scheduler_token_file;
 }
 
 // ---- the Plugin and the Reporter over a recording SchedulerApi ------------------------------------------
