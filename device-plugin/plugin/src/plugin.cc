@@ -141,10 +141,14 @@ Status Plugin::take_reservations(const std::vector<std::vector<int>>& phys,
     std::string host_path;
     if (!grant->ranktable.empty()) {
       ASCEND_ASSIGN(host_path, ranktable_host_path(cfg_.ranktable_dir, *grant), "");
+    }
+    // Checked before the file is written: a grant the container cannot use leaves nothing behind.
+    ASCEND_ASSIGN(ContainerAllocation granted, with_grant(out[i], *grant, host_path), "");
+    if (!host_path.empty()) {
       ASCEND_CHECK(make_dirs(cfg_.ranktable_dir), "create the rank-table folder");
       ASCEND_CHECK(atomic_replace(host_path, grant->ranktable, 0644), "write the rank table");
     }
-    ASCEND_ASSIGN(out[i], with_grant(std::move(out[i]), *grant, host_path), "");
+    out[i] = std::move(granted);
     spdlog::info("chips {} go to pod {}/{}{}{}", fmt::join(phys[i], ","), grant->pod_namespace, grant->pod,
                  grant->job.empty() ? "" : " of job ", grant->job);
   }

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <condition_variable>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <mutex>
@@ -622,6 +623,12 @@ TEST_F(PluginWithScheduler, AnAbsentOrBrokenSchedulerIsAnsweredAsAloneButABadGra
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().code(), EPROTO);
   EXPECT_FALSE(plugin->inventory().chips[5].in_use);
+  sched.grants.insert_or_assign({6}, Grant{"default", "p", "j", {}, "etc/hccl.json", "{}"});
+  bad = plugin->allocate(kChips, {chip_ids(kChips, {6})});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code(), EPROTO);
+  EXPECT_FALSE(std::filesystem::exists(tmp / "ranktables/default_p.json"))
+      << "an unusable grant leaves no file";
 }
 
 TEST_F(PluginWithScheduler, HandedOutChipsEndWhenThePodResourcesNoLongerListThem) {
