@@ -23,7 +23,9 @@ using nlohmann::json;
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ChipReport, phy_id, healthy, in_use)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(InventoryReport, resource, chips)
 
-namespace {
+// Bodies that only this file sees (a named namespace: the macros' functions are inline, and unused ones in an
+// anonymous namespace would be flagged).
+namespace wire {
 
 struct AllocationRequest {
   std::vector<int> chips;
@@ -35,7 +37,7 @@ struct ErrorBody {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ErrorBody, error)
 
-}  // namespace
+}  // namespace wire
 
 // "namespace" is a C++ keyword, so the NLOHMANN_DEFINE_* macros cannot name that key: the two types that
 // carry it are mapped by hand. Wrong types throw json::type_error, caught in parse() below.
@@ -84,7 +86,7 @@ std::string inventory_body(const InventoryReport& r) {
 }
 
 std::string allocation_body(const std::vector<int>& chips) {
-  return json(AllocationRequest{chips}).dump();
+  return json(wire::AllocationRequest{chips}).dump();
 }
 
 Result<std::vector<Reservation>> parse_reservations(std::string_view body) {
@@ -99,7 +101,7 @@ Result<Grant> parse_grant(std::string_view body) {
 }
 
 std::string error_text(std::string_view body) {
-  auto e = parse<ErrorBody>(body, "", [](const json& j) { return j.get<ErrorBody>(); });
+  auto e = parse<wire::ErrorBody>(body, "", [](const json& j) { return j.get<wire::ErrorBody>(); });
   if (e.ok() && !e->error.empty()) return e->error;
   constexpr std::size_t kMax = 200;
   std::string out(body.substr(0, kMax));

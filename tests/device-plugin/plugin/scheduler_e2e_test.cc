@@ -57,6 +57,7 @@ auto put_of(const json& body) {
 
 std::vector<std::string> ids(const std::vector<int>& phys) {
   std::vector<std::string> out;
+  out.reserve(phys.size());
   for (int p : phys) out.push_back("Ascend910-" + std::to_string(p));
   return out;
 }
@@ -495,6 +496,7 @@ TEST_F(SchedulerE2E, HttpsWithAnUnknownCaSendsNothing) {
 pid_t spawn(const std::vector<std::string>& args, const std::string& log,
             const std::vector<std::string>& env) {
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   std::vector<char*> envp;
