@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 #include <spdlog/fmt/fmt.h>
+#include <spdlog/fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -254,7 +255,7 @@ Result<std::string> HttpScheduler::token() const {
 
 Result<std::string> HttpScheduler::exchange(const char* method, const std::string& path,
                                             const std::string& body, std::chrono::milliseconds timeout,
-                                            int* status) const {
+                                            Answer* answer) const {
   const std::string what = fmt::format("scheduler {} {}{}", method, url_.origin, path);
   httplib::Client client(url_.origin);
   client.set_connection_timeout(timeout);
@@ -281,9 +282,10 @@ Result<std::string> HttpScheduler::exchange(const char* method, const std::strin
   if (!res) {
     return Error(transport_errno(res.error()), fmt::format("{}: {}", what, httplib::to_string(res.error())));
   }
-  *status = res->status;
+  answer->code = res->status;
   if (res->status >= 200 && res->status < 300) return std::move(res->body);
-  return Error(status_errno(res->status), fmt::format("{}: {} {}", what, res->status, error_text(res->body)));
+  answer->text = error_text(res->body);
+  return Error(status_errno(res->status), fmt::format("{}: {} {}", what, res->status, answer->text));
 }
 
 void HttpScheduler::count(const char* call, bool answered) const {
@@ -291,30 +293,35 @@ void HttpScheduler::count(const char* call, bool answered) const {
 }
 
 Status HttpScheduler::put_inventory(const InventoryReport& report) {
-  int status = 0;
+  Answer answer;
   auto r = exchange("PUT", url_.prefix + "/v1/nodes/" + path_segment(node_), inventory_body(report),
-                    timeouts_.inventory, &status);
+                    timeouts_.inventory, &answer);
   count("inventory", r.ok());
   if (!r) return r.error();
   return {};
 }
 
 Result<std::vector<Reservation>> HttpScheduler::reservations() {
-  int status = 0;
+  Answer answer;
   auto r = exchange("GET", url_.prefix + "/v1/nodes/" + path_segment(node_) + "/reservations", "",
-                    timeouts_.reservations, &status);
+                    timeouts_.reservations, &answer);
   auto out = r ? parse_reservations(*r) : Result<std::vector<Reservation>>(r.error());
   count("reservations", out.ok());
   return out;
 }
 
 Result<Grant> HttpScheduler::allocation_taken(const std::vector<int>& chips) {
-  int status = 0;
+  Answer answer;
   auto r = exchange("POST", url_.prefix + "/v1/nodes/" + path_segment(node_) + "/allocations",
-                    allocation_body(chips), timeouts_.allocation, &status);
+                    allocation_body(chips), timeouts_.allocation, &answer);
   auto out = r ? parse_grant(*r) : Result<Grant>(r.error());
   // 404 (no reservation of this size) and 409 (none with these chips) are answers, not failures.
-  count("allocation", out.ok() || status == 404 || status == 409);
+  count("allocation", out.ok() || answer.code == 404 || answer.code == 409);
+  if (answer.code == 409) {
+    // This message fails the pod: the scheduler's reason, without the URL.
+    return Error(EBUSY,
+                 fmt::format("the scheduler refuses chips {}: {}", fmt::join(chips, ","), answer.text));
+  }
   return out;
 }
 

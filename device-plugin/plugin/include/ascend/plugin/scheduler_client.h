@@ -93,7 +93,8 @@ Result<SchedulerUrl> parse_scheduler_url(std::string_view url);
 //   EIO            the connection broke, or TLS failed
 //   EAGAIN         the scheduler answered 5xx
 //   EINVAL 400, EACCES 401/403 (or a token file that cannot be read), ENOENT 404, EBUSY 409 (the message
-//   carries the scheduler's "error" text)
+//   carries the scheduler's "error" text; for an allocation it is "the scheduler refuses chips 2,3: <text>",
+//   fit for the pod's event)
 //   EPROTO         another status, or a 200 whose body breaks the contract
 class SchedulerApi {
  public:
@@ -132,9 +133,13 @@ class HttpScheduler final : public SchedulerApi {
 
  private:
   HttpScheduler() = default;
-  // One request: a 2xx body, or the Error described above. `status` gets the HTTP status (0: none).
+  struct Answer {
+    int code = 0;      // the HTTP status; 0: none came
+    std::string text;  // not 2xx: the scheduler's "error"
+  };
+  // One request: a 2xx body, or the Error described above.
   Result<std::string> exchange(const char* method, const std::string& path, const std::string& body,
-                               std::chrono::milliseconds timeout, int* status) const;
+                               std::chrono::milliseconds timeout, Answer* answer) const;
   void count(const char* call, bool answered) const;
   Result<std::string> token() const;
 
