@@ -180,7 +180,7 @@ Result<std::vector<ContainerAllocation>> allocate(const npu::HostState& host, co
         return plan_dynamic(p);
       }
       ASCEND_ASSIGN(auto devices, resolve_ids(device_table(host, res, ledger), res, ids), "");
-      if (cfg.vnpu == VnpuMode::kDynamic && res.kind == DeviceKind::kChip) {
+      if (tracks_whole_chips(cfg) && res.kind == DeviceKind::kChip) {
         std::vector<int> phys;
         std::vector<std::pair<int, std::string>> claims;
         for (const auto& d : devices) {

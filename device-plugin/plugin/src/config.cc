@@ -1,9 +1,14 @@
 #include "ascend/plugin/config.h"
 
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <climits>
+#include <cstdlib>
 #include <functional>
 #include <map>
+
+#include "ascend/plugin/scheduler_client.h"
 
 namespace ascend::plugin {
 
@@ -73,6 +78,11 @@ Result<Config> load_config_file(const std::string& path, Config base) {
       {"pod-resources-socket", str(base.pod_resources_socket)},
       {"log-level", str(base.log_level)},
       {"log-file", str(base.log_file)},
+      {"scheduler-url", str(base.scheduler_url)},
+      {"node-name", str(base.node_name)},
+      {"scheduler-token-file", str(base.scheduler_token_file)},
+      {"scheduler-ca-file", str(base.scheduler_ca_file)},
+      {"ranktable-dir", str(base.ranktable_dir)},
       {"allocate-mode",
        [&base](const std::string& v) -> Status {
          ASCEND_ASSIGN(base.allocate_mode, parse_allocate_mode(v), "");
@@ -129,7 +139,24 @@ Status validate(const Config& c) {
     return Error::invalid(
         "--vnpu=static does not work with --allocate-mode=cdi (CDI specs name whole chips only)");
   }
+  if (!c.scheduler_url.empty()) {
+    ASCEND_CHECK(parse_scheduler_url(c.scheduler_url), "--scheduler-url");
+    if (c.ranktable_dir.empty() || c.ranktable_dir.front() != '/') {
+      return Error::invalid("--ranktable-dir must be an absolute path (got '" + c.ranktable_dir + "')");
+    }
+  }
   return {};
+}
+
+bool tracks_whole_chips(const Config& c) {
+  return c.vnpu == VnpuMode::kDynamic || !c.scheduler_url.empty();
+}
+
+std::string default_node_name() {
+  if (const char* env = std::getenv("NODE_NAME"); env != nullptr && *env != '\0') return env;
+  char host[HOST_NAME_MAX + 1] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) return "";
+  return host;
 }
 
 }  // namespace ascend::plugin

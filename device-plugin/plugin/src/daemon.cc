@@ -16,6 +16,8 @@
 #include "ascend/plugin/grpc_status.h"
 #include "ascend/plugin/metrics.h"
 #include "ascend/plugin/plugin.h"
+#include "ascend/plugin/reporter.h"
+#include "ascend/plugin/scheduler_client.h"
 #include "podresources/v1/podresources.grpc.pb.h"
 
 namespace ascend::plugin {
@@ -69,7 +71,14 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config cfg, npu::DeviceQuery& que
   d->stop_fd_ = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!d->stop_fd_.valid()) return Error::from_errno(errno, "eventfd");
   d->metrics_ = std::make_unique<Metrics>();
-  ASCEND_ASSIGN(d->plugin_, Plugin::create(query, std::move(cfg), d->metrics_.get()), "");
+  if (!cfg.scheduler_url.empty()) {
+    if (cfg.node_name.empty()) cfg.node_name = d->cfg_.node_name = default_node_name();
+    ASCEND_CHECK(validate(cfg), "");
+    ASCEND_ASSIGN(d->scheduler_, HttpScheduler::create(cfg, d->metrics_.get()), "");
+    spdlog::info("scheduler {} (node {})", cfg.scheduler_url, cfg.node_name);
+  }
+  ASCEND_ASSIGN(d->plugin_, Plugin::create(query, std::move(cfg), d->metrics_.get(), d->scheduler_.get()),
+                "");
   if (!d->cfg_.metrics_addr.empty()) {
     ASCEND_ASSIGN(d->metrics_server_, MetricsServer::start(d->cfg_.metrics_addr, *d->metrics_), "");
     spdlog::info("serving /metrics on port {}", d->metrics_server_->port());
@@ -97,7 +106,7 @@ void Daemon::stop() {
 }
 
 void Daemon::reconcile_pod_resources() {
-  if (cfg_.vnpu != VnpuMode::kDynamic || cfg_.pod_resources_socket.empty()) return;
+  if (!tracks_whole_chips(cfg_) || cfg_.pod_resources_socket.empty()) return;
   if (!file_id(cfg_.pod_resources_socket).exists) return;
   auto in_use = list_pod_resources(cfg_.pod_resources_socket);
   if (!in_use) {
@@ -113,6 +122,13 @@ Status Daemon::run() {
   ASCEND_CHECK(make_dirs(dir), "create the device-plugins folder");
   ASCEND_CHECK(plugin_->watch(), "");
   for (auto& e : endpoints_) ASCEND_CHECK(e->start(), "");
+  // Ends (joining its thread) whichever way run() returns.
+  std::unique_ptr<Reporter> reporter;
+  if (scheduler_) {
+    ReporterOptions opts;
+    opts.resend_every = cfg_.report_every;
+    reporter = std::make_unique<Reporter>(*plugin_, *scheduler_, opts);
+  }
 
   UniqueFd ino(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
   if (!ino.valid() ||
@@ -173,7 +189,7 @@ Status Daemon::run() {
     for (bool p : pending) any_pending = any_pending || p;
     pollfd fds[2] = {{stop_fd_.get(), POLLIN, 0}, {ino.get(), POLLIN, 0}};
     auto wait = (any_pending && id.exists) ? kTick : kIdle;
-    if (cfg_.vnpu == VnpuMode::kDynamic) wait = std::min(wait, cfg_.reconcile_every);
+    if (tracks_whole_chips(cfg_)) wait = std::min(wait, cfg_.reconcile_every);
     int n = ::poll(fds, ino.valid() ? 2 : 1, static_cast<int>(wait.count()));
     if (n < 0 && errno != EINTR) return Error::from_errno(errno, "poll");
     if ((fds[0].revents & POLLIN) != 0) break;
@@ -184,6 +200,7 @@ Status Daemon::run() {
       }
     }
   }
+  reporter.reset();
   spdlog::info("stopping: removing the plugin sockets");
   for (auto& e : endpoints_) e->stop();
   return {};

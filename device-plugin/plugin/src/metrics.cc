@@ -51,6 +51,16 @@ struct Metrics::Impl {
           .Name("ascend_device_plugin_allocate_duration_seconds")
           .Help("time to answer an Allocate call")
           .Register(*registry);
+  prometheus::Family<prometheus::Counter>& scheduler_requests =
+      prometheus::BuildCounter()
+          .Name("ascend_device_plugin_scheduler_requests_total")
+          .Help("requests to the scheduler extender")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& scheduler_errors =
+      prometheus::BuildCounter()
+          .Name("ascend_device_plugin_scheduler_errors_total")
+          .Help("requests to the scheduler extender that got no contract answer")
+          .Register(*registry);
   std::mutex mu;  // Family::Add is thread-safe; the mutex keeps one update_chips consistent
 };
 
@@ -93,6 +103,13 @@ void AllocateSeries::observe(std::chrono::nanoseconds took, bool ok) const {
 
 void Metrics::observe_allocate(const std::string& resource, std::chrono::nanoseconds took, bool ok) {
   allocate_series(resource).observe(took, ok);
+}
+
+void Metrics::observe_scheduler_call(const std::string& call, bool answered) {
+  // Family::Add is thread-safe and finds the existing series; these calls are rare (at most a few a second).
+  const prometheus::Labels labels{{"call", call}};
+  impl_->scheduler_requests.Add(labels).Increment();
+  if (!answered) impl_->scheduler_errors.Add(labels).Increment();
 }
 
 struct MetricsServer::Impl {

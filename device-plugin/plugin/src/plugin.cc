@@ -1,26 +1,31 @@
 #include "ascend/plugin/plugin.h"
 
+#include <spdlog/fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "ascend/common/fs.h"
 #include "ascend/plugin/metrics.h"
 #include "ascend/plugin/preferred.h"
+#include "ascend/plugin/scheduler_plan.h"
 
 namespace ascend::plugin {
 
-Result<std::unique_ptr<Plugin>> Plugin::create(npu::DeviceQuery& query, Config cfg, Metrics* metrics) {
+Result<std::unique_ptr<Plugin>> Plugin::create(npu::DeviceQuery& query, Config cfg, Metrics* metrics,
+                                               SchedulerApi* scheduler) {
   ASCEND_CHECK(validate(cfg), "");
   ASCEND_ASSIGN(npu::HostState host, query.snapshot(), "read the devices");
   ASCEND_ASSIGN(auto resources, plan_resources(host, cfg), "");
   if (metrics != nullptr) metrics->update_chips(host);
   return std::unique_ptr<Plugin>(
-      new Plugin(query, std::move(cfg), metrics, std::move(host), std::move(resources)));
+      new Plugin(query, std::move(cfg), metrics, scheduler, std::move(host), std::move(resources)));
 }
 
-Plugin::Plugin(npu::DeviceQuery& query, Config cfg, Metrics* metrics, npu::HostState host,
-               std::vector<ResourceSpec> resources)
+Plugin::Plugin(npu::DeviceQuery& query, Config cfg, Metrics* metrics, SchedulerApi* scheduler,
+               npu::HostState host, std::vector<ResourceSpec> resources)
     : query_(query),
       cfg_(std::move(cfg)),
       metrics_(metrics),
+      scheduler_(scheduler),
       resources_(std::move(resources)),
       host_(std::move(host)) {}
 
@@ -67,9 +72,28 @@ void Plugin::wake_all() const {
 
 Result<std::vector<std::vector<std::string>>> Plugin::preferred(
     const ResourceSpec& res, const std::vector<PreferredRequest>& requests) const {
+  // Asked before taking the mutex: the scheduler may take up to its timeout to answer.
+  std::vector<Reservation> reservations;
+  if (scheduler_ != nullptr && res.kind == DeviceKind::kChip) {
+    auto r = scheduler_->reservations();
+    if (r) {
+      reservations = std::move(r).value();
+    } else {
+      spdlog::warn("{}; preferring the node-level choice", r.error().message());
+    }
+  }
   std::lock_guard lock(mu_);
   std::vector<std::vector<std::string>> out;
+  std::set<std::size_t> taken;  // one reservation answers one container
   for (const auto& r : requests) {
+    if (auto i = pick_reservation(reservations, res, r.available, r.must_include, r.size, taken)) {
+      taken.insert(*i);
+      const Reservation& chosen = reservations[*i];
+      spdlog::info("{}: preferring chips {} reserved for pod {}/{}", res.name, fmt::join(chosen.chips, ","),
+                   chosen.pod_namespace, chosen.pod);
+      out.push_back(chip_ids(res, chosen.chips));
+      continue;
+    }
     ASCEND_ASSIGN(auto ids, preferred_allocation(host_, res, ledger_, r.available, r.must_include, r.size),
                   "");
     out.push_back(std::move(ids));
@@ -81,12 +105,68 @@ Result<std::vector<ContainerAllocation>> Plugin::allocate(
     const ResourceSpec& res, const std::vector<std::vector<std::string>>& requests) {
   std::unique_lock lock(mu_);
   auto out = plugin::allocate(host_, query_, cfg_, res, ledger_, requests, Clock::now());
-  // Dynamic mode changes what the other resource advertises (a chip's cores or the whole chip).
-  const bool changed = out.ok() && cfg_.vnpu == VnpuMode::kDynamic;
+  // Tracked claims change what the other resource advertises (dynamic vNPUs) and what the scheduler is told.
+  const bool changed = out.ok() && tracks_whole_chips(cfg_);
   if (changed) ++version_;
+  std::vector<std::vector<int>> phys;  // per container: the chips the scheduler hears about
+  if (out.ok() && scheduler_ != nullptr && res.kind == DeviceKind::kChip) {
+    const auto table = device_table(host_, res, ledger_);
+    for (const auto& ids : requests) phys.push_back(chip_phys(table, ids));
+  }
   lock.unlock();
   if (changed) cv_.notify_all();
+  if (!out || phys.empty()) return out;
+  if (auto st = take_reservations(phys, *out); !st) {
+    release_chips(phys);  // the kubelet frees the devices of a failed Allocate
+    spdlog::warn("allocate {}: {}", res.name, st.error().message());
+    return st.error().context("allocate " + res.name);
+  }
   return out;
+}
+
+Status Plugin::take_reservations(const std::vector<std::vector<int>>& phys,
+                                 std::vector<ContainerAllocation>& out) {
+  for (std::size_t i = 0; i < phys.size(); ++i) {
+    auto grant = scheduler_->allocation_taken(phys[i]);
+    if (!grant) {
+      const Error& e = grant.error();
+      if (e.code() == EBUSY) return e;  // 409: the scheduler reserved other chips of this size here
+      if (e.code() == ENOENT) {
+        spdlog::info("chips {}: no reservation of this size on this node", fmt::join(phys[i], ","));
+      } else {
+        spdlog::warn("{}; answering without the scheduler", e.message());
+      }
+      continue;
+    }
+    std::string host_path;
+    if (!grant->ranktable.empty()) {
+      ASCEND_ASSIGN(host_path, ranktable_host_path(cfg_.ranktable_dir, *grant), "");
+    }
+    // Checked before the file is written: a grant the container cannot use leaves nothing behind.
+    ASCEND_ASSIGN(ContainerAllocation granted, with_grant(out[i], *grant, host_path), "");
+    if (!host_path.empty()) {
+      ASCEND_CHECK(make_dirs(cfg_.ranktable_dir), "create the rank-table folder");
+      ASCEND_CHECK(atomic_replace(host_path, grant->ranktable, 0644), "write the rank table");
+    }
+    out[i] = std::move(granted);
+    spdlog::info("chips {} go to pod {}/{}{}{}", fmt::join(phys[i], ","), grant->pod_namespace, grant->pod,
+                 grant->job.empty() ? "" : " of job ", grant->job);
+  }
+  return {};
+}
+
+void Plugin::release_chips(const std::vector<std::vector<int>>& phys) {
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& p : phys) ledger_.release_whole(p);
+    ++version_;
+  }
+  cv_.notify_all();
+}
+
+InventoryReport Plugin::inventory() const {
+  std::lock_guard lock(mu_);
+  return inventory_report(host_, resources_.front(), ledger_);
 }
 
 void Plugin::on_host_change(const npu::HostState& host) {
@@ -105,13 +185,13 @@ int Plugin::reconcile(const std::map<std::string, std::set<std::string>>& in_use
   int ended = 0;
   {
     std::lock_guard lock(mu_);
-    if (cfg_.vnpu != VnpuMode::kDynamic) return 0;
+    if (!tracks_whole_chips(cfg_)) return 0;
     ended = ledger_.reconcile(in_use, resources_.front().name, kCoreResource, Clock::now(), grace);
     if (ended > 0) ++version_;
   }
   if (ended > 0) {
     cv_.notify_all();
-    spdlog::info("{} dynamic vNPU promise(s) ended: the kubelet no longer lists them", ended);
+    spdlog::info("{} allocation(s) ended: the kubelet no longer lists them", ended);
   }
   return ended;
 }

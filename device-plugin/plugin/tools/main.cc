@@ -22,6 +22,17 @@ Resources: the whole-chip resource (huawei.com/Ascend910, huawei.com/Ascend310P,
   --vnpu=dynamic adds huawei.com/npu-core (one device per AICore).
 Sockets: <kubelet-socket-dir>/ascend-<resource>.sock, registered on <kubelet-socket-dir>/kubelet.sock.
 Devices: the emulated host under --host-root (else $ASCEND_SIM_ROOT, else /).
+Scheduler (--scheduler-url, the ascend-scheduler serve extender; without it the plugin works alone):
+  inventory    PUT <url>/v1/nodes/<node-name> with every whole chip (healthy, in use) at start, within a
+               second of each change, every 30 s anyway; retried with backoff while the scheduler is away.
+               Handed-out chips are free again once the kubelet's pod-resources no longer lists them.
+  preferred    GetPreferredAllocation returns the scheduler's reservation of the requested size when it
+               lies inside the available chips (GET .../reservations, 500 ms), else the node-level choice.
+  allocate     POST .../allocations with each container's chips (1 s): 200 adds the job's launch env and
+               a read-only mount of its rank table (written to <ranktable-dir>/<namespace>_<pod>.json);
+               409 fails the Allocate with the scheduler's reason; 404, no answer or 5xx answer as alone.
+  https:// URLs are verified against --scheduler-ca-file (else the system's CAs); with
+  --scheduler-token-file every request carries "Authorization: Bearer <token>".
 Signals: SIGTERM or SIGINT removes the sockets (the kubelet then drops the resources) and exits 0.
 Exit codes: 0 clean stop, 1 failure (one line on stderr says why), 2 bad usage.)";
 
@@ -68,6 +79,17 @@ int main(int argc, char** argv) {
   auto* o_level =
       app.add_option("--log-level", cfg.log_level, "trace|debug|info|warn|error")->capture_default_str();
   auto* o_log = app.add_option("--log-file", cfg.log_file, "log file (default: stderr)");
+  auto* o_sched = app.add_option("--scheduler-url", cfg.scheduler_url,
+                                 "scheduler extender, http(s)://host:port (default: none, work alone)");
+  auto* o_node = app.add_option("--node-name", cfg.node_name,
+                                "this node's name for the scheduler (default: $NODE_NAME, "
+                                "else the host name)");
+  auto* o_token = app.add_option("--scheduler-token-file", cfg.scheduler_token_file,
+                                 "file holding the scheduler's bearer token");
+  auto* o_ca = app.add_option("--scheduler-ca-file", cfg.scheduler_ca_file,
+                              "CA certificate(s) for an https scheduler (default: the system's)");
+  auto* o_rt = app.add_option("--ranktable-dir", cfg.ranktable_dir, "where job rank tables are written")
+                   ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -88,6 +110,11 @@ int main(int argc, char** argv) {
     if (o_pr->count() > 0) cfg.pod_resources_socket = flags.pod_resources_socket;
     if (o_level->count() > 0) cfg.log_level = flags.log_level;
     if (o_log->count() > 0) cfg.log_file = flags.log_file;
+    if (o_sched->count() > 0) cfg.scheduler_url = flags.scheduler_url;
+    if (o_node->count() > 0) cfg.node_name = flags.node_name;
+    if (o_token->count() > 0) cfg.scheduler_token_file = flags.scheduler_token_file;
+    if (o_ca->count() > 0) cfg.scheduler_ca_file = flags.scheduler_ca_file;
+    if (o_rt->count() > 0) cfg.ranktable_dir = flags.ranktable_dir;
   }
   if (config_file.empty() || o_mode->count() > 0) {
     auto m = ascend::plugin::parse_allocate_mode(allocate_mode);

@@ -76,8 +76,8 @@ ContainerAllocation plan_container(const npu::HostState& host, const npu::Device
 // The response for a dynamic vNPU placement.
 ContainerAllocation plan_dynamic(const CorePlacement& placement);
 
-// One Allocate call: every container request of it, in order. In dynamic mode the ledger records the
-// promises and whole-chip claims; on failure it is left as it was.
+// One Allocate call: every container request of it, in order. The ledger records dynamic-vNPU promises and,
+// when tracks_whole_chips(cfg), the whole chips handed out; on failure it is left as it was.
 Result<std::vector<ContainerAllocation>> allocate(const npu::HostState& host, const npu::DeviceQuery& paths,
                                                   const Config& cfg, const ResourceSpec& res, Ledger& ledger,
                                                   const std::vector<std::vector<std::string>>& requests,

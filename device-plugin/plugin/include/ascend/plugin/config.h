@@ -30,6 +30,7 @@ Result<VnpuMode> parse_vnpu_mode(std::string_view s);  // off | static | dynamic
 
 inline constexpr const char* kDefaultSocketDir = "/var/lib/kubelet/device-plugins";
 inline constexpr const char* kDefaultPodResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock";
+inline constexpr const char* kDefaultRanktableDir = "/var/run/ascend-device-plugin/ranktables";
 
 struct Config {
   std::string kubelet_socket_dir = kDefaultSocketDir;
@@ -48,13 +49,32 @@ struct Config {
   std::chrono::milliseconds promise_grace{10000};
   std::string log_level = "info";
   std::string log_file;
+
+  // The scheduler extender (ascend-scheduler serve): empty URL, no scheduler, and the plugin behaves as it
+  // did without one. http:// or https://, optionally with a path prefix.
+  std::string scheduler_url;
+  std::string node_name;             // empty: $NODE_NAME, else the host name (default_node_name())
+  std::string scheduler_token_file;  // its trimmed content is sent as "Authorization: Bearer <token>"
+  std::string scheduler_ca_file;  // https: the CA that signed the scheduler's certificate (else the system's)
+  std::string ranktable_dir = kDefaultRanktableDir;  // where job rank tables are written for containers
+  // How often the inventory is sent although nothing changed (a restarted scheduler learns the node again),
+  // and how often a refused (4xx) report is tried again. Not a flag: tests shorten it.
+  std::chrono::milliseconds report_every{30000};
 };
+
+// True when Allocate must remember the whole chips it hands out: dynamic vNPUs (a chip is never handed out
+// both whole and as cores) and a scheduler (it is told which chips are in use).
+bool tracks_whole_chips(const Config& c);
+
+// $NODE_NAME when set and not empty, else the host name (gethostname).
+std::string default_node_name();
 
 // Reads a YAML config file over `base`: keys present in the file replace base's values. Unknown keys and
 // bad values are errors naming the file and the key.
 Result<Config> load_config_file(const std::string& path, Config base);
 
-// Checks combinations that cannot work (dynamic vNPU needs runtime mode; cdi mode has no vNPU names).
+// Checks combinations that cannot work (dynamic vNPU needs runtime mode; cdi mode has no vNPU names) and the
+// scheduler settings (an http(s) URL, an absolute rank-table folder).
 Status validate(const Config& c);
 
 }  // namespace ascend::plugin

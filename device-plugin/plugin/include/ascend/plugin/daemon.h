@@ -6,6 +6,9 @@
 // loop watches the folder with inotify (and re-checks on a 100 ms tick): a deleted plugin socket is served
 // again, a new kubelet.sock triggers registration of every resource.
 //
+// With --scheduler-url, run() also keeps a Reporter that sends the node's inventory to the scheduler, and
+// reads the kubelet's pod-resources list to learn which handed-out chips are free again.
+//
 // run() is called from one thread; stop() from any thread or from a signal handler.
 #pragma once
 
@@ -25,10 +28,13 @@ class Plugin;
 class Metrics;
 class MetricsServer;
 class Endpoint;
+class SchedulerApi;
+class Reporter;
 
 class Daemon {
  public:
-  // Reads the devices, plans the resources and (with --metrics-addr) starts serving /metrics.
+  // Reads the devices, plans the resources and (with --metrics-addr) starts serving /metrics. With
+  // --scheduler-url and no node name, the node name is default_node_name().
   static Result<std::unique_ptr<Daemon>> create(Config cfg, npu::DeviceQuery& query);
   ~Daemon();
 
@@ -38,6 +44,7 @@ class Daemon {
   void stop();
 
   Plugin& plugin() { return *plugin_; }
+  const Config& config() const { return cfg_; }
   int registrations() const { return registrations_.load(); }
   int metrics_port() const;
 
@@ -48,6 +55,7 @@ class Daemon {
   Config cfg_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<MetricsServer> metrics_server_;
+  std::unique_ptr<SchedulerApi> scheduler_;  // before plugin_: the plugin uses it until it is gone
   std::unique_ptr<Plugin> plugin_;
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
   UniqueFd stop_fd_;

@@ -1,5 +1,6 @@
 // Dynamic vNPU accounting: what this plugin has promised in --vnpu=dynamic mode, so that the AICores of a
-// chip are never promised twice and a chip is never handed out both whole and as cores.
+// chip are never promised twice and a chip is never handed out both whole and as cores. The whole-chip
+// claims are also what the scheduler is told is in use (with --scheduler-url, in any vNPU mode).
 //
 // The kubelet only tells the plugin what it hands out (Allocate), never what it takes back. A promise ends
 // when (1) the kubelet hands one of its ids out again (it only does so once the pod that held it is gone),

@@ -8,6 +8,10 @@
 //   ascend_device_plugin_allocate_requests_total{resource}
 //   ascend_device_plugin_allocate_errors_total{resource}
 //   ascend_device_plugin_allocate_duration_seconds{resource}   histogram
+//   ascend_device_plugin_scheduler_requests_total{call}         calls to the scheduler (inventory,
+//   ascend_device_plugin_scheduler_errors_total{call}           reservations, allocation) and those that got
+//                                                               no contract answer (unreachable, timeout,
+//                                                               5xx, an unexpected status or body)
 //
 // Thread-safe.
 #pragma once
@@ -49,6 +53,7 @@ class Metrics {
   void update_chips(const npu::HostState& host);
   AllocateSeries allocate_series(const std::string& resource);
   void observe_allocate(const std::string& resource, std::chrono::nanoseconds took, bool ok);
+  void observe_scheduler_call(const std::string& call, bool answered);
 
   struct Impl;
   Impl& impl() const { return *impl_; }

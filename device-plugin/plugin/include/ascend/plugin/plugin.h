@@ -1,6 +1,11 @@
-// The plugin's state, shared by every resource it serves: the latest device-query snapshot, the dynamic
-// vNPU ledger and a version that changes whenever what any resource advertises may have changed. The gRPC
-// services (service.h) are thin wrappers over it.
+// The plugin's state, shared by every resource it serves: the latest device-query snapshot, the ledger
+// (dynamic vNPU promises and, when tracked, the whole chips handed out) and a version that changes whenever
+// what any resource advertises, or what the scheduler is told, may have changed. The gRPC services
+// (service.h) are thin wrappers over it.
+//
+// With a scheduler (SchedulerApi), GetPreferredAllocation prefers its reservations and Allocate tells it
+// which chips were taken; those HTTP calls are made with the plugin's mutex released, so a slow scheduler
+// holds up only the call that waits for it, never ListAndWatch.
 //
 // Thread-safe: every method may be called from any thread (gRPC handler threads, the device-query watcher
 // thread, the daemon's loop).
@@ -22,6 +27,7 @@
 #include "ascend/plugin/config.h"
 #include "ascend/plugin/inventory.h"
 #include "ascend/plugin/ledger.h"
+#include "ascend/plugin/scheduler_client.h"
 
 namespace ascend::plugin {
 
@@ -35,9 +41,10 @@ struct PreferredRequest {
 
 class Plugin {
  public:
-  // Takes the first snapshot and plans the resources. `query` and `metrics` (may be null) must outlive
-  // the plugin.
-  static Result<std::unique_ptr<Plugin>> create(npu::DeviceQuery& query, Config cfg, Metrics* metrics);
+  // Takes the first snapshot and plans the resources. `query`, `metrics` (may be null) and `scheduler` (may
+  // be null: no scheduler) must outlive the plugin.
+  static Result<std::unique_ptr<Plugin>> create(npu::DeviceQuery& query, Config cfg, Metrics* metrics,
+                                                SchedulerApi* scheduler = nullptr);
   ~Plugin();
 
   // Subscribes to device-query changes (health, vNPUs). Until then the first snapshot is used.
@@ -59,26 +66,37 @@ class Plugin {
   void wait_change(std::uint64_t seen, std::chrono::milliseconds timeout) const;
   void wake_all() const;
 
+  // Whole chips: the first scheduler reservation that fits each request, else the node-level choice.
   Result<std::vector<std::vector<std::string>>> preferred(
       const ResourceSpec& res, const std::vector<PreferredRequest>& requests) const;
+  // Whole chips with a scheduler: each container's chips are reported taken; a 200 adds the pod's env and
+  // rank table, a 409 fails the call (FAILED_PRECONDITION) and undoes what it claimed, anything else answers
+  // as without a scheduler.
   Result<std::vector<ContainerAllocation>> allocate(const ResourceSpec& res,
                                                     const std::vector<std::vector<std::string>>& requests);
 
+  // What the scheduler is told about the whole chips now.
+  InventoryReport inventory() const;
+
   // A new snapshot (the device-query subscription calls this).
   void on_host_change(const npu::HostState& host);
-  // Ends dynamic-vNPU promises the kubelet no longer lists (resource name -> device ids in use).
+  // Ends promises and whole-chip claims the kubelet no longer lists (resource name -> device ids in use).
   int reconcile(const std::map<std::string, std::set<std::string>>& in_use, std::chrono::milliseconds grace);
 
   npu::HostState host() const;
   Ledger ledger() const;
 
  private:
-  Plugin(npu::DeviceQuery& query, Config cfg, Metrics* metrics, npu::HostState host,
+  Plugin(npu::DeviceQuery& query, Config cfg, Metrics* metrics, SchedulerApi* scheduler, npu::HostState host,
          std::vector<ResourceSpec> resources);
+  // Tells the scheduler which chips each container got and adds what it answers to `out`.
+  Status take_reservations(const std::vector<std::vector<int>>& phys, std::vector<ContainerAllocation>& out);
+  void release_chips(const std::vector<std::vector<int>>& phys);
 
   npu::DeviceQuery& query_;
   const Config cfg_;
   Metrics* metrics_;
+  SchedulerApi* scheduler_;
   const std::vector<ResourceSpec> resources_;
 
   mutable std::mutex mu_;

@@ -1,0 +1,98 @@
+#include "ascend/plugin/reporter.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "ascend/plugin/plugin.h"
+
+namespace ascend::plugin {
+
+namespace {
+constexpr std::chrono::milliseconds kStopCheck{100};
+}  // namespace
+
+Reporter::Reporter(const Plugin& plugin, SchedulerApi& api, ReporterOptions opts)
+    : plugin_(plugin), api_(api), opts_(opts), thread_([this] { loop(); }) {}
+
+Reporter::~Reporter() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  plugin_.wake_all();  // the loop may be waiting for a change
+  thread_.join();
+}
+
+Reporter::Stats Reporter::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+bool Reporter::stopping() const {
+  std::lock_guard lock(mu_);
+  return stop_;
+}
+
+bool Reporter::sleep(std::chrono::milliseconds d) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, d, [this] { return stop_; });
+}
+
+void Reporter::loop() {
+  using Clock = std::chrono::steady_clock;
+  std::optional<InventoryReport> accepted;  // what the scheduler last took, and when
+  Clock::time_point accepted_at{};
+  auto backoff = opts_.backoff_first;
+  bool away = false;         // the last attempt found the scheduler away (said once per outage)
+  std::string last_refusal;  // said once per distinct message
+  while (!stopping()) {
+    const std::uint64_t seen = plugin_.version();
+    InventoryReport now = plugin_.inventory();
+    const auto since = Clock::now() - accepted_at;
+    if (accepted && *accepted == now && since < opts_.resend_every) {
+      // Up to date: wait for a change (the version moves) or the periodic re-send. The short wait bounds how
+      // long a stop that raced with this loop (its wake_all came before the wait began) goes unnoticed.
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(opts_.resend_every - since);
+      plugin_.wait_change(seen, std::clamp(left, std::chrono::milliseconds(1), kStopCheck));
+      continue;
+    }
+    Status st = api_.put_inventory(now);
+    {
+      std::lock_guard lock(mu_);
+      ++stats_.attempts;
+      if (st) ++stats_.accepted;
+    }
+    if (st) {
+      if (away || !accepted)
+        spdlog::info("the scheduler has this node's inventory ({} chips)", now.chips.size());
+      accepted = std::move(now);
+      accepted_at = Clock::now();
+      backoff = opts_.backoff_first;
+      away = false;
+      last_refusal.clear();
+      continue;
+    }
+    if (scheduler_unavailable(st.error())) {
+      if (!away) spdlog::warn("{}; retrying", st.error().message());
+      away = true;
+      if (sleep(backoff)) break;
+      backoff = std::min(backoff * 2, opts_.backoff_max);
+      continue;
+    }
+    // A refusal from a scheduler that is up (unknown node, bad token): trying again soon would not help.
+    if (st.error().message() != last_refusal) {
+      spdlog::warn("{}; trying again in {:g} s", st.error().message(),
+                   std::chrono::duration<double>(opts_.resend_every).count());
+      last_refusal = st.error().message();
+    }
+    away = false;
+    backoff = opts_.backoff_first;
+    accepted.reset();
+    if (sleep(opts_.resend_every)) break;
+  }
+}
+
+}  // namespace ascend::plugin

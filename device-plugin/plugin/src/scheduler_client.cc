@@ -1,0 +1,328 @@
+#include "ascend/plugin/scheduler_client.h"
+
+#include <httplib.h>
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+#include "ascend/common/fs.h"
+#include "ascend/plugin/config.h"
+#include "ascend/plugin/metrics.h"
+
+namespace ascend::plugin {
+
+using nlohmann::json;
+
+// ---- JSON
+// ---------------------------------------------------------------------------------------------------
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ChipReport, phy_id, healthy, in_use)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(InventoryReport, resource, chips)
+
+// Bodies that only this file sees (a named namespace: the macros' functions are inline, and unused ones in an
+// anonymous namespace would be flagged).
+namespace wire {
+
+struct AllocationRequest {
+  std::vector<int> chips;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(AllocationRequest, chips)
+
+struct ErrorBody {
+  std::string error;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ErrorBody, error)
+
+}  // namespace wire
+
+// "namespace" is a C++ keyword, so the NLOHMANN_DEFINE_* macros cannot name that key: the two types that
+// carry it are mapped by hand. Wrong types throw json::type_error, caught in parse() below.
+void from_json(const json& j, Reservation& r) {
+  j.at("namespace").get_to(r.pod_namespace);
+  j.at("pod").get_to(r.pod);
+  r.job = j.contains("job") ? j.at("job").get<std::string>() : "";
+  j.at("chips").get_to(r.chips);
+}
+
+void from_json(const json& j, Grant& g) {
+  j.at("namespace").get_to(g.pod_namespace);
+  j.at("pod").get_to(g.pod);
+  g.job = j.contains("job") ? j.at("job").get<std::string>() : "";
+  g.env = j.contains("env") ? j.at("env").get<std::map<std::string, std::string>>()
+                            : std::map<std::string, std::string>{};
+  const bool has_path = j.contains("ranktable_path");
+  const bool has_table = j.contains("ranktable");
+  if (has_path != has_table) {
+    throw std::invalid_argument("\"ranktable\" and \"ranktable_path\" come together or not at all");
+  }
+  if (has_table) {
+    j.at("ranktable_path").get_to(g.ranktable_path);
+    const json& t = j.at("ranktable");
+    if (!t.is_object()) throw std::invalid_argument("\"ranktable\" is not a JSON object");
+    g.ranktable = t.dump(4);
+  }
+}
+
+namespace {
+
+// The parse boundary: a body from the network becomes a value or an Error, never an exception.
+template <typename T, typename Get>
+Result<T> parse(std::string_view body, std::string_view what, Get get) {
+  try {
+    return get(json::parse(body));
+  } catch (const std::exception& e) {
+    return Error(EPROTO, fmt::format("{}: {}", what, e.what()));
+  }
+}
+
+}  // namespace
+
+std::string inventory_body(const InventoryReport& r) {
+  return json(r).dump();
+}
+
+std::string allocation_body(const std::vector<int>& chips) {
+  return json(wire::AllocationRequest{chips}).dump();
+}
+
+Result<std::vector<Reservation>> parse_reservations(std::string_view body) {
+  return parse<std::vector<Reservation>>(body, "the scheduler's reservations", [](const json& j) {
+    return j.at("reservations").get<std::vector<Reservation>>();
+  });
+}
+
+Result<Grant> parse_grant(std::string_view body) {
+  return parse<Grant>(body, "the scheduler's allocation answer",
+                      [](const json& j) { return j.get<Grant>(); });
+}
+
+std::string error_text(std::string_view body) {
+  auto e = parse<wire::ErrorBody>(body, "", [](const json& j) { return j.get<wire::ErrorBody>(); });
+  if (e.ok() && !e->error.empty()) return e->error;
+  constexpr std::size_t kMax = 200;
+  std::string out(body.substr(0, kMax));
+  std::replace(out.begin(), out.end(), '\n', ' ');
+  if (body.size() > kMax) out += "...";
+  return out.empty() ? "(no body)" : out;
+}
+
+// ---- the URL
+// ------------------------------------------------------------------------------------------------
+
+Result<SchedulerUrl> parse_scheduler_url(std::string_view url) {
+  auto bad = [&](std::string_view why) {
+    return Error::invalid(fmt::format("'{}' is not a scheduler URL: {}", url, why));
+  };
+  SchedulerUrl out;
+  std::string_view rest;
+  if (url.starts_with("http://")) {
+    rest = url.substr(7);
+  } else if (url.starts_with("https://")) {
+    rest = url.substr(8);
+    out.https = true;
+  } else {
+    return bad("it must start with http:// or https://");
+  }
+  if (rest.find_first_of("?#@ ") != std::string_view::npos)
+    return bad("no user info, query, fragment or spaces");
+  const auto slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash);
+  std::string_view host = authority;
+  std::string_view port;
+  if (authority.starts_with('[')) {
+    const auto close = authority.find(']');
+    if (close == std::string_view::npos) return bad("an IPv6 address lacks its ']'");
+    host = authority.substr(0, close + 1);
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return bad("junk after the IPv6 address");
+      port = after.substr(1);
+    }
+  } else if (const auto colon = authority.find(':'); colon != std::string_view::npos) {
+    host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+  }
+  if (host.empty() || host == "[]") return bad("no host");
+  if (!port.empty() || authority.ends_with(':')) {
+    int p = 0;
+    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
+    if (ec != std::errc() || end != port.data() + port.size() || p < 1 || p > 65535)
+      return bad("the port must be 1-65535");
+  }
+  while (path.ends_with('/')) path.remove_suffix(1);
+  out.origin = std::string(url.substr(0, url.size() - rest.size())) + std::string(authority);
+  out.prefix = std::string(path);
+  return out;
+}
+
+// ---- HTTP
+// ---------------------------------------------------------------------------------------------------
+
+namespace {
+
+// Node names are DNS names; anything else is percent-encoded rather than trusted into the path.
+std::string path_segment(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) != 0 || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+std::string trim(std::string s) {
+  auto space = [](unsigned char c) { return std::isspace(c) != 0; };
+  s.erase(s.begin(), std::find_if_not(s.begin(), s.end(), space));
+  s.erase(std::find_if_not(s.rbegin(), s.rend(), space).base(), s.end());
+  return s;
+}
+
+int transport_errno(httplib::Error e) {
+  switch (e) {
+    case httplib::Error::Connection:
+    case httplib::Error::BindIPAddress:
+      return ECONNREFUSED;
+    case httplib::Error::ConnectionTimeout:
+    case httplib::Error::Read:  // httplib reports a read timeout as a read error
+      return ETIMEDOUT;
+    default:
+      return EIO;
+  }
+}
+
+int status_errno(int status) {
+  if (status >= 500) return EAGAIN;
+  switch (status) {
+    case 400:
+      return EINVAL;
+    case 401:
+    case 403:
+      return EACCES;
+    case 404:
+      return ENOENT;
+    case 409:
+      return EBUSY;
+    default:
+      return EPROTO;
+  }
+}
+
+}  // namespace
+
+bool scheduler_unavailable(const Error& e) {
+  return e.code() == ECONNREFUSED || e.code() == ETIMEDOUT || e.code() == EIO || e.code() == EAGAIN;
+}
+
+Result<std::unique_ptr<HttpScheduler>> HttpScheduler::create(const Config& cfg, Metrics* metrics,
+                                                             SchedulerTimeouts timeouts) {
+  std::unique_ptr<HttpScheduler> s(new HttpScheduler());
+  ASCEND_ASSIGN(s->url_, parse_scheduler_url(cfg.scheduler_url), "--scheduler-url");
+#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
+  if (s->url_.https) return Error::invalid("--scheduler-url: this build of cpp-httplib has no TLS support");
+#endif
+  if (cfg.node_name.empty())
+    return Error::invalid("--node-name is empty (and so are $NODE_NAME and the host name)");
+  s->node_ = cfg.node_name;
+  s->token_file_ = cfg.scheduler_token_file;
+  if (!s->token_file_.empty()) {
+    // Not fatal: a Kubernetes Secret may appear (or be rotated) after the plugin starts.
+    if (auto t = s->token(); !t)
+      spdlog::warn("{}; requests go without a token until it can be read", t.error().message());
+  }
+  s->ca_file_ = cfg.scheduler_ca_file;
+  s->timeouts_ = timeouts;
+  s->metrics_ = metrics;
+  return s;
+}
+
+Result<std::string> HttpScheduler::token() const {
+  // Read for every request, so that a rotated Secret takes effect without a restart.
+  auto t = read_file(token_file_, 64U << 10);
+  if (!t) return Error(EACCES, "--scheduler-token-file: " + t.error().message());
+  std::string out = trim(std::move(t).value());
+  if (out.empty()) return Error(EACCES, "--scheduler-token-file " + token_file_ + " is empty");
+  return out;
+}
+
+Result<std::string> HttpScheduler::exchange(const char* method, const std::string& path,
+                                            const std::string& body, std::chrono::milliseconds timeout,
+                                            Answer* answer) const {
+  const std::string what = fmt::format("scheduler {} {}{}", method, url_.origin, path);
+  httplib::Client client(url_.origin);
+  client.set_connection_timeout(timeout);
+  client.set_read_timeout(timeout);
+  client.set_write_timeout(timeout);
+  client.set_keep_alive(false);
+#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
+  if (url_.https) {
+    client.enable_server_certificate_verification(true);
+    if (!ca_file_.empty()) client.set_ca_cert_path(ca_file_);
+  }
+#endif
+  httplib::Headers headers = {{"Accept", "application/json"}};
+  if (!token_file_.empty()) {
+    auto t = token();
+    if (!t) return t.error().context(what);
+    headers.emplace("Authorization", "Bearer " + *t);
+  }
+
+  const std::string_view m = method;
+  httplib::Result res = m == "GET"   ? client.Get(path, headers)
+                        : m == "PUT" ? client.Put(path, headers, body, "application/json")
+                                     : client.Post(path, headers, body, "application/json");
+  if (!res) {
+    return Error(transport_errno(res.error()), fmt::format("{}: {}", what, httplib::to_string(res.error())));
+  }
+  answer->code = res->status;
+  if (res->status >= 200 && res->status < 300) return std::move(res->body);
+  answer->text = error_text(res->body);
+  return Error(status_errno(res->status), fmt::format("{}: {} {}", what, res->status, answer->text));
+}
+
+void HttpScheduler::count(const char* call, bool answered) const {
+  if (metrics_ != nullptr) metrics_->observe_scheduler_call(call, answered);
+}
+
+Status HttpScheduler::put_inventory(const InventoryReport& report) {
+  Answer answer;
+  auto r = exchange("PUT", url_.prefix + "/v1/nodes/" + path_segment(node_), inventory_body(report),
+                    timeouts_.inventory, &answer);
+  count("inventory", r.ok());
+  if (!r) return r.error();
+  return {};
+}
+
+Result<std::vector<Reservation>> HttpScheduler::reservations() {
+  Answer answer;
+  auto r = exchange("GET", url_.prefix + "/v1/nodes/" + path_segment(node_) + "/reservations", "",
+                    timeouts_.reservations, &answer);
+  auto out = r ? parse_reservations(*r) : Result<std::vector<Reservation>>(r.error());
+  count("reservations", out.ok());
+  return out;
+}
+
+Result<Grant> HttpScheduler::allocation_taken(const std::vector<int>& chips) {
+  Answer answer;
+  auto r = exchange("POST", url_.prefix + "/v1/nodes/" + path_segment(node_) + "/allocations",
+                    allocation_body(chips), timeouts_.allocation, &answer);
+  auto out = r ? parse_grant(*r) : Result<Grant>(r.error());
+  // 404 (no reservation of this size) and 409 (none with these chips) are answers, not failures.
+  count("allocation", out.ok() || answer.code == 404 || answer.code == 409);
+  if (answer.code == 409) {
+    // This message fails the pod: the scheduler's reason, without the URL.
+    return Error(EBUSY,
+                 fmt::format("the scheduler refuses chips {}: {}", fmt::join(chips, ","), answer.text));
+  }
+  return out;
+}
+
+}  // namespace ascend::plugin

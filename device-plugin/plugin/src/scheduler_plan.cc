@@ -1,0 +1,110 @@
+#include "ascend/plugin/scheduler_plan.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+
+namespace ascend::plugin {
+
+InventoryReport inventory_report(const npu::HostState& host, const ResourceSpec& chips,
+                                 const Ledger& ledger) {
+  InventoryReport out;
+  out.resource = chips.name;
+  for (const auto& e : device_table(host, chips, ledger)) {
+    out.chips.push_back({e.phy, is_healthy(e.health), !e.withheld.empty() || ledger.whole(e.phy)});
+  }
+  std::sort(out.chips.begin(), out.chips.end(),
+            [](const ChipReport& a, const ChipReport& b) { return a.phy_id < b.phy_id; });
+  return out;
+}
+
+std::vector<std::string> chip_ids(const ResourceSpec& res, std::vector<int> phys) {
+  std::sort(phys.begin(), phys.end());
+  std::vector<std::string> out;
+  out.reserve(phys.size());
+  for (int p : phys) out.push_back(res.short_name() + "-" + std::to_string(p));
+  return out;
+}
+
+std::vector<int> chip_phys(const std::vector<DeviceEntry>& table, const std::vector<std::string>& ids) {
+  std::vector<int> out;
+  for (const auto& id : ids) {
+    auto it = std::find_if(table.begin(), table.end(), [&](const DeviceEntry& e) { return e.id == id; });
+    if (it != table.end()) out.push_back(it->phy);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::optional<std::size_t> pick_reservation(const std::vector<Reservation>& reservations,
+                                            const ResourceSpec& res,
+                                            const std::vector<std::string>& available,
+                                            const std::vector<std::string>& must_include, int size,
+                                            const std::set<std::size_t>& skip) {
+  const std::set<std::string> avail(available.begin(), available.end());
+  for (std::size_t i = 0; i < reservations.size(); ++i) {
+    if (skip.count(i) != 0) continue;
+    const auto ids = chip_ids(res, reservations[i].chips);
+    const std::set<std::string> mine(ids.begin(), ids.end());
+    if (static_cast<int>(mine.size()) != size || static_cast<int>(ids.size()) != size) continue;
+    const bool inside =
+        std::all_of(ids.begin(), ids.end(), [&](const auto& id) { return avail.count(id) != 0; });
+    const bool holds_must = std::all_of(must_include.begin(), must_include.end(),
+                                        [&](const auto& id) { return mine.count(id) != 0; });
+    if (inside && holds_must) return i;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// A DNS-1123 name as Kubernetes requires of namespaces and pods: lower-case letters, digits, '-' and '.',
+// starting and ending with a letter or digit. '_' is not among them, so "<namespace>_<pod>" is unambiguous.
+bool dns_name(const std::string& s) {
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (s.empty() || s.size() > 253 || !alnum(s.front()) || !alnum(s.back())) return false;
+  return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-' || c == '.'; });
+}
+
+bool safe_container_path(const std::string& p) {
+  if (p.empty() || p.front() != '/' || p.find('\0') != std::string::npos) return false;
+  std::size_t start = 0;
+  while (start <= p.size()) {
+    auto end = p.find('/', start);
+    if (end == std::string::npos) end = p.size();
+    if (p.compare(start, end - start, "..") == 0) return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::string> ranktable_host_path(const std::string& dir, const Grant& grant) {
+  if (!dns_name(grant.pod_namespace) || !dns_name(grant.pod)) {
+    return Error(EPROTO, fmt::format("the scheduler names pod '{}/{}', which is not a Kubernetes name",
+                                     grant.pod_namespace, grant.pod));
+  }
+  return fmt::format("{}{}{}_{}.json", dir, dir.ends_with('/') ? "" : "/", grant.pod_namespace, grant.pod);
+}
+
+Result<ContainerAllocation> with_grant(ContainerAllocation base, const Grant& grant,
+                                       const std::string& host_path) {
+  for (const auto& [name, value] : grant.env) {
+    if (name.empty() || name.find_first_of(std::string_view("=\0", 2)) != std::string::npos) {
+      return Error(EPROTO, fmt::format("the scheduler sends an env entry named '{}'", name));
+    }
+    base.envs.emplace(name, value);  // emplace keeps an entry the plugin set
+  }
+  if (!grant.ranktable.empty()) {
+    if (!safe_container_path(grant.ranktable_path)) {
+      return Error(EPROTO,
+                   fmt::format("the scheduler's ranktable_path '{}' is not an absolute path without '..'",
+                               grant.ranktable_path));
+    }
+    base.mounts.push_back({grant.ranktable_path, host_path, true});
+  }
+  return base;
+}
+
+}  // namespace ascend::plugin

@@ -1,0 +1,563 @@
+// ascend-device-plugin with a scheduler: the real daemon against the fake kubelet (grpc++ over unix sockets)
+// and a fake scheduler extender (cpp-httplib on loopback, real HTTP): the inventory at start, after a fault
+// and after Allocate, retries while the scheduler is away, GetPreferredAllocation from reservations,
+// Allocate's env and rank table, 404 and 409, an unreachable or hanging scheduler, the token, https, and
+// the binary's flags.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "ascend/common/fs.h"
+#include "ascend/npu/emulator.h"
+#include "ascend/npu/profiles.h"
+#include "ascend/plugin/daemon.h"
+#include "ascend/plugin/plugin.h"
+#include "fake_kubelet.h"
+#include "fake_scheduler.h"
+#include "run_command.h"
+#include "test_dir.h"
+
+extern char** environ;
+
+namespace ascend::plugin {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using testing::FakeKubelet;
+using testing::FakeScheduler;
+using testing::SchedulerRequest;
+using testing::TempDir;
+
+constexpr const char* kToken = "secret-token";
+constexpr const char* kEndpoint = "ascend-Ascend910.sock";
+
+// The inventory the contract expects for an 8-chip node, written out by hand.
+json inventory(const std::set<int>& unhealthy, const std::set<int>& in_use) {
+  json chips = json::array();
+  for (int i = 0; i < 8; ++i) {
+    chips.push_back({{"phy_id", i}, {"healthy", unhealthy.count(i) == 0}, {"in_use", in_use.count(i) != 0}});
+  }
+  return {{"resource", "huawei.com/Ascend910"}, {"chips", chips}};
+}
+
+auto put_of(const json& body) {
+  return [body](const SchedulerRequest& r) { return r.method == "PUT" && r.json() == body; };
+}
+
+std::vector<std::string> ids(const std::vector<int>& phys) {
+  std::vector<std::string> out;
+  out.reserve(phys.size());
+  for (int p : phys) out.push_back("Ascend910-" + std::to_string(p));
+  return out;
+}
+
+std::string scrape(int port) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_connection_timeout(5);
+  auto r = c.Get("/metrics");
+  return r && r->status == 200 ? r->body : "";
+}
+
+class SchedulerE2E : public ::testing::Test {
+ protected:
+  TempDir tmp;
+  std::string dir = tmp / "device-plugins";
+  std::string root = tmp / "host";
+  npu::Emulator emu{root};
+  FakeScheduler sched;
+  std::unique_ptr<FakeKubelet> kubelet;
+  std::unique_ptr<Daemon> daemon;
+  std::thread runner;
+  Status run_status;
+
+  void SetUp() override {
+    auto p = npu::builtin_profile("atlas800t-a2");
+    ASSERT_TRUE(p.ok());
+    npu::LoadOptions opts;
+    opts.majors = npu::DeviceMajors{240, 241, 242, 243, 244};
+    opts.npu_smi_binary = std::string(ASCEND_BIN_DIR) + "/npu-smi";
+    opts.make_nodes = ::geteuid() == 0;
+    opts.force = true;
+    auto st = emu.load(*p, opts);
+    ASSERT_TRUE(st.ok()) << st.error().message();
+    ASSERT_TRUE(atomic_replace(tmp / "token", std::string(kToken) + "\n").ok());
+    sched.require_token(kToken);
+  }
+
+  Config config(const std::string& url) {
+    Config c;
+    c.kubelet_socket_dir = dir;
+    c.host_root = root;
+    c.pod_resources_socket = tmp / "pod-resources.sock";
+    c.scheduler_url = url;
+    c.node_name = "node-1";
+    c.scheduler_token_file = tmp / "token";
+    c.ranktable_dir = tmp / "ranktables";
+    c.reconcile_every = 50ms;
+    c.promise_grace = 300ms;
+    return c;
+  }
+
+  // The kubelet up, the plugin registered with it.
+  void up(const Config& cfg) {
+    kubelet = std::make_unique<FakeKubelet>(dir, tmp / "pod-resources.sock");
+    kubelet->start();
+    auto d = Daemon::create(cfg, emu);
+    ASSERT_TRUE(d.ok()) << d.error().message();
+    daemon = std::move(d).value();
+    runner = std::thread([this] { run_status = daemon->run(); });
+    ASSERT_TRUE(kubelet->wait_registrations(1, 10s)) << "the plugin did not register";
+  }
+
+  void TearDown() override {
+    if (daemon) {
+      daemon->stop();
+      runner.join();
+      EXPECT_TRUE(run_status.ok()) << run_status.error().message();
+    }
+    daemon.reset();
+    kubelet.reset();
+  }
+
+  v1beta1::ContainerAllocateResponse allocate(const std::vector<int>& phys, grpc::Status* status) {
+    auto stub = kubelet->plugin(kEndpoint);
+    v1beta1::AllocateRequest req;
+    auto* cr = req.add_container_requests();
+    for (const auto& id : ids(phys)) cr->add_devices_ids(id);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    v1beta1::AllocateResponse resp;
+    *status = stub->Allocate(&ctx, req, &resp);
+    return resp.container_responses_size() > 0 ? resp.container_responses(0)
+                                               : v1beta1::ContainerAllocateResponse{};
+  }
+
+  std::vector<std::string> preferred(const std::vector<int>& available, int size,
+                                     const std::vector<int>& must = {}) {
+    auto stub = kubelet->plugin(kEndpoint);
+    v1beta1::PreferredAllocationRequest req;
+    auto* cr = req.add_container_requests();
+    for (const auto& id : ids(available)) cr->add_available_deviceids(id);
+    for (const auto& id : ids(must)) cr->add_must_include_deviceids(id);
+    cr->set_allocation_size(size);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    v1beta1::PreferredAllocationResponse resp;
+    grpc::Status s = stub->GetPreferredAllocation(&ctx, req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    if (!s.ok() || resp.container_responses_size() != 1) return {};
+    const auto& got = resp.container_responses(0).deviceids();
+    return {got.begin(), got.end()};
+  }
+
+  int npu_sim(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {std::string(ASCEND_BIN_DIR) + "/npu-sim", "--root", root};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::run_command(argv).exit_code;
+  }
+};
+
+std::map<std::string, std::string> envs_of(const v1beta1::ContainerAllocateResponse& c) {
+  return {c.envs().begin(), c.envs().end()};
+}
+
+// ---- inventory ------------------------------------------------------------------------------------------
+
+TEST_F(SchedulerE2E, InventoryArrivesAtStartAndWithinOneSecondOfAFaultAndItsClearing) {
+  ASSERT_GT(sched.start(), 0);
+  up(config(sched.url()));
+  SchedulerRequest first;
+  ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {})), 5s, &first));
+  EXPECT_EQ(first.path, "/v1/nodes/node-1");
+  EXPECT_EQ(first.content_type, "application/json");
+  EXPECT_EQ(first.authorization, std::string("Bearer ") + kToken);
+
+  auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(npu_sim({"fault", "set", "--device", "3", "--code", "0x80E01801", "--severity", "critical"}), 0);
+  SchedulerRequest after;
+  ASSERT_TRUE(sched.wait_for(put_of(inventory({3}, {})), 5s, &after));
+  EXPECT_LT(after.at - t0, 1s);
+  std::printf(
+      "fault -> inventory at the scheduler in %lld ms\n",
+      static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(after.at - t0).count()));
+
+  // A Warning is sub-health: still healthy, so the scheduler hears nothing new. An Alarm is unhealthy.
+  ASSERT_EQ(npu_sim({"fault", "set", "--device", "2", "--code", "0x80000001", "--severity", "warning"}), 0);
+  ASSERT_EQ(npu_sim({"fault", "set", "--device", "5", "--code", "0x84000001", "--severity", "alarm"}), 0);
+  ASSERT_TRUE(sched.wait_for(put_of(inventory({3, 5}, {})), 5s));
+
+  t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(npu_sim({"fault", "clear", "--device", "3"}), 0);
+  ASSERT_TRUE(sched.wait_for(put_of(inventory({5}, {})), 5s, &after));
+  EXPECT_LT(after.at - t0, 1s);
+  for (const auto& r : sched.requests()) {
+    EXPECT_EQ(r.authorization, std::string("Bearer ") + kToken) << r.method << " " << r.path;
+  }
+}
+
+TEST_F(SchedulerE2E, InventoryIsRetriedUntilTheSchedulerComesUpLate) {
+  const int port = sched.start();
+  ASSERT_GT(port, 0);
+  const std::string url = sched.url();
+  sched.stop();  // the port is known; nothing listens on it yet
+  Config cfg = config(url);
+  cfg.metrics_addr = "127.0.0.1:0";
+  up(cfg);
+  std::this_thread::sleep_for(1500ms);
+  const std::string body = scrape(daemon->metrics_port());
+  EXPECT_NE(body.find("ascend_device_plugin_scheduler_errors_total{call=\"inventory\"}"), std::string::npos)
+      << body;
+  // The plugin serves the kubelet meanwhile.
+  auto w = kubelet->watch(kEndpoint);
+  ASSERT_TRUE(w->wait_for([](const auto& r) { return r.devices_size() == 8; }, 5s));
+
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(sched.start(port), port);
+  SchedulerRequest got;
+  // The backoff has reached 1.6 s (100 ms doubling) by now, well under its 10 s cap.
+  ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {})), 5s, &got));
+  EXPECT_LT(got.at - t0, 2500ms);
+}
+
+TEST_F(SchedulerE2E, ARefusedReportIsRetriedAtTheSlowRate) {
+  ASSERT_GT(sched.start(), 0);
+  sched.set_inventory_answer(404, "node node-1 is not in the cluster file");
+  Config cfg = config(sched.url());
+  cfg.report_every = 700ms;
+  up(cfg);
+  ASSERT_TRUE(sched.wait_for([](const auto& r) { return r.method == "PUT"; }, 5s));
+  std::this_thread::sleep_for(1000ms);
+  const auto puts = sched.requests("PUT");
+  EXPECT_GE(puts.size(), 2U);
+  EXPECT_LE(puts.size(), 3U) << "a 4xx is not retried at the fast rate";
+  // Once the scheduler knows the node, it gets the report.
+  sched.set_inventory_answer(200);
+  ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {})), 5s));
+}
+
+TEST_F(SchedulerE2E, AllocatedChipsAreInUseUntilThePodResourcesNoLongerListThem) {
+  ASSERT_GT(sched.start(), 0);
+  up(config(sched.url()));
+  ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {})), 5s));
+  kubelet->set_in_use({{"huawei.com/Ascend910", {"Ascend910-4", "Ascend910-5"}}});
+  grpc::Status s;
+  const auto t0 = std::chrono::steady_clock::now();
+  allocate({5, 4}, &s);  // no reservation: 404, answered as today
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  SchedulerRequest got;
+  ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {4, 5})), 5s, &got));
+  EXPECT_LT(got.at - t0, 1s);
+  // While the kubelet lists them they stay in use, past the grace period.
+  std::this_thread::sleep_for(700ms);
+  EXPECT_FALSE(sched.wait_for(put_of(inventory({}, {})), 10ms));
+  // The pod is gone.
+  kubelet->set_in_use({});
+  ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {})), 5s));
+}
+
+// ---- GetPreferredAllocation -----------------------------------------------------------------------------
+
+TEST_F(SchedulerE2E, PreferredReturnsTheReservationInsideAvailableElseTheNodeLevelChoice) {
+  ASSERT_GT(sched.start(), 0);
+  up(config(sched.url()));
+  const std::vector<int> all = {0, 1, 2, 3, 4, 5, 6, 7};
+  const std::vector<int> no7 = {0, 1, 2, 3, 4, 5, 6};
+  // The node-level choices, with no reservation.
+  const auto alone4 = preferred(all, 4);
+  const auto alone4_no7 = preferred(no7, 4);
+  const auto alone2 = preferred(all, 2);
+  const auto alone4_must0 = preferred(all, 4, {0});
+  ASSERT_EQ(alone4.size(), 4U);
+  ASSERT_NE(alone4, ids({4, 5, 6, 7})) << "the reservation below must differ from the node-level choice";
+  ASSERT_NE(alone2, ids({6, 7}));
+
+  sched.set_reservations(json::parse(R"([
+      {"namespace": "default", "pod": "train-1", "job": "train", "chips": [7, 6, 5, 4]},
+      {"namespace": "ml", "pod": "small", "job": "", "chips": [6, 7]}])"));
+  EXPECT_EQ(preferred(all, 4), ids({4, 5, 6, 7}));
+  EXPECT_EQ(preferred(all, 2), ids({6, 7}));
+  EXPECT_EQ(preferred(no7, 4), alone4_no7) << "chip 7 is not available: the node-level choice";
+  EXPECT_EQ(preferred(all, 4, {0}), alone4_must0) << "must-include 0 is not in the reservation";
+  EXPECT_EQ(preferred(all, 3).size(), 3U) << "no reservation of size 3";
+
+  const auto gets = sched.requests("GET");
+  ASSERT_FALSE(gets.empty());
+  EXPECT_EQ(gets.back().path, "/v1/nodes/node-1/reservations");
+  EXPECT_EQ(gets.back().authorization, std::string("Bearer ") + kToken);
+}
+
+// ---- Allocate -------------------------------------------------------------------------------------------
+
+TEST_F(SchedulerE2E, AllocateWithAReservationGivesTheJobEnvAndARankTableMount) {
+  ASSERT_GT(sched.start(), 0);
+  const json table = json::parse(R"({"version": "1.0", "server_count": "4", "status": "completed",
+      "server_list": [{"server_id": "node-1", "device": [
+        {"device_id": "4", "device_ip": "192.168.100.105", "rank_id": "8"},
+        {"device_id": "5", "device_ip": "192.168.100.106", "rank_id": "9"}]}]})");
+  const json env = {{"ASCEND_JOB", "train"}, {"RANK_TABLE_FILE", "/etc/ascend/hccl.json"},
+                    {"RANK_SIZE", "32"},     {"RANK_START", "8"},
+                    {"NODE_RANK", "1"},      {"NNODES", "4"},
+                    {"NPROC_PER_NODE", "8"}, {"WORLD_SIZE", "32"}};
+  sched.set_allocation_answer({4, 5, 6, 7}, 200,
+                              {{"namespace", "default"},
+                               {"pod", "train-1"},
+                               {"job", "train"},
+                               {"env", env},
+                               {"ranktable_path", "/etc/ascend/hccl.json"},
+                               {"ranktable", table}});
+  sched.set_allocation_answer(
+      {0}, 200, {{"namespace", "default"}, {"pod", "solo"}, {"job", ""}, {"env", json::object()}});
+  up(config(sched.url()));
+
+  grpc::Status s;
+  auto c = allocate({6, 4, 7, 5}, &s);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  auto want_env = env.get<std::map<std::string, std::string>>();
+  want_env["ASCEND_VISIBLE_DEVICES"] = "4,5,6,7";
+  EXPECT_EQ(envs_of(c), want_env);
+  ASSERT_EQ(c.mounts_size(), 5);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(c.mounts(i).container_path(), "/var/run/ascend-container-devices/" + std::to_string(4 + i));
+  const auto& m = c.mounts(4);
+  EXPECT_EQ(m.container_path(), "/etc/ascend/hccl.json");
+  EXPECT_EQ(m.host_path(), tmp / "ranktables/default_train-1.json");
+  EXPECT_TRUE(m.read_only());
+  auto content = read_file(m.host_path());
+  ASSERT_TRUE(content.ok()) << content.error().message();
+  EXPECT_EQ(*content, table.dump(4));
+  struct stat st {};
+  ASSERT_EQ(::stat(m.host_path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0644U);
+
+  auto posts = sched.requests("POST");
+  ASSERT_EQ(posts.size(), 1U);
+  EXPECT_EQ(posts[0].path, "/v1/nodes/node-1/allocations");
+  EXPECT_EQ(posts[0].json(), json::parse(R"({"chips": [4, 5, 6, 7]})"));
+  EXPECT_EQ(posts[0].content_type, "application/json");
+  EXPECT_EQ(posts[0].authorization, std::string("Bearer ") + kToken);
+
+  // A pod without a job: env {} and no rank table, so the answer is what it is without a scheduler.
+  auto solo = allocate({0}, &s);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(envs_of(solo), (std::map<std::string, std::string>{{"ASCEND_VISIBLE_DEVICES", "0"}}));
+  EXPECT_EQ(solo.mounts_size(), 1);
+}
+
+TEST_F(SchedulerE2E, AllocateOfAPodTheSchedulerDoesNotKnowIsAnsweredAsToday) {
+  ASSERT_GT(sched.start(), 0);
+  up(config(sched.url()));
+  grpc::Status s;
+  auto c = allocate({1, 0}, &s);  // the fake answers 404 for chips it has no answer for
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(envs_of(c), (std::map<std::string, std::string>{{"ASCEND_VISIBLE_DEVICES", "0,1"}}));
+  ASSERT_EQ(c.mounts_size(), 2);
+  EXPECT_EQ(c.mounts(0).container_path(), "/var/run/ascend-container-devices/0");
+  EXPECT_EQ(c.mounts(1).container_path(), "/var/run/ascend-container-devices/1");
+  ASSERT_EQ(sched.requests("POST").size(), 1U);
+  EXPECT_EQ(sched.requests("POST")[0].json(), json::parse(R"({"chips": [0, 1]})"));
+  EXPECT_FALSE(std::filesystem::exists(tmp / "ranktables")) << "no rank table for an unknown pod";
+}
+
+TEST_F(SchedulerE2E, A409FailsTheAllocateWithTheSchedulersReason) {
+  ASSERT_GT(sched.start(), 0);
+  const std::string reason =
+      "pod default/train-2 has chips 2,4 reserved on node-1, not 2,3 (chip 4 is unhealthy)";
+  sched.set_allocation_answer({2, 3}, 409, {{"error", reason}});
+  up(config(sched.url()));
+  ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {})), 5s));
+  grpc::Status s;
+  allocate({2, 3}, &s);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_EQ(s.error_message(), "allocate huawei.com/Ascend910: the scheduler refuses chips 2,3: " + reason);
+  // Nothing stays claimed: the kubelet frees the devices of a failed Allocate.
+  for (const auto& chip : daemon->plugin().inventory().chips) EXPECT_FALSE(chip.in_use) << chip.phy_id;
+  // The chips can be allocated again (here to a pod the scheduler does not know).
+  sched.set_allocation_answer({2, 3}, 404, {{"error", "no pending reservation"}});
+  allocate({2, 3}, &s);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+}
+
+// ---- a scheduler that is not there, or hangs ------------------------------------------------------------
+
+TEST_F(SchedulerE2E, AnUnreachableSchedulerChangesNothing) {
+  const int port = sched.start();
+  sched.stop();  // connections to it are refused
+  up(config("http://127.0.0.1:" + std::to_string(port)));
+  auto w = kubelet->watch(kEndpoint);
+  ASSERT_TRUE(w->wait_for([](const auto& r) { return r.devices_size() == 8; }, 5s));
+  ASSERT_TRUE(emu.set_fault(6, 0x80E01801, npu::Health::kCritical).ok());
+  ASSERT_TRUE(w->wait_for(
+      [](const auto& r) {
+        for (const auto& d : r.devices())
+          if (d.id() == "Ascend910-6") return d.health() == "Unhealthy";
+        return false;
+      },
+      2s));
+  EXPECT_EQ(preferred({0, 1, 2, 3, 4, 5, 6, 7}, 8), ids({0, 1, 2, 3, 4, 5, 6, 7}));
+  grpc::Status s;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto c = allocate({3}, &s);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 500ms);
+  EXPECT_EQ(envs_of(c), (std::map<std::string, std::string>{{"ASCEND_VISIBLE_DEVICES", "3"}}));
+  EXPECT_EQ(c.mounts_size(), 1);
+}
+
+TEST_F(SchedulerE2E, AHangingSchedulerDelaysOnlyTheCallThatWaitsForIt) {
+  ASSERT_GT(sched.start(), 0);
+  up(config(sched.url()));
+  ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {})), 5s));
+  sched.set_delay(3s);
+  auto w = kubelet->watch(kEndpoint);
+  ASSERT_TRUE(w->wait_for([](const auto& r) { return r.devices_size() == 8; }, 5s));
+
+  grpc::Status s;
+  v1beta1::ContainerAllocateResponse c;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread call([&] { c = allocate({1}, &s); });
+  std::this_thread::sleep_for(100ms);  // the Allocate now waits for the scheduler
+  ASSERT_TRUE(emu.set_fault(2, 0x80E01801, npu::Health::kCritical).ok());
+  const bool seen = w->wait_for(
+      [](const auto& r) {
+        for (const auto& d : r.devices())
+          if (d.id() == "Ascend910-2") return d.health() == "Unhealthy";
+        return false;
+      },
+      900ms);
+  call.join();
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_TRUE(seen) << "ListAndWatch waited for the scheduler";
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_LT(took, 2500ms) << "Allocate gives up after its 1 s timeout";
+  EXPECT_EQ(envs_of(c), (std::map<std::string, std::string>{{"ASCEND_VISIBLE_DEVICES", "1"}}));
+
+  const auto p0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(preferred({0, 1, 3, 4, 5, 6, 7}, 1).size(), 1U);
+  EXPECT_LT(std::chrono::steady_clock::now() - p0, 1500ms) << "GetPreferredAllocation gives up after 500 ms";
+}
+
+TEST_F(SchedulerE2E, AWrongTokenIsRefusedAndNothingIsTaken) {
+  ASSERT_GT(sched.start(), 0);
+  sched.require_token("another-token");
+  sched.set_allocation_answer(
+      {0}, 200, {{"namespace", "default"}, {"pod", "p"}, {"job", "j"}, {"env", {{"ASCEND_JOB", "j"}}}});
+  up(config(sched.url()));
+  ASSERT_TRUE(sched.wait_for([](const auto& r) { return r.method == "PUT"; }, 5s));
+  grpc::Status s;
+  auto c = allocate({0}, &s);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(envs_of(c).count("ASCEND_JOB"), 0U) << "the scheduler answered 403, not the grant";
+}
+
+// ---- https ----------------------------------------------------------------------------------------------
+
+TEST_F(SchedulerE2E, HttpsIsVerifiedAgainstTheSchedulerCa) {
+  auto gen = testing::run_command({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                                   "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                                   "-keyout", tmp / "key.pem", "-out", tmp / "cert.pem"});
+  if (gen.exit_code != 0) GTEST_SKIP() << "openssl cannot make a test certificate: " << gen.err;
+  ASSERT_GT(sched.start(0, tmp / "cert.pem", tmp / "key.pem"), 0);
+  ASSERT_EQ(sched.url().rfind("https://", 0), 0U);
+  Config cfg = config(sched.url());
+  cfg.scheduler_ca_file = tmp / "cert.pem";
+  up(cfg);
+  SchedulerRequest got;
+  ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {})), 5s, &got));
+  EXPECT_EQ(got.authorization, std::string("Bearer ") + kToken);
+}
+
+TEST_F(SchedulerE2E, HttpsWithAnUnknownCaSendsNothing) {
+  auto gen = testing::run_command({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                                   "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                                   "-keyout", tmp / "key.pem", "-out", tmp / "cert.pem"});
+  if (gen.exit_code != 0) GTEST_SKIP() << "openssl cannot make a test certificate: " << gen.err;
+  ASSERT_GT(sched.start(0, tmp / "cert.pem", tmp / "key.pem"), 0);
+  up(config(sched.url()));  // no CA file: the system's CAs do not know this certificate
+  std::this_thread::sleep_for(800ms);
+  EXPECT_TRUE(sched.requests().empty()) << "the plugin sent its token to a server it could not verify";
+  grpc::Status s;
+  allocate({0}, &s);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+}
+
+// ---- the binary -----------------------------------------------------------------------------------------
+
+pid_t spawn(const std::vector<std::string>& args, const std::string& log,
+            const std::vector<std::string>& env) {
+  std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::string_view(*e).starts_with("NODE_NAME=")) continue;
+    envp.push_back(*e);
+  }
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 2, 1);
+  pid_t pid = -1;
+  ::posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+int stop_and_wait(pid_t pid) {
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST_F(SchedulerE2E, BinaryTakesTheSchedulerFlagsAndTheNodeNameFromTheEnvironment) {
+  ASSERT_GT(sched.start(), 0);
+  kubelet = std::make_unique<FakeKubelet>(dir);
+  kubelet->start();
+  const std::string bin = std::string(ASCEND_BIN_DIR) + "/ascend-device-plugin";
+  {
+    std::ofstream f(tmp / "plugin.yaml");
+    f << "kubelet-socket-dir: " << dir << "\nhost-root: " << root << "\nscheduler-url: " << sched.url()
+      << "\nscheduler-token-file: " << (tmp / "token") << "\nranktable-dir: " << (tmp / "rt") << "\n";
+  }
+  pid_t pid = spawn({bin, "--config", tmp / "plugin.yaml"}, tmp / "a.log", {"NODE_NAME=node-from-env"});
+  ASSERT_GT(pid, 0);
+  SchedulerRequest got;
+  EXPECT_TRUE(sched.wait_for(put_of(inventory({}, {})), 10s, &got)) << "see " << (tmp / "a.log");
+  EXPECT_EQ(got.path, "/v1/nodes/node-from-env");
+  EXPECT_EQ(got.authorization, std::string("Bearer ") + kToken);
+  EXPECT_EQ(stop_and_wait(pid), 0);
+
+  // Flags win over the file and the environment.
+  pid = spawn({bin, "--config", tmp / "plugin.yaml", "--node-name", "node-flag"}, tmp / "b.log",
+              {"NODE_NAME=node-from-env"});
+  EXPECT_TRUE(sched.wait_for([](const auto& r) { return r.path == "/v1/nodes/node-flag"; }, 10s))
+      << "see " << (tmp / "b.log");
+  EXPECT_EQ(stop_and_wait(pid), 0);
+
+  auto help = testing::run_command({bin, "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* flag :
+       {"--scheduler-url", "--node-name", "--scheduler-token-file", "--scheduler-ca-file", "--ranktable-dir"})
+    EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
+  auto bad = testing::run_command(
+      {bin, "--host-root", root, "--kubelet-socket-dir", dir, "--scheduler-url", "sched:8080"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("--scheduler-url"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace ascend::plugin

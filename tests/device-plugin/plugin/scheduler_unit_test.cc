@@ -1,0 +1,726 @@
+// The plugin's side of the scheduler contract without a socket: the URL, the wire JSON, the pure planning
+// (inventory, reservation choice, env and rank-table mount), the configuration, and the Plugin and the
+// Reporter driven through a recording SchedulerApi.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include <yaml-cpp/yaml.h>
+
+#include "ascend/common/fs.h"
+#include "ascend/npu/emulator.h"
+#include "ascend/npu/profiles.h"
+#include "ascend/plugin/config.h"
+#include "ascend/plugin/plugin.h"
+#include "ascend/plugin/reporter.h"
+#include "ascend/plugin/scheduler_client.h"
+#include "ascend/plugin/scheduler_plan.h"
+#include "test_dir.h"
+
+namespace ascend::plugin {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+npu::HostState profile(const char* name) {
+  auto p = npu::builtin_profile(name);
+  EXPECT_TRUE(p.ok()) << name;
+  npu::HostState s = *p;
+  s.majors = {240, 241, 242, 243, 244};
+  return s;
+}
+
+const ResourceSpec kChips{"huawei.com/Ascend910", DeviceKind::kChip, ""};
+
+// ---- the URL --------------------------------------------------------------------------------------------
+
+TEST(SchedulerUrl, ParsesOriginAndPrefixAndRefusesTheRest) {
+  struct Case {
+    const char* url;
+    const char* origin;  // nullptr: refused
+    const char* prefix;
+    bool https;
+  };
+  const Case cases[] = {
+      {"http://sched:8080", "http://sched:8080", "", false},
+      {"https://10.0.0.1:8443/", "https://10.0.0.1:8443", "", true},
+      {"http://sched/ascend/", "http://sched", "/ascend", false},
+      {"http://[::1]:9000/x/y", "http://[::1]:9000", "/x/y", false},
+      {"http://ascend-scheduler.kube-system.svc", "http://ascend-scheduler.kube-system.svc", "", false},
+      {"sched:8080", nullptr, nullptr, false},
+      {"ftp://sched", nullptr, nullptr, false},
+      {"http://", nullptr, nullptr, false},
+      {"http://:80", nullptr, nullptr, false},
+      {"http://h:0", nullptr, nullptr, false},
+      {"http://h:70000", nullptr, nullptr, false},
+      {"http://h:8a", nullptr, nullptr, false},
+      {"http://h:", nullptr, nullptr, false},
+      {"http://user@h", nullptr, nullptr, false},
+      {"http://h/?x=1", nullptr, nullptr, false},
+      {"http://[::1:80", nullptr, nullptr, false},
+  };
+  for (const auto& c : cases) {
+    auto u = parse_scheduler_url(c.url);
+    if (c.origin == nullptr) {
+      EXPECT_FALSE(u.ok()) << c.url;
+      if (!u.ok()) {
+        EXPECT_EQ(u.error().code(), EINVAL);
+      }
+      continue;
+    }
+    ASSERT_TRUE(u.ok()) << c.url << ": " << u.error().message();
+    EXPECT_EQ(*u, (SchedulerUrl{c.origin, c.prefix, c.https})) << c.url;
+  }
+}
+
+// ---- the wire -------------------------------------------------------------------------------------------
+
+TEST(SchedulerWire, InventoryAndAllocationBodiesAreTheContractsJson) {
+  InventoryReport r{"huawei.com/Ascend910", {{0, true, false}, {1, false, true}}};
+  EXPECT_EQ(json::parse(inventory_body(r)), json::parse(R"({"resource": "huawei.com/Ascend910",
+      "chips": [{"phy_id": 0, "healthy": true, "in_use": false}, {"phy_id": 1, "healthy": false, "in_use": true}]})"));
+  EXPECT_EQ(json::parse(allocation_body({0, 1, 2, 3})), json::parse(R"({"chips": [0, 1, 2, 3]})"));
+}
+
+TEST(SchedulerWire, ReservationsParseAndBadBodiesAreErrorsNotExceptions) {
+  auto ok = parse_reservations(R"({"node": "node-1", "reservations": [
+      {"namespace": "default", "pod": "train-1", "job": "train", "chips": [0, 1, 2, 3]},
+      {"namespace": "ml", "pod": "solo", "job": "", "chips": [7]}]})");
+  ASSERT_TRUE(ok.ok()) << ok.error().message();
+  ASSERT_EQ(ok->size(), 2U);
+  EXPECT_EQ((*ok)[0], (Reservation{"default", "train-1", "train", {0, 1, 2, 3}}));
+  EXPECT_EQ((*ok)[1], (Reservation{"ml", "solo", "", {7}}));
+  EXPECT_TRUE(parse_reservations(R"({"node": "n", "reservations": []})")->empty());
+
+  const char* bad[] = {
+      "",
+      "not json",
+      "[]",
+      R"({"node": "n"})",
+      R"({"reservations": {}})",
+      R"({"reservations": [{"pod": "p", "chips": [0]}]})",
+      R"({"reservations": [{"namespace": "d", "pod": "p", "chips": "0,1"}]})",
+      R"({"reservations": [{"namespace": "d", "pod": "p", "chips": ["0"]}]})",
+      R"({"reservations": [{"namespace": 1, "pod": "p", "chips": [0]}]})",
+  };
+  for (const char* b : bad) {
+    auto r = parse_reservations(b);
+    EXPECT_FALSE(r.ok()) << b;
+    if (!r.ok()) {
+      EXPECT_EQ(r.error().code(), EPROTO) << b;
+    }
+  }
+}
+
+TEST(SchedulerWire, GrantCarriesEnvAndTheRankTableDumpedWithIndentFour) {
+  const json table = {{"version", "1.0"}, {"server_count", "1"}, {"server_list", json::array()}};
+  json body = {{"namespace", "default"},
+               {"pod", "train-1"},
+               {"job", "train"},
+               {"env", {{"ASCEND_JOB", "train"}, {"RANK_SIZE", "32"}}},
+               {"ranktable_path", "/etc/ascend/hccl.json"},
+               {"ranktable", table}};
+  auto g = parse_grant(body.dump());
+  ASSERT_TRUE(g.ok()) << g.error().message();
+  EXPECT_EQ(g->pod_namespace, "default");
+  EXPECT_EQ(g->pod, "train-1");
+  EXPECT_EQ(g->job, "train");
+  EXPECT_EQ(g->env, (std::map<std::string, std::string>{{"ASCEND_JOB", "train"}, {"RANK_SIZE", "32"}}));
+  EXPECT_EQ(g->ranktable_path, "/etc/ascend/hccl.json");
+  EXPECT_EQ(g->ranktable, table.dump(4));
+
+  auto solo = parse_grant(R"({"namespace": "default", "pod": "solo", "job": "", "env": {}})");
+  ASSERT_TRUE(solo.ok()) << solo.error().message();
+  EXPECT_TRUE(solo->env.empty());
+  EXPECT_TRUE(solo->ranktable.empty());
+  EXPECT_TRUE(solo->ranktable_path.empty());
+
+  const char* bad[] = {
+      "{",
+      R"({"pod": "p", "env": {}})",
+      R"({"namespace": "d", "pod": "p", "env": {"A": 1}})",
+      R"({"namespace": "d", "pod": "p", "env": [], "ranktable": {}})",
+      R"({"namespace": "d", "pod": "p", "env": {}, "ranktable_path": "/etc/ascend/hccl.json"})",
+      R"({"namespace": "d", "pod": "p", "env": {}, "ranktable_path": "/x", "ranktable": "text"})",
+      R"({"namespace": "d", "pod": "p", "env": {}, "ranktable_path": 3, "ranktable": {}})",
+  };
+  for (const char* b : bad) {
+    auto r = parse_grant(b);
+    EXPECT_FALSE(r.ok()) << b;
+    if (!r.ok()) {
+      EXPECT_EQ(r.error().code(), EPROTO) << b;
+    }
+  }
+}
+
+TEST(SchedulerWire, ErrorTextIsTheErrorFieldElseTheBodyCutShort) {
+  EXPECT_EQ(error_text(R"({"error": "chip 3 of node-1 is unhealthy"})"), "chip 3 of node-1 is unhealthy");
+  EXPECT_EQ(error_text("upstream\nfailure"), "upstream failure");
+  EXPECT_EQ(error_text(""), "(no body)");
+  EXPECT_EQ(error_text(std::string(300, 'x')), std::string(200, 'x') + "...");
+}
+
+TEST(SchedulerWire, OnlyAnAbsentSchedulerIsRetriedSoon) {
+  const std::pair<int, bool> cases[] = {{ECONNREFUSED, true}, {ETIMEDOUT, true}, {EIO, true},
+                                        {EAGAIN, true},       {EINVAL, false},   {EACCES, false},
+                                        {ENOENT, false},      {EBUSY, false},    {EPROTO, false}};
+  for (auto [code, away] : cases) EXPECT_EQ(scheduler_unavailable(Error(code, "x")), away) << code;
+}
+
+// ---- planning -------------------------------------------------------------------------------------------
+
+TEST(SchedulerPlan, InventoryReportsHealthAndUse) {
+  npu::HostState s = profile("atlas800t-a2");
+  s.chips[2].faults.push_back({0x80000001, npu::Health::kWarning});   // sub-health: still healthy
+  s.chips[3].faults.push_back({0x80E01801, npu::Health::kCritical});  // unhealthy
+  s.chips[5].faults.push_back({0x84000001, npu::Health::kAlarm});     // unhealthy
+  auto v = npu::plan_vnpu(s, 6, "vir10_3c_32g", std::nullopt);        // holds a vNPU: not whole
+  ASSERT_TRUE(v.ok()) << v.error().message();
+  s.vnpus.push_back(*v);
+  Ledger ledger;
+  ASSERT_TRUE(ledger.claim_whole({{0, "Ascend910-0"}, {1, "Ascend910-1"}}, Clock::now()).ok());
+  ledger.add_promise({7, "vir05_1c_16g", {"npu-core-7-0"}, Clock::now()});  // cores promised: not whole
+
+  const InventoryReport want{"huawei.com/Ascend910",
+                             {{0, true, true},
+                              {1, true, true},
+                              {2, true, false},
+                              {3, false, false},
+                              {4, true, false},
+                              {5, false, false},
+                              {6, true, true},
+                              {7, true, true}}};
+  EXPECT_EQ(inventory_report(s, kChips, ledger), want);
+}
+
+TEST(SchedulerPlan, ChipIdsAndPhysMapBothWays) {
+  EXPECT_EQ(chip_ids(kChips, {3, 1, 2}),
+            (std::vector<std::string>{"Ascend910-1", "Ascend910-2", "Ascend910-3"}));
+  const ResourceSpec custom{"example.com/npu", DeviceKind::kChip, ""};
+  EXPECT_EQ(chip_ids(custom, {0}), (std::vector<std::string>{"npu-0"}));
+  const auto table = device_table(profile("atlas800t-a2"), kChips, Ledger{});
+  EXPECT_EQ(chip_phys(table, {"Ascend910-7", "Ascend910-0", "Ascend910-99"}), (std::vector<int>{0, 7}));
+}
+
+TEST(SchedulerPlan, PickReservationTakesTheFirstThatFitsInsideAvailable) {
+  const std::vector<Reservation> rs = {
+      {"default", "a", "j", {6, 7}},
+      {"default", "b", "j", {4, 5, 6, 7}},
+      {"default", "c", "k", {0, 1, 2, 3}},
+      {"default", "dup", "k", {1, 1, 2, 2}},
+  };
+  auto ids = [](std::vector<int> phys) { return chip_ids(kChips, std::move(phys)); };
+  const auto all = ids({0, 1, 2, 3, 4, 5, 6, 7});
+  struct Case {
+    std::vector<std::string> available;
+    std::vector<std::string> must;
+    int size;
+    std::set<std::size_t> skip;
+    std::optional<std::size_t> want;
+  };
+  const Case cases[] = {
+      {all, {}, 4, {}, 1},                         // the first of size 4, not the first in the list
+      {all, {}, 2, {}, 0},                         // size picks
+      {all, {}, 3, {}, std::nullopt},              // no reservation of that size
+      {ids({0, 1, 2, 3, 4, 5, 6}), {}, 4, {}, 2},  // b has chip 7, which is not available
+      {ids({0, 1, 2, 4, 5, 6, 7}), {}, 4, {}, 1},
+      {ids({0, 1, 2, 5, 6, 7}), {}, 4, {}, std::nullopt},
+      {all, ids({0}), 4, {}, 2},  // must-include 0: only c holds it
+      {all, ids({0, 4}), 4, {}, std::nullopt},
+      {all, {}, 4, {1}, 2},  // b already answered another container
+      {all, {}, 1, {}, std::nullopt},
+  };
+  for (std::size_t i = 0; i < std::size(cases); ++i) {
+    const auto& c = cases[i];
+    EXPECT_EQ(pick_reservation(rs, kChips, c.available, c.must, c.size, c.skip), c.want) << "case " << i;
+  }
+  EXPECT_EQ(pick_reservation({}, kChips, all, {}, 4), std::nullopt);
+}
+
+TEST(SchedulerPlan, RankTablePathIsNamedAfterThePodAndStaysInsideTheFolder) {
+  const std::pair<std::pair<const char*, const char*>, const char*> cases[] = {
+      {{"default", "train-1"}, "/rt/default_train-1.json"},
+      {{"ml-team", "job.a-0"}, "/rt/ml-team_job.a-0.json"},
+      {{"default", "../../etc/passwd"}, nullptr},
+      {{"default", "a/b"}, nullptr},
+      {{"..", "x"}, nullptr},
+      {{"default", ""}, nullptr},
+      {{"Default", "x"}, nullptr},
+      {{"default", "-x"}, nullptr},
+      {{"default", "x_y"}, nullptr},
+  };
+  for (const auto& [names, want] : cases) {
+    Grant g;
+    g.pod_namespace = names.first;
+    g.pod = names.second;
+    auto p = ranktable_host_path("/rt", g);
+    if (want == nullptr) {
+      EXPECT_FALSE(p.ok()) << names.first << "/" << names.second;
+      continue;
+    }
+    ASSERT_TRUE(p.ok()) << p.error().message();
+    EXPECT_EQ(*p, want);
+  }
+  Grant g{"default", "p", "", {}, "", ""};
+  EXPECT_EQ(*ranktable_host_path("/rt/", g), "/rt/default_p.json");
+}
+
+TEST(SchedulerPlan, WithGrantAddsEnvAndARankTableMountAndKeepsThePluginsEntries) {
+  ContainerAllocation base;
+  base.envs = {{"ASCEND_VISIBLE_DEVICES", "4,5"}};
+  base.mounts = {{"/var/run/ascend-container-devices/4", "/dev/null", true}};
+  Grant g{"default",
+          "train-1",
+          "train",
+          {{"ASCEND_JOB", "train"}, {"RANK_SIZE", "8"}, {"ASCEND_VISIBLE_DEVICES", "0,1"}},
+          "/etc/ascend/hccl.json",
+          "{}"};
+  auto a = with_grant(base, g, "/rt/default_train-1.json");
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  EXPECT_EQ(a->envs, (std::map<std::string, std::string>{
+                         {"ASCEND_VISIBLE_DEVICES", "4,5"}, {"ASCEND_JOB", "train"}, {"RANK_SIZE", "8"}}));
+  ASSERT_EQ(a->mounts.size(), 2U);
+  EXPECT_EQ(a->mounts[0], base.mounts[0]);
+  EXPECT_EQ(a->mounts[1], (MountSpec{"/etc/ascend/hccl.json", "/rt/default_train-1.json", true}));
+
+  // No job: nothing to add.
+  auto solo = with_grant(base, Grant{"default", "solo", "", {}, "", ""}, "");
+  ASSERT_TRUE(solo.ok());
+  EXPECT_EQ(solo->envs, base.envs);
+  EXPECT_EQ(solo->mounts, base.mounts);
+
+  const std::pair<std::map<std::string, std::string>, std::string> bad[] = {
+      {{{"", "x"}}, "/etc/ascend/hccl.json"},
+      {{{"A=B", "x"}}, "/etc/ascend/hccl.json"},
+      {{}, "etc/ascend/hccl.json"},
+      {{}, "/etc/../../host/hccl.json"},
+      {{}, "/.."},
+  };
+  for (const auto& [env, path] : bad) {
+    auto r = with_grant(base, Grant{"default", "p", "j", env, path, "{}"}, "/rt/default_p.json");
+    EXPECT_FALSE(r.ok()) << path;
+    if (!r.ok()) {
+      EXPECT_EQ(r.error().code(), EPROTO);
+    }
+  }
+}
+
+// ---- configuration --------------------------------------------------------------------------------------
+
+TEST(SchedulerConfig, YamlKeysAndValidation) {
+  testing::TempDir dir;
+  {
+    std::ofstream f(dir / "c.yaml");
+    f << "scheduler-url: https://sched:8443\nnode-name: node-7\nscheduler-token-file: /etc/token\n"
+         "scheduler-ca-file: /etc/ca.crt\nranktable-dir: /var/lib/ascend/rt\n";
+  }
+  auto c = load_config_file(dir / "c.yaml", Config{});
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_EQ(c->scheduler_url, "https://sched:8443");
+  EXPECT_EQ(c->node_name, "node-7");
+  EXPECT_EQ(c->scheduler_token_file, "/etc/token");
+  EXPECT_EQ(c->scheduler_ca_file, "/etc/ca.crt");
+  EXPECT_EQ(c->ranktable_dir, "/var/lib/ascend/rt");
+  EXPECT_TRUE(validate(*c).ok());
+  EXPECT_TRUE(tracks_whole_chips(*c));
+
+  Config none;
+  EXPECT_EQ(none.ranktable_dir, "/var/run/ascend-device-plugin/ranktables");
+  EXPECT_FALSE(tracks_whole_chips(none));
+  none.ranktable_dir = "relative";  // not checked without a scheduler
+  EXPECT_TRUE(validate(none).ok());
+
+  Config bad_url;
+  bad_url.scheduler_url = "sched:8080";
+  auto st = validate(bad_url);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("--scheduler-url"), std::string::npos) << st.error().message();
+  Config bad_dir;
+  bad_dir.scheduler_url = "http://sched";
+  bad_dir.ranktable_dir = "rt";
+  EXPECT_FALSE(validate(bad_dir).ok());
+}
+
+TEST(SchedulerConfig, NodeNameDefaultsToTheEnvironmentThenTheHostName) {
+  const char* old = std::getenv("NODE_NAME");
+  const std::string saved = old != nullptr ? old : "";
+  ::setenv("NODE_NAME", "node-from-env", 1);
+  EXPECT_EQ(default_node_name(), "node-from-env");
+  ::setenv("NODE_NAME", "", 1);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  EXPECT_EQ(default_node_name(), host);
+  ::unsetenv("NODE_NAME");
+  EXPECT_EQ(default_node_name(), host);
+  if (old != nullptr) ::setenv("NODE_NAME", saved.c_str(), 1);
+}
+
+TEST(SchedulerConfig, HttpSchedulerNeedsANodeNameAndAReadableTokenPerRequest) {
+  testing::TempDir dir;
+  Config c;
+  c.scheduler_url = "http://127.0.0.1:1";
+  c.node_name.clear();
+  EXPECT_FALSE(HttpScheduler::create(c, nullptr).ok());
+  c.node_name = "n";
+  c.scheduler_token_file = dir / "token";  // not there yet: a Secret may come later
+  auto s = HttpScheduler::create(c, nullptr);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  auto st = (*s)->put_inventory(InventoryReport{});
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code(), EACCES) << st.error().message();
+  EXPECT_NE(st.error().message().find("--scheduler-token-file"), std::string::npos);
+  ASSERT_TRUE(atomic_replace(dir / "token", " \n").ok());
+  EXPECT_EQ((*s)->put_inventory(InventoryReport{}).error().code(), EACCES) << "an empty token";
+  ASSERT_TRUE(atomic_replace(dir / "token", "secret\n").ok());
+  // Nothing listens on port 1: with a token the request goes out, and the scheduler is away.
+  st = (*s)->put_inventory(InventoryReport{});
+  ASSERT_FALSE(st.ok());
+  EXPECT_TRUE(scheduler_unavailable(st.error())) << st.error().message();
+}
+
+TEST(SchedulerConfig, TheShippedDaemonSetWiresTheSchedulerNodeNameRankTablesAndToken) {
+  YAML::Node cm;
+  YAML::Node ds;
+  for (const auto& doc : YAML::LoadAllFromFile(std::string(ASCEND_SOURCE_DIR) +
+                                               "/deploy/kubernetes/ascend-device-plugin.yaml")) {
+    const auto kind = doc["kind"].as<std::string>();
+    if (kind == "ConfigMap") cm = doc;
+    if (kind == "DaemonSet") ds = doc;
+  }
+  ASSERT_TRUE(cm && ds);
+  testing::TempDir dir;
+  ASSERT_TRUE(atomic_replace(dir / "config.yaml", cm["data"]["config.yaml"].as<std::string>()).ok());
+  auto cfg = load_config_file(dir / "config.yaml", Config{});
+  ASSERT_TRUE(cfg.ok()) << cfg.error().message();
+  EXPECT_TRUE(validate(*cfg).ok());
+  EXPECT_EQ(cfg->scheduler_url, "http://ascend-scheduler.kube-system.svc:8888");
+  EXPECT_TRUE(cfg->node_name.empty()) << "the node name comes from $NODE_NAME";
+
+  const YAML::Node pod = ds["spec"]["template"]["spec"];
+  const YAML::Node c = pod["containers"][0];
+  bool node_name = false;
+  for (const auto& e : c["env"]) {
+    if (e["name"].as<std::string>() == "NODE_NAME")
+      node_name = e["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>() == "spec.nodeName";
+  }
+  EXPECT_TRUE(node_name) << "NODE_NAME from the downward API's spec.nodeName";
+
+  // name -> mount path, and name -> volume
+  std::map<std::string, std::string> mounts;
+  for (const auto& m : c["volumeMounts"])
+    mounts[m["name"].as<std::string>()] = m["mountPath"].as<std::string>();
+  std::map<std::string, YAML::Node> volumes;
+  for (const auto& v : pod["volumes"]) volumes.emplace(v["name"].as<std::string>(), YAML::Node(v));
+  // The kubelet mounts the rank table from the host path the plugin names: the folder is the same path
+  // inside the plugin's container and on the host.
+  bool ranktables = false;
+  for (const auto& [name, path] : mounts) {
+    if (path != cfg->ranktable_dir) continue;
+    ASSERT_TRUE(volumes[name]["hostPath"]) << name;
+    EXPECT_EQ(volumes[name]["hostPath"]["path"].as<std::string>(), cfg->ranktable_dir);
+    ranktables = true;
+  }
+  EXPECT_TRUE(ranktables) << "no hostPath volume at " << cfg->ranktable_dir;
+  // The token file lies in an optional Secret volume.
+  bool token = false;
+  for (const auto& [name, path] : mounts) {
+    if (cfg->scheduler_token_file != path + "/token") continue;
+    ASSERT_TRUE(volumes[name]["secret"]) << name;
+    EXPECT_EQ(volumes[name]["secret"]["secretName"].as<std::string>(), "ascend-scheduler-token");
+    EXPECT_TRUE(volumes[name]["secret"]["optional"].as<bool>());
+    token = true;
+  }
+  EXPECT_TRUE(token) << "no Secret volume holds " << cfg->scheduler_token_file;
+}
+
+// ---- the Plugin and the Reporter over a recording SchedulerApi ------------------------------------------
+
+// A device query over a fixed snapshot: the Plugin's tests change the state with on_host_change.
+class FixedQuery final : public npu::DeviceQuery {
+ public:
+  explicit FixedQuery(npu::HostState s) : s_(std::move(s)) {}
+  Result<npu::HostState> snapshot() const override { return s_; }
+  std::string host_path(const std::string& p) const override { return "/host" + p; }
+  std::vector<std::string> driver_files() const override { return {}; }
+  Result<npu::Vnpu> create_vnpu(int, const std::string&, std::optional<int>) override {
+    return Error(ENOSYS, "fixed");
+  }
+  Status destroy_vnpu(int, std::optional<int>) override { return Error(ENOSYS, "fixed"); }
+  Result<std::unique_ptr<npu::Subscription>> subscribe(ChangeCallback) const override {
+    return Error(ENOSYS, "fixed");
+  }
+
+ private:
+  npu::HostState s_;
+};
+
+class RecordingScheduler final : public SchedulerApi {
+ public:
+  Status put_inventory(const InventoryReport& report) override {
+    std::unique_lock lock(mu_);
+    puts.push_back(report);
+    put_times.push_back(std::chrono::steady_clock::now());
+    cv_.notify_all();
+    auto answer = put_answer;
+    lock.unlock();
+    return answer ? answer(static_cast<int>(puts.size())) : Status{};
+  }
+  Result<std::vector<Reservation>> reservations() override {
+    std::lock_guard lock(mu_);
+    ++reservation_calls;
+    return reservation_answer;
+  }
+  Result<Grant> allocation_taken(const std::vector<int>& chips) override {
+    std::lock_guard lock(mu_);
+    taken.push_back(chips);
+    auto it = grants.find(chips);
+    if (it != grants.end()) return it->second;
+    return Error(ENOENT, "404 no pending reservation");
+  }
+
+  // Waits until at least `n` PUTs arrived.
+  bool wait_puts(std::size_t n, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return puts.size() >= n; });
+  }
+  std::vector<InventoryReport> put_log() {
+    std::lock_guard lock(mu_);
+    return puts;
+  }
+  std::vector<std::chrono::steady_clock::time_point> put_times_log() {
+    std::lock_guard lock(mu_);
+    return put_times;
+  }
+
+  std::function<Status(int)> put_answer;  // by attempt number, 1-based
+  Result<std::vector<Reservation>> reservation_answer = std::vector<Reservation>{};
+  std::map<std::vector<int>, Result<Grant>> grants;
+  std::vector<std::vector<int>> taken;
+  int reservation_calls = 0;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<InventoryReport> puts;
+  std::vector<std::chrono::steady_clock::time_point> put_times;
+};
+
+class PluginWithScheduler : public ::testing::Test {
+ protected:
+  testing::TempDir tmp;
+  FixedQuery query{profile("atlas800t-a2")};
+  RecordingScheduler sched;
+  std::unique_ptr<Plugin> plugin;
+
+  void SetUp() override {
+    Config cfg;
+    cfg.scheduler_url = "http://sched";
+    cfg.node_name = "node-1";
+    cfg.ranktable_dir = tmp / "ranktables";
+    auto p = Plugin::create(query, cfg, nullptr, &sched);
+    ASSERT_TRUE(p.ok()) << p.error().message();
+    plugin = std::move(p).value();
+  }
+
+  std::vector<std::string> preferred(std::vector<std::string> available, int size,
+                                     std::vector<std::string> must = {}) {
+    auto r = plugin->preferred(kChips, {{std::move(available), std::move(must), size}});
+    EXPECT_TRUE(r.ok()) << r.error().message();
+    return r.ok() ? r->at(0) : std::vector<std::string>{};
+  }
+};
+
+TEST_F(PluginWithScheduler, PreferredTakesTheReservationElseTheNodeLevelChoice) {
+  const auto all = chip_ids(kChips, {0, 1, 2, 3, 4, 5, 6, 7});
+  const auto node_level = preferred(all, 4);  // no reservations
+  ASSERT_EQ(node_level.size(), 4U);
+  ASSERT_NE(node_level, chip_ids(kChips, {4, 5, 6, 7})) << "the reservation below must differ from it";
+  sched.reservation_answer = std::vector<Reservation>{{"default", "train-1", "train", {7, 6, 5, 4}}};
+  EXPECT_EQ(preferred(all, 4), chip_ids(kChips, {4, 5, 6, 7}));
+  EXPECT_EQ(preferred(chip_ids(kChips, {0, 1, 2, 3, 4, 5, 6}), 4), node_level);
+  sched.reservation_answer = Error(ECONNREFUSED, "scheduler away");
+  EXPECT_EQ(preferred(all, 4), node_level);
+  EXPECT_EQ(sched.reservation_calls, 4);
+
+  // Two containers in one call never get the same reservation.
+  sched.reservation_answer =
+      std::vector<Reservation>{{"default", "a", "j", {4, 5}}, {"default", "b", "j", {6, 7}}};
+  auto two = plugin->preferred(kChips, {{all, {}, 2}, {all, {}, 2}});
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ((*two)[0], chip_ids(kChips, {4, 5}));
+  EXPECT_EQ((*two)[1], chip_ids(kChips, {6, 7}));
+}
+
+TEST_F(PluginWithScheduler, AllocateAddsTheGrantWritesTheRankTableAndMarksTheChipsInUse) {
+  const json table = {{"version", "1.0"}, {"server_count", "4"}};
+  sched.grants.insert_or_assign({4, 5, 6, 7}, Grant{"default",
+                                                    "train-1",
+                                                    "train",
+                                                    {{"ASCEND_JOB", "train"}, {"RANK_START", "8"}},
+                                                    "/etc/ascend/hccl.json",
+                                                    table.dump(4)});
+  const auto v0 = plugin->version();
+  auto r = plugin->allocate(kChips, {chip_ids(kChips, {7, 5, 6, 4})});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(sched.taken, (std::vector<std::vector<int>>{{4, 5, 6, 7}}));  // ascending phy ids
+  const auto& c = r->at(0);
+  EXPECT_EQ(c.envs.at("ASCEND_VISIBLE_DEVICES"), "4,5,6,7");
+  EXPECT_EQ(c.envs.at("ASCEND_JOB"), "train");
+  EXPECT_EQ(c.envs.at("RANK_START"), "8");
+  const std::string file = tmp / "ranktables/default_train-1.json";
+  ASSERT_EQ(c.mounts.size(), 5U);
+  EXPECT_EQ(c.mounts.back(), (MountSpec{"/etc/ascend/hccl.json", file, true}));
+  auto content = read_file(file);
+  ASSERT_TRUE(content.ok()) << content.error().message();
+  EXPECT_EQ(json::parse(*content), table);
+  EXPECT_EQ(*content, table.dump(4));
+  struct stat st {};
+  ASSERT_EQ(::stat(file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0644U);
+
+  EXPECT_GT(plugin->version(), v0) << "the reporter must wake";
+  auto inv = plugin->inventory();
+  for (const auto& chip : inv.chips) EXPECT_EQ(chip.in_use, chip.phy_id >= 4) << chip.phy_id;
+
+  // A pod the scheduler does not know: answered as without a scheduler.
+  auto plain = plugin->allocate(kChips, {chip_ids(kChips, {0})});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->at(0).envs, (std::map<std::string, std::string>{{"ASCEND_VISIBLE_DEVICES", "0"}}));
+  EXPECT_EQ(plain->at(0).mounts.size(), 1U);
+}
+
+TEST_F(PluginWithScheduler, A409FailsTheAllocateWithTheReasonAndClaimsNothing) {
+  sched.grants.insert_or_assign(
+      {2, 3}, Error(EBUSY, "scheduler POST ...: 409 chip 3 turned unhealthy; reserved chips are 2,4"));
+  auto r = plugin->allocate(kChips, {chip_ids(kChips, {2, 3})});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), EBUSY);
+  EXPECT_NE(r.error().message().find("chip 3 turned unhealthy; reserved chips are 2,4"), std::string::npos)
+      << r.error().message();
+  for (const auto& chip : plugin->inventory().chips) EXPECT_FALSE(chip.in_use) << chip.phy_id;
+}
+
+TEST_F(PluginWithScheduler, AnAbsentOrBrokenSchedulerIsAnsweredAsAloneButABadGrantFails) {
+  sched.grants.insert_or_assign({1}, Error(ETIMEDOUT, "scheduler POST: timed out"));
+  sched.grants.insert_or_assign({2}, Error(EAGAIN, "scheduler POST: 503"));
+  sched.grants.insert_or_assign({3}, Error(EACCES, "scheduler POST: 401"));
+  for (int phy : {1, 2, 3}) {
+    auto r = plugin->allocate(kChips, {chip_ids(kChips, {phy})});
+    ASSERT_TRUE(r.ok()) << phy << ": " << r.error().message();
+    EXPECT_EQ(r->at(0).envs,
+              (std::map<std::string, std::string>{{"ASCEND_VISIBLE_DEVICES", std::to_string(phy)}}));
+  }
+  sched.grants.insert_or_assign({5}, Grant{"default", "../x", "j", {}, "/etc/ascend/hccl.json", "{}"});
+  auto bad = plugin->allocate(kChips, {chip_ids(kChips, {5})});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code(), EPROTO);
+  EXPECT_FALSE(plugin->inventory().chips[5].in_use);
+  sched.grants.insert_or_assign({6}, Grant{"default", "p", "j", {}, "etc/hccl.json", "{}"});
+  bad = plugin->allocate(kChips, {chip_ids(kChips, {6})});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code(), EPROTO);
+  EXPECT_FALSE(std::filesystem::exists(tmp / "ranktables/default_p.json"))
+      << "an unusable grant leaves no file";
+}
+
+TEST_F(PluginWithScheduler, HandedOutChipsEndWhenThePodResourcesNoLongerListThem) {
+  ASSERT_TRUE(plugin->allocate(kChips, {chip_ids(kChips, {6})}).ok());
+  EXPECT_TRUE(plugin->inventory().chips[6].in_use);
+  std::map<std::string, std::set<std::string>> listed = {{"huawei.com/Ascend910", {"Ascend910-6"}}};
+  EXPECT_EQ(plugin->reconcile(listed, 0ms), 0);
+  EXPECT_TRUE(plugin->inventory().chips[6].in_use);
+  EXPECT_EQ(plugin->reconcile({}, 1h), 0) << "within the grace period";
+  EXPECT_EQ(plugin->reconcile({}, 0ms), 1);
+  EXPECT_FALSE(plugin->inventory().chips[6].in_use);
+}
+
+TEST(Reporter, SendsAtStartOnEveryChangeAndPeriodically) {
+  npu::HostState s = profile("atlas800t-a2");
+  FixedQuery query(s);
+  Config cfg;
+  cfg.scheduler_url = "http://sched";
+  RecordingScheduler sched;
+  auto plugin = Plugin::create(query, cfg, nullptr, &sched);
+  ASSERT_TRUE(plugin.ok());
+  Reporter reporter(**plugin, sched, {400ms, 10ms, 100ms});
+  ASSERT_TRUE(sched.wait_puts(1, 2s));
+  EXPECT_EQ(sched.put_log()[0], (*plugin)->inventory());
+
+  // A fault: a new report at once, with chip 3 unhealthy.
+  s.chips[3].faults.push_back({0x80E01801, npu::Health::kCritical});
+  const auto t0 = std::chrono::steady_clock::now();
+  (*plugin)->on_host_change(s);
+  ASSERT_TRUE(sched.wait_puts(2, 2s));
+  EXPECT_LT(sched.put_times_log()[1] - t0, 200ms);
+  EXPECT_FALSE(sched.put_log()[1].chips[3].healthy);
+
+  // A change that the scheduler does not see (a new generation, same health) sends nothing; the periodic
+  // re-send comes after resend_every.
+  s.generation++;
+  (*plugin)->on_host_change(s);
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(sched.put_log().size(), 2U);
+  ASSERT_TRUE(sched.wait_puts(3, 2s));
+  EXPECT_GE(sched.put_times_log()[2] - sched.put_times_log()[1], 390ms);
+  EXPECT_EQ(sched.put_log()[2], sched.put_log()[1]);
+}
+
+TEST(Reporter, BacksOffWhileTheSchedulerIsAwayAndSlowsDownOnARefusal) {
+  FixedQuery query(profile("atlas800t-a2"));
+  Config cfg;
+  cfg.scheduler_url = "http://sched";
+  RecordingScheduler sched;
+  // Away for 5 attempts, then a refusal twice, then accepted.
+  sched.put_answer = [](int n) -> Status {
+    if (n <= 5) return Error(ECONNREFUSED, "connection refused");
+    if (n <= 7) return Error(ENOENT, "404 node node-1 is not in the cluster file");
+    return {};
+  };
+  auto plugin = Plugin::create(query, cfg, nullptr, &sched);
+  ASSERT_TRUE(plugin.ok());
+  Reporter reporter(**plugin, sched, {300ms, 20ms, 80ms});
+  ASSERT_TRUE(sched.wait_puts(8, 5s));
+  auto t = sched.put_times_log();
+  auto gap = [&](int i) { return t[static_cast<std::size_t>(i)] - t[static_cast<std::size_t>(i - 1)]; };
+  // Backoff 20, 40, 80, 80 ms (capped) between the five refused connections.
+  EXPECT_GE(gap(1), 20ms);
+  EXPECT_GE(gap(2), 40ms);
+  EXPECT_GE(gap(3), 80ms);
+  EXPECT_GE(gap(4), 80ms);
+  EXPECT_LT(gap(4), 250ms) << "capped at backoff_max";
+  // After a refusal: the slow rate.
+  EXPECT_LT(gap(5), 250ms);
+  EXPECT_GE(gap(6), 290ms);
+  EXPECT_GE(gap(7), 290ms);
+  for (int i = 0; i < 100 && reporter.stats().accepted == 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(reporter.stats().attempts, 8);
+  EXPECT_EQ(reporter.stats().accepted, 1);
+}
+
+TEST(Reporter, StopsPromptlyWhileWaiting) {
+  FixedQuery query(profile("atlas800t-a2"));
+  Config cfg;
+  cfg.scheduler_url = "http://sched";
+  RecordingScheduler sched;
+  auto plugin = Plugin::create(query, cfg, nullptr, &sched);
+  ASSERT_TRUE(plugin.ok());
+  for (auto away : {false, true}) {
+    if (away) sched.put_answer = [](int) -> Status { return Error(ECONNREFUSED, "refused"); };
+    auto reporter = std::make_unique<Reporter>(**plugin, sched, ReporterOptions{30s, 10s, 10s});
+    std::this_thread::sleep_for(100ms);
+    const auto t0 = std::chrono::steady_clock::now();
+    reporter.reset();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 300ms) << (away ? "in backoff" : "waiting for a change");
+  }
+}
+
+}  // namespace
+}  // namespace ascend::plugin
