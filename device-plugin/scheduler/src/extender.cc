@@ -41,6 +41,14 @@ Clock::time_point time_of(long long ms) {
   return Clock::time_point(std::chrono::milliseconds(ms));
 }
 
+Error same_size_waits(const std::string& other, const std::string& node, std::size_t size,
+                      const std::string& key) {
+  return {EBUSY,
+          fmt::format("pod {} on {} waits for its {} chips: {} binds once they are allocated (the kubelet "
+                      "cannot tell two reservations of one size apart)",
+                      other, node, size, key)};
+}
+
 }  // namespace
 
 std::string_view to_string(SlotState s) {
@@ -362,6 +370,23 @@ std::vector<NodeScore> Scheduler::prioritize(const PodInfo& pod,
 
 // ---- bind / release / expire --------------------------------------------------------------------------
 
+std::string Scheduler::waiting_same_size(int node, std::size_t size, const std::string& job_key,
+                                         const std::string& pod_key, Clock::time_point now) const {
+  auto waiting = [&](const Slot& s) {
+    return s.node == node && s.state == SlotState::kBound && s.phys.size() == size && now - s.since < ttl_;
+  };
+  for (const auto& [key, j] : jobs_) {
+    if (key == job_key) continue;
+    for (const Slot& s : j.slots) {
+      if (waiting(s)) return j.ns + "/" + s.pod;
+    }
+  }
+  for (const auto& [key, p] : pods_) {
+    if (key != pod_key && waiting(p.slot)) return key;
+  }
+  return {};
+}
+
 Status Scheduler::bind(const std::string& ns, const std::string& name, const std::string& uid,
                        const std::string& node, Clock::time_point now) {
   std::string key = ns + "/" + name;
@@ -404,12 +429,19 @@ Status Scheduler::bind(const std::string& ns, const std::string& name, const std
       return Error::invalid("pod " + key + " is reserved on " + cluster_.nodes[idx(s.node)].name + ", not " +
                             node);
     }
+    if (auto other = waiting_same_size(n, s.phys.size(), jt->first, key, now); !other.empty()) {
+      return same_size_waits(other, node, s.phys.size(), key);
+    }
     s.state = SlotState::kBound;
     s.pod = name;
     s.uid = uid;
     s.since = now;
     ++changes_;
   } else {
+    if (auto other = waiting_same_size(n, static_cast<std::size_t>(pod.chips), "", key, now);
+        !other.empty()) {
+      return same_size_waits(other, node, static_cast<std::size_t>(pod.chips), key);
+    }
     auto c = choose_on(n, pod.resource, pod.chips);
     if (!c.ok()) return c.error().context("pod " + key + " on " + node);
     PodRecord r{ns, pod.resource, Slot{n, *c, SlotState::kBound, name, uid, now}};

@@ -77,7 +77,7 @@ bool loopback(const std::string& addr) {
 }
 
 Result<std::string> read_token(const std::string& path) {
-  auto t = read_file(path, 64U * 1024U);
+  auto t = read_file(path, std::size_t{64} * 1024);
   if (!t.ok()) return t.error();
   std::string s = *t;
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();

@@ -244,6 +244,33 @@ TEST(Bind, AJobPodBindsOnlyToItsReservedNode) {
   EXPECT_TRUE(s.bind("default", "t-1", "u", mine, kT0).ok()) << "a retried bind is fine";
 }
 
+// The kubelet does not say which pod an Allocate is for: two pods of different jobs waiting on one node for
+// as many chips could swap reservations (and rank tables), so the second bind waits for the first Allocate.
+TEST(Bind, APodWaitsWhileAnotherJobsPodOfItsSizeWaitsOnTheNode) {
+  auto c = small_cluster(1);
+  Scheduler s(c);
+  s.filter(read(job_pod("a", 0, 4, "tp=4")), {"node-0"}, kT0);
+  s.filter(read(job_pod("b", 0, 4, "tp=4")), {"node-0"}, kT0);
+  s.filter(read(plain_pod("p", 4)), {"node-0"}, kT0);
+  ASSERT_TRUE(s.bind("default", "a-0", "", "node-0", kT0).ok());
+  auto b = s.bind("default", "b-0", "", "node-0", kT0);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.error().code(), EBUSY);
+  EXPECT_EQ(b.error().message(),
+            "pod default/a-0 on node-0 waits for its 4 chips: default/b-0 binds once they are allocated (the "
+            "kubelet "
+            "cannot tell two reservations of one size apart)");
+  EXPECT_EQ(s.bind("default", "p", "", "node-0", kT0).error().code(), EBUSY);
+  auto a_chips = s.reservations("node-0")->at(0).chips;
+  ASSERT_TRUE(s.take_allocation("node-0", a_chips, kT0).ok());
+  EXPECT_TRUE(s.bind("default", "b-0", "", "node-0", kT0).ok()) << "a's chips are allocated: b may bind";
+  // A reservation bound longer than the TTL and never allocated no longer holds others back.
+  EXPECT_TRUE(
+      s.bind("default", "p", "", "node-0", kT0 + std::chrono::minutes(6)).error().message().find("free") !=
+      std::string::npos)
+      << "p passes the wait (b-0 is stale) and then finds no free chips";
+}
+
 // The env of pod N: ranks N*8 .. N*8+7 of a 16-rank job over 2 pods, and the rank table's entries on those
 // chips carry exactly those ranks in device_id order.
 TEST(Allocation, TheContainerGetsItsRanksAndTheJobsRankTable) {

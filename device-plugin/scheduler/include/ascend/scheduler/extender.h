@@ -117,7 +117,10 @@ class Scheduler {
   // Extender verbs. `nodes` are the candidate node names kube-scheduler sends.
   FilterResult filter(const PodInfo& pod, const std::vector<std::string>& nodes, Clock::time_point now);
   std::vector<NodeScore> prioritize(const PodInfo& pod, const std::vector<std::string>& nodes) const;
-  // Records pod -> node -> chips. EINVAL: unknown pod / wrong node; ENOSPC: the chips are gone.
+  // Records pod -> node -> chips. EINVAL: unknown pod / wrong node; ENOSPC: the chips are gone; EBUSY: a pod
+  // of another job (or without one) waits on that node for as many chips (the kubelet does not say which pod
+  // an Allocate is for, so two such reservations could be swapped: the second bind waits, kube-scheduler
+  // retries it).
   Status bind(const std::string& ns, const std::string& name, const std::string& uid, const std::string& node,
               Clock::time_point now);
   // Undoes a bind whose Binding could not be created in the API server.
@@ -183,6 +186,10 @@ class Scheduler {
   FilterResult filter_job(const PodInfo& pod, const std::vector<std::string>& nodes, Clock::time_point now);
   FilterResult filter_plain(const PodInfo& pod, const std::vector<std::string>& nodes) const;
   std::string job_mismatch(const JobRecord& j, const PodInfo& pod) const;
+  // A pod other than `pod_key` (and not of job `job_key`) bound to `node` for `size` chips and waiting for
+  // them (within the TTL): its "ns/name", or empty.
+  std::string waiting_same_size(int node, std::size_t size, const std::string& job_key,
+                                const std::string& pod_key, Clock::time_point now) const;
   Result<JobRecord> place_job(const PodInfo& pod, const std::vector<int>& candidates, Clock::time_point now);
   // The node-level choice for a pod without a job, or why not.
   Result<std::vector<int>> choose_on(int node, const std::string& resource, int chips) const;
