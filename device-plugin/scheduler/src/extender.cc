@@ -381,6 +381,9 @@ std::string Scheduler::waiting_same_size(int node, std::size_t size, const std::
       if (waiting(s)) return j.ns + "/" + s.pod;
     }
   }
+  // Two pods without a job may swap chips of one size harmlessly (neither has ranks): only a job's pod makes
+  // a swap matter.
+  if (job_key.empty()) return {};
   for (const auto& [key, p] : pods_) {
     if (key != pod_key && waiting(p.slot)) return key;
   }

@@ -271,6 +271,18 @@ TEST(Bind, APodWaitsWhileAnotherJobsPodOfItsSizeWaitsOnTheNode) {
       << "p passes the wait (b-0 is stale) and then finds no free chips";
 }
 
+TEST(Bind, PodsWithoutAJobOfOneSizeBindTogetherButAJobPodWaitsForThem) {
+  auto c = small_cluster(1);
+  Scheduler s(c);
+  for (const char* p : {"q", "r"}) s.filter(read(plain_pod(p, 2)), {"node-0"}, kT0);
+  s.filter(read(job_pod("j", 0, 2, "tp=2")), {"node-0"}, kT0);
+  EXPECT_TRUE(s.bind("default", "q", "", "node-0", kT0).ok());
+  EXPECT_TRUE(s.bind("default", "r", "", "node-0", kT0).ok())
+      << "pods without a job may swap chips harmlessly";
+  auto j = s.bind("default", "j-0", "", "node-0", kT0);
+  EXPECT_EQ(j.error().code(), EBUSY) << "a job pod's rank table must not go to q or r";
+}
+
 // The env of pod N: ranks N*8 .. N*8+7 of a 16-rank job over 2 pods, and the rank table's entries on those
 // chips carry exactly those ranks in device_id order.
 TEST(Allocation, TheContainerGetsItsRanksAndTheJobsRankTable) {

@@ -187,7 +187,8 @@ class Scheduler {
   FilterResult filter_plain(const PodInfo& pod, const std::vector<std::string>& nodes) const;
   std::string job_mismatch(const JobRecord& j, const PodInfo& pod) const;
   // A pod other than `pod_key` (and not of job `job_key`) bound to `node` for `size` chips and waiting for
-  // them (within the TTL): its "ns/name", or empty.
+  // them (within the TTL): its "ns/name", or empty. For a pod without a job (`job_key` empty) only job pods
+  // count.
   std::string waiting_same_size(int node, std::size_t size, const std::string& job_key,
                                 const std::string& pod_key, Clock::time_point now) const;
   Result<JobRecord> place_job(const PodInfo& pod, const std::vector<int>& candidates, Clock::time_point now);
