@@ -333,7 +333,7 @@ TEST(SchedulerConfig, YamlKeysAndValidation) {
   EXPECT_TRUE(tracks_whole_chips(*c));
 
   Config none;
-  EXPECT_EQ(none.ranktable_dir, "/var/run/ascend-device-plugin/ranktables");
+  EXPECT_EQ(none.ranktable_dir, "/var/lib/ascend-device-plugin/ranktables");
   EXPECT_FALSE(tracks_whole_chips(none));
   none.ranktable_dir = "relative";  // not checked without a scheduler
   EXPECT_TRUE(validate(none).ok());

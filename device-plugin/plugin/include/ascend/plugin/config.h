@@ -30,7 +30,7 @@ Result<VnpuMode> parse_vnpu_mode(std::string_view s);  // off | static | dynamic
 
 inline constexpr const char* kDefaultSocketDir = "/var/lib/kubelet/device-plugins";
 inline constexpr const char* kDefaultPodResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock";
-inline constexpr const char* kDefaultRanktableDir = "/var/run/ascend-device-plugin/ranktables";
+inline constexpr const char* kDefaultRanktableDir = "/var/lib/ascend-device-plugin/ranktables";
 
 struct Config {
   std::string kubelet_socket_dir = kDefaultSocketDir;
