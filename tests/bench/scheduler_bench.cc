@@ -1,6 +1,7 @@
 // ascend-scheduler serve, measured as kube-scheduler sees it: an HTTP client on loopback against the server.
 //
-//   filter+prioritize, 5000 nodes   one /filter then one /prioritize with 5000 NodeNames (nodeCacheCapable),
+//   filter+prioritize, 5000 nodes   one /filter then one /prioritize with 5000 NodeNames (nodeCacheCapable) of
+//                                   a fragmented cluster (30% of the chips busy at random),
 //                                   for a 4-chip pod without a job and for a pod of a placed 64-NPU job;
 //                                   p50/p99 of the pair (target: p99 <= 20 ms). Baselines in the same run:
 //                                   the same pair with an empty node list (HTTP, JSON and the pod, no nodes),
@@ -35,6 +36,7 @@
 #include "ascend/scheduler/extender.h"
 #include "ascend/scheduler/server.h"
 #include "ascend/topology/cluster.h"
+#include "splitmix.h"
 
 extern char** environ;
 
@@ -59,8 +61,15 @@ Stats stats(std::vector<double> v) {
   return {at(0.5), at(0.99), v.back()};
 }
 
-ascend::topology::Cluster cluster_of(int nodes) {
+// `busy_percent` of the chips, drawn at random (fixed seed), are in use: a fragmented cluster, as in production.
+ascend::topology::Cluster cluster_of(int nodes, int busy_percent = 0) {
   auto specs = ascend::topology::generate_nodes("atlas800t-a2", nodes, 16, 32, "node-");
+  ascend::testing::SplitMix64 rng{42};
+  for (auto& n : specs) {
+    for (int p = 0; p < 8; ++p) {
+      if (rng.below(100) < busy_percent) n.busy.push_back(p);
+    }
+  }
   auto c = ascend::topology::make_cluster("bench", {}, specs, ascend::topology::builtin_profiles());
   if (!c.ok()) {
     std::fprintf(stderr, "%s\n", c.error().message().c_str());
@@ -115,7 +124,7 @@ struct InProcess {
 };
 
 void filter_prioritize_5000() {
-  auto c = cluster_of(5000);
+  auto c = cluster_of(5000, 30);
   auto names = names_of(c);
   InProcess srv(c);
   httplib::Client cli("127.0.0.1", srv.server->port());
