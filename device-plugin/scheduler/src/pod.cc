@@ -5,10 +5,12 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string_view>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace ascend::scheduler {
@@ -107,33 +109,43 @@ Result<std::string> string_field(const json& obj, std::string_view key, const st
   return v->get<std::string>();
 }
 
-Result<topology::CommBytes> parse_comm(std::string_view s) {
-  topology::CommBytes c = default_comm();
+// A "tp=..,pp=..,dp=.." list: calls `take(dimension index 0/1/2, item, value)` for each item; a key other
+// than tp, pp and dp, a key given twice or an item without '=' is an error naming it.
+Status for_each_dimension(std::string_view s, std::string_view form,
+                          const std::function<Status(int, std::string_view, std::string_view)>& take) {
+  bool seen[3] = {false, false, false};
   std::size_t pos = 0;
   while (pos <= s.size()) {
     std::size_t end = s.find(',', pos);
     if (end == std::string_view::npos) end = s.size();
     std::string_view item = s.substr(pos, end - pos);
     std::size_t eq = item.find('=');
-    if (eq == std::string_view::npos) return Error::invalid("'" + std::string(item) + "' is not key=bytes");
-    std::string key(item.substr(0, eq));
-    std::string value(item.substr(eq + 1));
-    char* stop = nullptr;
-    double v = std::strtod(value.c_str(), &stop);
-    if (value.empty() || stop != value.c_str() + value.size() || !(v >= 0) || !std::isfinite(v)) {
-      return Error::invalid("'" + value + "' is not a number of bytes");
-    }
-    if (key == "tp") {
-      c.tp = v;
-    } else if (key == "pp") {
-      c.pp = v;
-    } else if (key == "dp") {
-      c.dp = v;
-    } else {
-      return Error::invalid("unknown key '" + key + "' (use tp, pp, dp)");
-    }
+    if (eq == std::string_view::npos) return Error::invalid(fmt::format("'{}' is not {}", item, form));
+    std::string_view key = item.substr(0, eq);
+    int k = key == "tp" ? 0 : key == "pp" ? 1 : key == "dp" ? 2 : -1;
+    if (k < 0) return Error::invalid(fmt::format("unknown dimension '{}' (use tp, pp, dp)", key));
+    if (seen[k]) return Error::invalid(fmt::format("'{}' given twice", key));
+    seen[k] = true;
+    ASCEND_CHECK(take(k, item, item.substr(eq + 1)), "");
     pos = end + 1;
   }
+  return ok_status();
+}
+
+Result<topology::CommBytes> parse_comm(std::string_view s) {
+  topology::CommBytes c = default_comm();
+  auto st = for_each_dimension(
+      s, "tp=bytes, pp=bytes or dp=bytes", [&](int k, std::string_view, std::string_view text) -> Status {
+        std::string value(text);
+        char* stop = nullptr;
+        double v = std::strtod(value.c_str(), &stop);
+        if (value.empty() || stop != value.c_str() + value.size() || !(v >= 0) || !std::isfinite(v)) {
+          return Error::invalid("'" + value + "' is not a number of bytes");
+        }
+        (k == 0 ? c.tp : k == 1 ? c.pp : c.dp) = v;
+        return ok_status();
+      });
+  if (!st.ok()) return st.error();
   return c;
 }
 
@@ -225,27 +237,16 @@ int ordinal_of(std::string_view pod_name) {
 
 Result<JobRequest> parse_parallel(std::string_view s) {
   JobRequest j;
-  bool seen[3] = {false, false, false};
-  std::size_t pos = 0;
-  while (pos <= s.size()) {
-    std::size_t end = s.find(',', pos);
-    if (end == std::string_view::npos) end = s.size();
-    std::string_view item = s.substr(pos, end - pos);
-    std::size_t eq = item.find('=');
-    if (eq == std::string_view::npos)
-      return Error::invalid("'" + std::string(item) + "' is not tp=N, pp=N or dp=N");
-    std::string_view key = item.substr(0, eq);
-    auto n = parse_count(item.substr(eq + 1));
-    if (!n || *n < 1 || *n > (1 << 20)) {
-      return Error::invalid("'" + std::string(item) + "': the size must be a whole number from 1");
-    }
-    int k = key == "tp" ? 0 : key == "pp" ? 1 : key == "dp" ? 2 : -1;
-    if (k < 0) return Error::invalid("unknown dimension '" + std::string(key) + "' (use tp, pp, dp)");
-    if (seen[k]) return Error::invalid("'" + std::string(key) + "' given twice");
-    seen[k] = true;
-    (k == 0 ? j.tp : k == 1 ? j.pp : j.dp) = static_cast<int>(*n);
-    pos = end + 1;
-  }
+  auto st = for_each_dimension(
+      s, "tp=N, pp=N or dp=N", [&](int k, std::string_view item, std::string_view text) -> Status {
+        auto n = parse_count(text);
+        if (!n || *n < 1 || *n > (1 << 20)) {
+          return Error::invalid(fmt::format("'{}': the size must be a whole number from 1", item));
+        }
+        (k == 0 ? j.tp : k == 1 ? j.pp : j.dp) = static_cast<int>(*n);
+        return ok_status();
+      });
+  if (!st.ok()) return st.error();
   return j;
 }
 

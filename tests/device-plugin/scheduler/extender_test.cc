@@ -100,6 +100,20 @@ TEST(Pod, JobAnnotationsAndIndex) {
   }
 }
 
+TEST(Pod, CommBytesOverrideTheDefaultsPerDimension) {
+  json pod = job_pod("t", 0, 8, "tp=8,dp=2");
+  pod["metadata"]["annotations"][kCommAnnotation] = "dp=3e9,tp=1.5e10";
+  PodInfo p = read(pod);
+  ASSERT_TRUE(p.job.has_value()) << p.job_error;
+  EXPECT_EQ(p.job->comm.tp, 1.5e10);
+  EXPECT_EQ(p.job->comm.dp, 3e9);
+  EXPECT_EQ(p.job->comm.pp, 0.25e9) << "the default (README) where the pod says nothing";
+  for (const char* bad : {"tp=-1", "tp=x", "ep=1", "tp=1,tp=2", "tp"}) {
+    pod["metadata"]["annotations"][kCommAnnotation] = bad;
+    EXPECT_NE(read(pod).job_error.find(kCommAnnotation), std::string::npos) << bad;
+  }
+}
+
 TEST(Pod, WrongTypesAreErrorsNamingTheField) {
   struct Case {
     json pod;
