@@ -1,7 +1,11 @@
 // `ascend-scheduler serve` over real HTTP on loopback: an httplib client against the real server, a recording
 // HTTP peer standing in for the API server, and the binary itself for start-up, signals and TLS.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <signal.h>
 
 #include <atomic>
@@ -302,6 +306,43 @@ TEST(Serve, ATokenGuardsThePluginAndReleaseEndpoints) {
   EXPECT_EQ(s.client->Put("/v1/nodes/node-0", right, inv.dump(), "application/json")->status, 200);
   EXPECT_EQ(s.client->Get("/healthz")->status, 200) << "health, metrics and the extender verbs stay open";
   fs::remove_all(dir);
+}
+
+// An address of this host that is not loopback, or "" when it has none.
+std::string outside_address() {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "";
+  std::string found;
+  for (ifaddrs* a = list; a != nullptr && found.empty(); a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET || (a->ifa_flags & IFF_LOOPBACK) != 0)
+      continue;
+    char buf[INET_ADDRSTRLEN];
+    const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+    if (inet_ntop(AF_INET, &in->sin_addr, buf, sizeof buf) != nullptr) found = buf;
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+TEST(Serve, WithoutATokenThePluginEndpointsRefuseAPeerThatIsNotLoopback) {
+  std::string addr = outside_address();
+  if (addr.empty()) GTEST_SKIP() << "this host has no IPv4 address other than loopback";
+  ServeOptions o;
+  o.listen = "0.0.0.0:0";
+  auto srv = Server::create(o, testing::small_cluster(1), nullptr);
+  ASSERT_TRUE(srv.ok()) << srv.error().message();
+  std::thread t([&] { (void)(*srv)->run(); });
+  httplib::Client outside(addr, (*srv)->port());
+  json inv = {{"chips", json::array({{{"phy_id", 0}}})}};
+  auto r = outside.Put("/v1/nodes/node-0", inv.dump(), "application/json");
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 403) << r->body;
+  EXPECT_EQ(outside.Get("/v1/nodes/node-0/reservations")->status, 403);
+  EXPECT_EQ(outside.Get("/healthz")->status, 200) << "the open endpoints answer anyone";
+  httplib::Client local("127.0.0.1", (*srv)->port());
+  EXPECT_EQ(local.Get("/v1/nodes/node-0/reservations")->status, 200);
+  (*srv)->stop();
+  t.join();
 }
 
 TEST(Serve, MetricsCountRequestsAndChips) {
