@@ -126,6 +126,21 @@ Result<std::vector<ContainerAllocation>> Plugin::allocate(
 
 Status Plugin::take_reservations(const std::vector<std::vector<int>>& phys,
                                  std::vector<ContainerAllocation>& out) {
+  std::vector<std::vector<int>> taken;  // reservations this call took: given back if the call fails
+  auto st = take_each(phys, out, taken);
+  if (!st) {
+    for (const auto& chips : taken) {
+      if (auto r = scheduler_->allocation_returned(chips); !r) {
+        spdlog::warn("chips {}: could not give the reservation back: {}", fmt::join(chips, ","),
+                     r.error().message());
+      }
+    }
+  }
+  return st;
+}
+
+Status Plugin::take_each(const std::vector<std::vector<int>>& phys, std::vector<ContainerAllocation>& out,
+                         std::vector<std::vector<int>>& taken) {
   for (std::size_t i = 0; i < phys.size(); ++i) {
     auto grant = scheduler_->allocation_taken(phys[i]);
     if (!grant) {
@@ -138,6 +153,7 @@ Status Plugin::take_reservations(const std::vector<std::vector<int>>& phys,
       }
       continue;
     }
+    taken.push_back(phys[i]);
     std::string host_path;
     if (!grant->ranktable.empty()) {
       ASCEND_ASSIGN(host_path, ranktable_host_path(cfg_.ranktable_dir, *grant), "");

@@ -325,4 +325,13 @@ Result<Grant> HttpScheduler::allocation_taken(const std::vector<int>& chips) {
   return out;
 }
 
+Status HttpScheduler::allocation_returned(const std::vector<int>& chips) {
+  Answer answer;
+  auto r = exchange("POST", url_.prefix + "/v1/nodes/" + path_segment(node_) + "/allocations/return",
+                    allocation_body(chips), timeouts_.allocation, &answer);
+  count("allocation", r.ok());
+  if (!r) return r.error();
+  return {};
+}
+
 }  // namespace ascend::plugin

@@ -6,6 +6,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "ascend/topology/choose.h"
 #include "ascend/topology/cost.h"
@@ -629,6 +630,28 @@ Result<Grant> Scheduler::take_allocation(const std::string& node, std::vector<in
   std::string why = "the kubelet allocated chips " + join(chips) + " on " + node + ", but ";
   for (std::size_t i = 0; i < others.size(); ++i) why += (i == 0 ? "" : "; ") + others[i];
   return Error(EBUSY, why + ": delete the pod so that it is placed again");
+}
+
+Status Scheduler::return_allocation(const std::string& node, std::vector<int> chips, Clock::time_point now) {
+  int n = node_index(node);
+  if (n < 0) return Error::not_found("node " + node + " is not in the scheduler's cluster file");
+  std::sort(chips.begin(), chips.end());
+  auto give_back = [&](Slot& s) {
+    if (s.node != n || s.state != SlotState::kAllocated || s.phys != chips) return false;
+    s.state = SlotState::kBound;
+    s.since = now;
+    ++changes_;
+    return true;
+  };
+  for (auto& [key, j] : jobs_) {
+    for (Slot& s : j.slots) {
+      if (give_back(s)) return ok_status();
+    }
+  }
+  for (auto& [key, p] : pods_) {
+    if (give_back(p.slot)) return ok_status();
+  }
+  return Error::not_found(fmt::format("no pod on {} holds allocated chips {}", node, fmt::join(chips, ",")));
 }
 
 Grant Scheduler::grant_of(const JobRecord& j, int index) const {

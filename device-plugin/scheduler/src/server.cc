@@ -383,6 +383,19 @@ void Server::Impl::routes() {
            spdlog::info("{}/{} got its chips on {}", g->ns, g->pod, node);
            reply(r, 200, grant_json(*g));
          }));
+  s.Post(R"(/v1/nodes/([^/]+)/allocations/return)", wrap("allocations", true, [this](const auto& q, auto& r) {
+           json body;
+           if (!body_json(q, r, body)) return;
+           auto chips_or = parse_allocation(body);
+           if (!chips_or.ok()) return reply_error(r, 400, chips_or.error().message());
+           std::string node = q.matches[1];
+           std::lock_guard lock(mu);
+           auto st = sched.return_allocation(node, *chips_or, std::chrono::system_clock::now());
+           if (!st.ok()) return reply_error(r, http_status(st.error()), st.error().message());
+           persist_or_log();
+           spdlog::info("chips {} on {} are waiting for their pod again", body["chips"].dump(), node);
+           reply(r, 200, json{{"returned", *chips_or}});
+         }));
   s.Delete(R"(/v1/pods/([^/]+)/([^/]+))", wrap("release", true, [this](const auto& q, auto& r) {
              std::string ns = q.matches[1];
              std::string name = q.matches[2];

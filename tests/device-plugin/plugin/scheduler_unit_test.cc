@@ -485,6 +485,11 @@ class RecordingScheduler final : public SchedulerApi {
     if (it != grants.end()) return it->second;
     return Error(ENOENT, "404 no pending reservation");
   }
+  Status allocation_returned(const std::vector<int>& chips) override {
+    std::lock_guard lock(mu_);
+    returned.push_back(chips);
+    return {};
+  }
 
   // Waits until at least `n` PUTs arrived.
   bool wait_puts(std::size_t n, std::chrono::milliseconds timeout) {
@@ -504,6 +509,7 @@ class RecordingScheduler final : public SchedulerApi {
   Result<std::vector<Reservation>> reservation_answer = std::vector<Reservation>{};
   std::map<std::vector<int>, Result<Grant>> grants;
   std::vector<std::vector<int>> taken;
+  std::vector<std::vector<int>> returned;
   int reservation_calls = 0;
 
  private:
@@ -606,6 +612,22 @@ TEST_F(PluginWithScheduler, A409FailsTheAllocateWithTheReasonAndClaimsNothing) {
   EXPECT_NE(r.error().message().find("chip 3 turned unhealthy; reserved chips are 2,4"), std::string::npos)
       << r.error().message();
   for (const auto& chip : plugin->inventory().chips) EXPECT_FALSE(chip.in_use) << chip.phy_id;
+}
+
+// One Allocate for two containers: the first takes its reservation, the second is refused. The call fails,
+// so the first reservation goes back to the scheduler (its pod waits for its chips again).
+TEST_F(PluginWithScheduler, AFailedAllocateGivesBackTheReservationsItTook) {
+  sched.grants.insert_or_assign({0, 1}, Grant{"default", "a", "", {}, "", ""});
+  sched.grants.insert_or_assign({2, 3}, Error(EBUSY, "409 reserved chips are 2,4"));
+  auto r = plugin->allocate(kChips, {chip_ids(kChips, {0, 1}), chip_ids(kChips, {2, 3})});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(sched.taken, (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));
+  EXPECT_EQ(sched.returned, (std::vector<std::vector<int>>{{0, 1}}));
+  for (const auto& chip : plugin->inventory().chips) EXPECT_FALSE(chip.in_use) << chip.phy_id;
+  // A call that succeeds gives nothing back.
+  sched.grants.insert_or_assign({2, 3}, Grant{"default", "b", "", {}, "", ""});
+  ASSERT_TRUE(plugin->allocate(kChips, {chip_ids(kChips, {0, 1}), chip_ids(kChips, {2, 3})}).ok());
+  EXPECT_EQ(sched.returned.size(), 1U);
 }
 
 TEST_F(PluginWithScheduler, AnAbsentOrBrokenSchedulerIsAnsweredAsAloneButABadGrantFails) {

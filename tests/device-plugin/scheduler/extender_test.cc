@@ -335,6 +335,11 @@ TEST(Allocation, TheContainerGetsItsRanksAndTheJobsRankTable) {
   for (auto [dev, rank] : by_device) ranks.push_back(rank);
   EXPECT_EQ(ranks, (std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15}));
   EXPECT_TRUE(s.reservations(node1)->empty()) << "an allocated reservation is no longer pending";
+  // The plugin's Allocate failed after taking it: the pod waits for the same chips again.
+  EXPECT_EQ(s.return_allocation(node1, {0, 1}, kT0).error().code(), ENOENT);
+  ASSERT_TRUE(s.return_allocation(node1, {3, 2, 1, 0, 4, 5, 6, 7}, kT0).ok());
+  EXPECT_EQ(s.reservations(node1)->size(), 1U);
+  ASSERT_TRUE(s.take_allocation(node1, {0, 1, 2, 3, 4, 5, 6, 7}, kT0).ok());
   EXPECT_EQ(s.take_allocation(node1, {0, 1}, kT0).error().code(), ENOENT);
 }
 

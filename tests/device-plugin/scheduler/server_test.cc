@@ -173,6 +173,11 @@ TEST(Serve, SinglePodsAndThePluginCalls) {
   EXPECT_EQ(g["env"], json::object());
   EXPECT_FALSE(g.contains("ranktable"));
   s.post("/v1/nodes/node-1/allocations", {{"chips", chips}}, 404);
+  // Given back (the plugin's Allocate failed after taking it): the pod waits for the same chips again.
+  s.post("/v1/nodes/node-1/allocations/return", {{"chips", chips}});
+  EXPECT_EQ(s.get("/v1/nodes/node-1/reservations")["reservations"].size(), 1U);
+  s.post("/v1/nodes/node-1/allocations/return", {{"chips", chips}}, 404);
+  EXPECT_EQ(s.post("/v1/nodes/node-1/allocations", {{"chips", chips}})["pod"], "solo");
   // The plugin's inventory: node-0 reports 2 chips in use and 1 unhealthy.
   json inv = {{"resource", "huawei.com/Ascend910"}, {"chips", json::array()}};
   for (int p = 0; p < 8; ++p) inv["chips"].push_back({{"phy_id", p}, {"healthy", p != 7}, {"in_use", p < 2}});

@@ -91,6 +91,9 @@ class Plugin {
          std::vector<ResourceSpec> resources);
   // Tells the scheduler which chips each container got and adds what it answers to `out`.
   Status take_reservations(const std::vector<std::vector<int>>& phys, std::vector<ContainerAllocation>& out);
+  // take_reservations' loop; `taken` collects the reservations it took.
+  Status take_each(const std::vector<std::vector<int>>& phys, std::vector<ContainerAllocation>& out,
+                   std::vector<std::vector<int>>& taken);
   void release_chips(const std::vector<std::vector<int>>& phys);
 
   npu::DeviceQuery& query_;

@@ -103,6 +103,8 @@ class SchedulerApi {
   virtual Result<std::vector<Reservation>> reservations() = 0;
   // `chips`: the phy ids of one container's whole-chip request, ascending.
   virtual Result<Grant> allocation_taken(const std::vector<int>& chips) = 0;
+  // Undoes allocation_taken when the Allocate failed after it: the pod waits for these chips again.
+  virtual Status allocation_returned(const std::vector<int>& chips) = 0;
 };
 
 // The scheduler is away (no connection, no answer, 5xx): retry soon, and answer the kubelet as if there were
@@ -128,6 +130,7 @@ class HttpScheduler final : public SchedulerApi {
   Status put_inventory(const InventoryReport& report) override;
   Result<std::vector<Reservation>> reservations() override;
   Result<Grant> allocation_taken(const std::vector<int>& chips) override;
+  Status allocation_returned(const std::vector<int>& chips) override;
 
   const std::string& node() const { return node_; }
 

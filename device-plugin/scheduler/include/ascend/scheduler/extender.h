@@ -137,6 +137,10 @@ class Scheduler {
   // ENOENT: no pending reservation of this size (a pod the scheduler does not know); EBUSY: there are
   // some, but none has exactly these chips (the message says which and why).
   Result<Grant> take_allocation(const std::string& node, std::vector<int> chips, Clock::time_point now);
+  // Undoes take_allocation when the plugin's Allocate failed after it (another container of the call was
+  // refused, or the rank table could not be written): the pod waits for its chips again. ENOENT: no allocated
+  // pod holds exactly these chips there.
+  Status return_allocation(const std::string& node, std::vector<int> chips, Clock::time_point now);
 
   // Views (JSON of the README).
   nlohmann::ordered_json cluster_view() const;
