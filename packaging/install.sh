@@ -14,6 +14,9 @@ readonly DEFAULT_CONFIG_DIR=/etc/ascend-docker-runtime.d
 readonly BINARIES=(ascend-docker-runtime ascend-docker-hook ascend-ctk)
 readonly CDI_FILE_NAME=huawei.com-npu.json
 readonly RUNTIME_NAME=ascend
+# containerd's runc shim passes no arguments to the runtime: with a config folder other than the default, its
+# BinaryName is this wrapper, which adds --config (one exec of /bin/sh per runtime call).
+readonly CONTAINERD_WRAPPER=ascend-docker-runtime-containerd
 
 # Exit codes (also in usage()).
 readonly E_FAILED=1 E_USAGE=2 E_REFUSED=3
@@ -184,9 +187,13 @@ ctk=$here/bin/ascend-ctk
 ctk_args() { # configure|unconfigure
   local -a a=(runtime "$1" --runtime "$scene" --file "$engine_config" --name "$RUNTIME_NAME")
   if [[ $1 == configure ]]; then
-    a+=(--runtime-path "$install_path/ascend-docker-runtime")
-    if [[ $config_dir != "$DEFAULT_CONFIG_DIR" && $scene == docker ]]; then
+    if [[ $config_dir == "$DEFAULT_CONFIG_DIR" ]]; then
+      a+=(--runtime-path "$install_path/ascend-docker-runtime")
+    elif [[ $scene == docker ]]; then
+      a+=(--runtime-path "$install_path/ascend-docker-runtime")
       a+=("--runtime-arg=--config" "--runtime-arg=$config_dir/config.yaml")
+    else
+      a+=(--runtime-path "$install_path/$CONTAINERD_WRAPPER")
     fi
   fi
   printf '%s\n' "${a[@]}"
@@ -288,6 +295,10 @@ do_install() {
   step binaries
   for b in "${BINARIES[@]}"; do atomic_copy "$install_path/$b" "$here/bin/$b" 0755; done
   atomic_copy "$install_path/uninstall.sh" "$self" 0755
+  if [[ $scene == containerd && $config_dir != "$DEFAULT_CONFIG_DIR" ]]; then
+    printf '#!/bin/sh\nexec %q --config %q "$@"\n' "$install_path/ascend-docker-runtime" "$config_dir/config.yaml" |
+      atomic_write "$install_path/$CONTAINERD_WRAPPER" 0755
+  fi
   atomic_copy "$install_path/$VERSION_FILE_NAME" "$here/$VERSION_FILE_NAME" 0644
   changed+=(binaries)
 
@@ -385,7 +396,7 @@ do_uninstall() {
   rmdir "$config_dir" 2>/dev/null || say "kept $config_dir (it holds files that are not ours)"
 
   step binaries
-  for b in "${BINARIES[@]}" "$VERSION_FILE_NAME" engine-config.orig; do rm -f "$install_path/$b"; done
+  for b in "${BINARIES[@]}" "$CONTAINERD_WRAPPER" "$VERSION_FILE_NAME" engine-config.orig; do rm -f "$install_path/$b"; done
 
   step done
   rm -f "$info" "$install_path/uninstall.sh"

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <functional>
 #include <memory>
 #include <regex>
 #include <set>
@@ -78,7 +79,9 @@ class DockerInstallTest : public ::testing::Test {
     return run(argv, {.timeout = std::chrono::seconds(120)});
   }
 
-  bool runtime_listed() { return docker({"info"}).out.find("ascend") != std::string::npos; }
+  bool runtime_listed() {
+    return std::regex_search(docker({"info"}).out, std::regex("Runtimes:[^\n]*\\bascend\\b"));
+  }
 
   TempDir tmp_{"pkg-docker"};
   std::unique_ptr<EmulatedHost> host_;
@@ -111,6 +114,84 @@ TEST_F(DockerInstallTest, InstallRunTwoChipsUninstallByteIdentical) {
   EXPECT_TRUE(wait_for([&] { return !runtime_listed(); })) << docker({"info"}).out;
   EXPECT_NE(::access(path.c_str(), F_OK), 0) << path << " is still there";
   EXPECT_NE(::access(config_dir.c_str(), F_OK), 0) << config_dir << " is still there";
+}
+
+// containerd (the one docker.io brings) with its own root, state and socket: --install-scene=containerd
+// writes the runtime into config.toml and keeps its comments; containerd starts with that file; `ctr run`
+// through the installed runtime (BinaryName) gives the container the two chips; uninstall restores
+// config.toml exactly.
+TEST(ContainerdInstall, CtrRunThroughTheInstalledRuntimeAndUninstallRestoresTheToml) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (containerd, the installer)";
+  if (!have_program("containerd") || !have_program("ctr") || !have_program("containerd-shim-runc-v2"))
+    FAIL() << "containerd is not installed (docker.io brings it; scripts/deps installs it)";
+  TempDir tmp{"pkg-ctr"};
+  EmulatedHost host(tmp / "host");
+  ASSERT_TRUE(host.ok()) << host.error();
+  const std::string toml = tmp / "config.toml";
+  const std::string original =
+      "# containerd for the packaging test: comments must survive\nversion = 2\nroot = \"" + (tmp / "root") +
+      "\"\nstate = \"" + (tmp / "state") + "\"\n\n[grpc]\n  address = \"" + (tmp / "containerd.sock") +
+      "\" # private\n\n[plugins.\"io.containerd.grpc.v1.cri\"]\n"
+      "  disable_tcp_service = true\n";
+  spit(toml, original);
+  const std::string path = tmp / "Ascend-Docker-Runtime";
+  const std::string config_dir = tmp / "ascend-docker-runtime.d";
+  auto in = run({ASCEND_RUN, "--install", "--install-scene=containerd", "--install-path=" + path,
+                 "--config-dir=" + config_dir, "--engine-config=" + toml},
+                {.timeout = std::chrono::seconds(120)});
+  ASSERT_EQ(in.exit_code, 0) << in.out << in.err;
+  std::string edited = slurp(toml);
+  ASSERT_EQ(edited.rfind(original, 0), 0U) << "the original text is not kept:\n" << edited;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(edited, m, std::regex("BinaryName = '([^']+)'"))) << edited;
+  const std::string binary = m[1];
+  EXPECT_NE(
+      edited.find("[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.ascend]\n  runtime_type = "
+                  "\"io.containerd.runc.v2\""),
+      std::string::npos)
+      << edited;
+
+  std::string yaml = slurp(config_dir + "/config.yaml");
+  yaml = std::regex_replace(yaml, std::regex("\nhost-root: /\n"), "\nhost-root: " + host.root() + "\n");
+  spit(config_dir + "/config.yaml", yaml);
+  make_busybox_rootfs(tmp / "rootfs");
+
+  int pid = spawn_background({"containerd", "--config", toml}, tmp / "containerd.log");
+  ASSERT_GT(pid, 0);
+  std::vector<std::string> ctr = {"ctr", "--address", tmp / "containerd.sock", "--namespace",
+                                  "ascend-pkg-test"};
+  auto ctr_run = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = ctr;
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv, {.timeout = std::chrono::seconds(60)});
+  };
+  bool up = false;
+  for (int i = 0; i < 300 && !up; ++i) {
+    up = ctr_run({"version"}).exit_code == 0;
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (up) {
+    auto o = ctr_run({"run", "--rm", "--runc-binary", binary, "--env", "ASCEND_VISIBLE_DEVICES=0,1", "--env",
+                      "PATH=/usr/local/bin:/bin", "--rootfs", tmp / "rootfs", "ascend-pkg-ctr", "npu-smi",
+                      "info"});
+    EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
+    EXPECT_EQ(smi_ids(o.out), (std::set<int>{0, 1})) << o.out << o.err;
+    auto dev =
+        ctr_run({"run", "--rm", "--runc-binary", binary, "--env", "ASCEND_VISIBLE_DEVICES=0,1", "--env",
+                 "PATH=/usr/local/bin:/bin", "--rootfs", tmp / "rootfs", "ascend-pkg-ctr2", "ls", "/dev"});
+    for (const char* want : {"davinci0\n", "davinci1\n", "davinci_manager\n"}) {
+      EXPECT_NE(dev.out.find(want), std::string::npos) << want << dev.out << dev.err;
+    }
+    EXPECT_EQ(dev.out.find("davinci2\n"), std::string::npos) << dev.out;
+  }
+  stop_process(pid, std::chrono::seconds(20));
+  ASSERT_TRUE(up) << "containerd did not start with the installed config.toml:\n"
+                  << slurp(tmp / "containerd.log").substr(0, 4000);
+
+  auto un =
+      run({ASCEND_RUN, "--uninstall", "--install-path=" + path}, {.timeout = std::chrono::seconds(120)});
+  ASSERT_EQ(un.exit_code, 0) << un.out << un.err;
+  EXPECT_EQ(slurp(toml), original);
 }
 
 }  // namespace
