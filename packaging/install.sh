@@ -52,7 +52,7 @@ Uninstall reads the scene, paths and engine config from the install; it takes --
 
 Exit codes: 0 done; $E_FAILED a step failed (run the same command again to complete it); $E_USAGE bad usage
 (unknown, repeated or missing option, two actions); $E_REFUSED refused, nothing changed (not root, unsafe
-install path, malformed engine config, nothing installed, unsupported scene).
+install path, malformed engine config, nothing installed, unsupported scene, no NPU host for --cdi).
 EOF
 }
 
@@ -203,6 +203,15 @@ if [[ $action != uninstall ]]; then
   mapfile -t args < <(ctk_args configure)
   if ! out=$("$ctk" "${args[@]}" --dry-run 2>&1 >/dev/null); then
     die $E_REFUSED "${out#ascend-ctk: }"
+  fi
+fi
+
+# So is a CDI spec that cannot be generated (no NPU host at the config's host-root).
+if [[ $action != uninstall ]] && ((cdi)); then
+  cdi_config=$here/etc/config.yaml
+  [[ -f $config_dir/config.yaml ]] && cdi_config=$config_dir/config.yaml
+  if ! out=$("$ctk" --config "$cdi_config" cdi generate --output - 2>&1 >/dev/null); then
+    die $E_REFUSED "--cdi: ${out#ascend-ctk: }"
   fi
 fi
 

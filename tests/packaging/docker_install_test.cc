@@ -108,12 +108,21 @@ TEST_F(DockerInstallTest, InstallRunTwoChipsUninstallByteIdentical) {
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_EQ(smi_ids(o.out), (std::set<int>{0, 1})) << o.out;
 
+  // An upgrade that adds the CDI spec: valid for the CDI specification, removed by the uninstall.
+  const std::string cdi_dir = tmp_ / "cdi";
+  auto up = installer({"--upgrade", "--install-path=" + path, "--cdi=" + cdi_dir});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  EXPECT_NE(up.out.find("no engine reload needed"), std::string::npos) << up.out;
+  auto valid = run({path + "/ascend-ctk", "cdi", "validate", cdi_dir + "/huawei.com-npu.json"});
+  EXPECT_EQ(valid.exit_code, 0) << valid.out << valid.err;
+
   auto un = installer({"--uninstall", "--install-path=" + path, "--reload-engine"});
   ASSERT_EQ(un.exit_code, 0) << un.out << un.err;
   EXPECT_EQ(slurp(tmp_ / "daemon.json"), kOriginal);
   EXPECT_TRUE(wait_for([&] { return !runtime_listed(); })) << docker({"info"}).out;
   EXPECT_NE(::access(path.c_str(), F_OK), 0) << path << " is still there";
   EXPECT_NE(::access(config_dir.c_str(), F_OK), 0) << config_dir << " is still there";
+  EXPECT_NE(::access((cdi_dir + "/huawei.com-npu.json").c_str(), F_OK), 0) << "the CDI spec is still there";
 }
 
 // containerd (the one docker.io brings) with its own root, state and socket: --install-scene=containerd

@@ -88,6 +88,7 @@ refusals=(
   "3|bad.toml.*line 2|--install --install-path=$ip --config-dir=$cd_ --install-scene=containerd --engine-config=$scratch/bad.toml"
   "3|nothing installed.*use --install|--upgrade --install-path=$ip"
   "3|nothing installed|--uninstall --install-path=$ip"
+  "3|--cdi: .*no emulated host|--install --install-path=$ip --config-dir=$cd_ --engine-config=$daemon --cdi=$scratch/cdi"
 )
 for r in "${refusals[@]}"; do
   IFS='|' read -r code pattern args <<<"$r"
