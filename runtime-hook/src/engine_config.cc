@@ -1,6 +1,7 @@
 #include "ascend/hook/engine_config.h"
 
 #include <toml++/toml.h>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -13,8 +14,19 @@ using nlohmann::ordered_json;
 Result<ordered_json> parse_daemon_json(std::string_view current) {
   bool blank = current.find_first_not_of(" \t\r\n") == std::string_view::npos;
   if (blank) return ordered_json::object();
-  auto j = ordered_json::parse(current, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Error::invalid("daemon.json is not a JSON object");
+  ordered_json j;
+  try {
+    j = ordered_json::parse(current);
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.byte is 1-based and points just past the offending character: report its line and column.
+    std::size_t at = e.byte == 0 ? 0 : std::min<std::size_t>(e.byte - 1, current.size());
+    std::size_t line = 1 + static_cast<std::size_t>(std::count(current.begin(), current.begin() + at, '\n'));
+    std::size_t line_start = current.rfind('\n', at == 0 ? 0 : at - 1);
+    std::size_t column = line_start == std::string_view::npos || at == 0 ? at + 1 : at - line_start;
+    return Error::invalid("daemon.json line " + std::to_string(line) + " column " + std::to_string(column) +
+                          ": not valid JSON");
+  }
+  if (!j.is_object()) return Error::invalid("daemon.json is not a JSON object");
   if (j.contains("runtimes") && !j["runtimes"].is_object())
     return Error::invalid("daemon.json: runtimes is not an object");
   return j;
@@ -97,8 +109,10 @@ Result<std::string> unconfigure_docker(std::string_view current, const std::stri
   return j.dump(2) + "\n";
 }
 
-Result<std::string> configure_containerd(std::string_view current, const RuntimeEntry& entry) {
-  ASCEND_CHECK(check_entry(entry), "");
+namespace {
+
+// The whole file re-serialised by toml++: values kept, comments and layout lost.
+Result<std::string> rewrite_containerd(std::string_view current, const RuntimeEntry& entry) {
   if (!entry.runtime_args.empty()) {
     return Error::invalid(
         "containerd's runc shim takes no runtime arguments; put the config at the default path");
@@ -118,7 +132,7 @@ Result<std::string> configure_containerd(std::string_view current, const Runtime
   return dump(root);
 }
 
-Result<std::string> unconfigure_containerd(std::string_view current, const std::string& name) {
+Result<std::string> rewrite_unconfigured_containerd(std::string_view current, const std::string& name) {
   ASCEND_ASSIGN(toml::table root, parse_toml(current), "");
   ASCEND_ASSIGN(toml::table * containerd, cri_table(root, false), "");
   if (containerd != nullptr) {
@@ -128,6 +142,80 @@ Result<std::string> unconfigure_containerd(std::string_view current, const std::
     }
   }
   return dump(root);
+}
+
+// The header of the runtime's table, as configure appends it:
+// [plugins."<plugin>".containerd.runtimes.<name>].
+std::string runtime_header(const toml::table& root, const std::string& name) {
+  auto version = root["version"].value<long long>().value_or(2);
+  const char* plugin = version == 3 ? "io.containerd.cri.v1.runtime" : "io.containerd.grpc.v1.cri";
+  return std::string("[plugins.\"") + plugin + "\".containerd.runtimes." + name + "]";
+}
+
+std::string toml_string(const std::string& s) {
+  std::ostringstream out;
+  out << toml::value<std::string>(s);
+  return out.str();
+}
+
+// `text` without the table `header` and its sub-tables (up to the next other header), and without the blank
+// line that configure put before it. Unchanged when the header is not there on a line of its own.
+std::string remove_table(std::string_view text, const std::string& header) {
+  std::string sub = header.substr(0, header.size() - 1) + ".";
+  std::string out;
+  bool skipping = false;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    std::size_t next = end == std::string_view::npos ? text.size() : end + 1;
+    std::string_view line = text.substr(pos, next - pos);
+    std::string_view bare = line.substr(0, line.find_last_not_of(" \t\r\n") + 1);
+    if (bare.rfind('[', 0) == 0) {
+      bool ours = bare == header || bare.rfind(sub, 0) == 0;
+      if (ours && !skipping && out.size() >= 2 && out.compare(out.size() - 2, 2, "\n\n") == 0) out.pop_back();
+      skipping = ours;
+    }
+    if (!skipping) out.append(line);
+    pos = next;
+  }
+  return out;
+}
+
+// The edit as text, if it gives the same values as the full rewrite; else the rewrite.
+Result<std::string> keep_text_if_same(std::string candidate, const std::string& rewritten) {
+  try {
+    if (toml::parse(candidate) == toml::parse(rewritten)) return candidate;
+  } catch (const toml::parse_error&) {
+    // the text edit is not valid TOML (the table was defined another way): the rewrite it is
+  }
+  return rewritten;
+}
+
+}  // namespace
+
+// Appends the runtime's table to the file's own text (after removing a previous one), so comments and every
+// other table stay as they are; when that cannot give the same values as a full rewrite (the entry written in
+// another form, set_default), the file is rewritten by toml++, which keeps values but drops comments.
+Result<std::string> configure_containerd(std::string_view current, const RuntimeEntry& entry) {
+  ASCEND_CHECK(check_entry(entry), "");
+  ASCEND_ASSIGN(std::string rewritten, rewrite_containerd(current, entry), "");
+  ASCEND_ASSIGN(toml::table root, parse_toml(current), "");
+  if (entry.set_default) return rewritten;
+  std::string header = runtime_header(root, entry.name);
+  std::string text = remove_table(current, header);
+  if (root.empty() && !root.contains("version")) text += "version = 2\n";
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  if (!text.empty()) text += '\n';
+  text += header + "\n  runtime_type = \"io.containerd.runc.v2\"\n";
+  text +=
+      header.substr(0, header.size() - 1) + ".options]\n    BinaryName = " + toml_string(entry.path) + "\n";
+  return keep_text_if_same(std::move(text), rewritten);
+}
+
+Result<std::string> unconfigure_containerd(std::string_view current, const std::string& name) {
+  ASCEND_ASSIGN(std::string rewritten, rewrite_unconfigured_containerd(current, name), "");
+  ASCEND_ASSIGN(toml::table root, parse_toml(current), "");
+  return keep_text_if_same(remove_table(current, runtime_header(root, name)), rewritten);
 }
 
 }  // namespace ascend::hook

@@ -126,5 +126,68 @@ TEST(ContainerdConfig, RejectsVersion1GarbageAndRuntimeArgs) {
   EXPECT_FALSE(configure_containerd("", e).ok());
 }
 
+TEST(ContainerdConfig, KeepsCommentsAndOtherTablesAndUnconfigureRestoresTheText) {
+  const std::string original =
+      "# containerd config, kept by hand\n"
+      "version = 2\n"
+      "\n"
+      "[plugins.\"io.containerd.grpc.v1.cri\"]\n"
+      "  sandbox_image = \"pause:3.9\" # pinned\n"
+      "\n"
+      "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n"
+      "  runtime_type = \"io.containerd.runc.v2\"\n";
+  auto added = configure_containerd(original, entry());
+  ASSERT_TRUE(added.ok()) << added.error().message();
+  EXPECT_EQ(added->rfind(original, 0), 0U) << *added;  // the text before is untouched, comments and all
+  toml::table t = toml::parse(*added);
+  auto rt = t["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"];
+  EXPECT_EQ(rt["ascend"]["runtime_type"].value<std::string>(), "io.containerd.runc.v2");
+  EXPECT_EQ(rt["ascend"]["options"]["BinaryName"].value<std::string>(),
+            "/usr/local/bin/ascend-docker-runtime");
+  EXPECT_EQ(rt["runc"]["runtime_type"].value<std::string>(), "io.containerd.runc.v2");
+  // Again with another path: still one entry, the new path, the comments kept.
+  RuntimeEntry moved = entry();
+  moved.path = "/opt/x/ascend-docker-runtime";
+  auto again = configure_containerd(*added, moved);
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(again->rfind(original, 0), 0U) << *again;
+  EXPECT_EQ(toml::parse(*again)["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]["ascend"]
+                               ["options"]["BinaryName"]
+                                   .value<std::string>(),
+            "/opt/x/ascend-docker-runtime");
+  auto removed = unconfigure_containerd(*again, "ascend");
+  ASSERT_TRUE(removed.ok()) << removed.error().message();
+  EXPECT_EQ(*removed, original);
+}
+
+TEST(ContainerdConfig, AnEntryInAnotherFormIsRewrittenWithTheRightValues) {
+  // A dotted key defines the table: appending a header for it would be invalid TOML, so toml++ rewrites.
+  const std::string inline_entry =
+      "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n"
+      "runtimes.ascend = { runtime_type = \"io.containerd.runc.v1\" }\n";
+  auto r = configure_containerd(inline_entry, entry());
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  toml::table t = toml::parse(*r);
+  auto rt = t["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]["ascend"];
+  EXPECT_EQ(rt["runtime_type"].value<std::string>(), "io.containerd.runc.v2");
+  EXPECT_EQ(rt["options"]["BinaryName"].value<std::string>(), "/usr/local/bin/ascend-docker-runtime");
+}
+
+TEST(DockerConfig, MalformedJsonNamesLineAndColumn) {
+  struct Case {
+    const char* text;
+    const char* where;
+  };
+  for (const Case& c : {Case{"{\"a\": 1,\n \"b\": }\n", "line 2 column 7"}, Case{"{,", "line 1 column 2"},
+                        Case{"{\n\n  x\n}", "line 3 column 3"}}) {
+    auto r = configure_docker(c.text, entry());
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_NE(r.error().message().find(c.where), std::string::npos) << r.error().message();
+  }
+  auto array = configure_docker("[1]", entry());
+  ASSERT_FALSE(array.ok());
+  EXPECT_NE(array.error().message().find("not a JSON object"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ascend::hook

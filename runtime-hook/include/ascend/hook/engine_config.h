@@ -1,7 +1,9 @@
 // Engine configuration, as `ascend-ctk runtime configure` does it: the runtime entry that makes Docker
 // (daemon.json) or containerd (config.toml) start containers through ascend-docker-runtime. Pure text-to-text
-// merges: everything else in the file is kept (daemon.json keeps its key order; config.toml keeps its values
-// but not its comments). Thread-safe.
+// merges: everything else in the file is kept (daemon.json keeps its key order but not its layout; config.toml
+// keeps its text, comments included, with the runtime's table appended or cut out, except where only a full
+// toml++ rewrite gives the right values, which drops comments). Malformed input is an error naming the line.
+// Thread-safe.
 #pragma once
 
 #include <string>
@@ -27,7 +29,8 @@ Result<std::string> unconfigure_docker(std::string_view current, const std::stri
 
 // config.toml version 2 (plugins."io.containerd.grpc.v1.cri") or 3 (plugins."io.containerd.cri.v1.runtime"):
 // containerd.runtimes.<name> = {runtime_type = "io.containerd.runc.v2", options = {BinaryName = path}};
-// containerd.default_runtime_name with set_default. An empty `current` becomes a version 2 file.
+// containerd.default_runtime_name with set_default. An empty `current` becomes a version 2 file. Without
+// set_default the table is appended to the text as it is; unconfigure cuts that table out again.
 Result<std::string> configure_containerd(std::string_view current, const RuntimeEntry& entry);
 Result<std::string> unconfigure_containerd(std::string_view current, const std::string& name);
 

@@ -1,0 +1,207 @@
+// The .run with a real dockerd, as a user would run it: a private daemon (its own daemon.json, data root,
+// socket and pid file), the package installed into scratch paths with --reload-engine, `docker info` listing
+// the runtime, a container with two chips, and an uninstall that reloads the daemon without the runtime and
+// leaves daemon.json byte for byte as it was. Root only; docker.io is required (scripts/deps).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <functional>
+#include <memory>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "support.h"
+
+namespace ascend::hook {
+namespace {
+
+using namespace testing;  // NOLINT(google-build-using-namespace): the test support helpers
+
+constexpr const char* kImage = "ascend-pkg-test/busybox:latest";
+constexpr const char* kOriginal = "{\"log-level\": \"warn\",\n \"runtimes\": {}}\n";
+
+class DockerInstallTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root (dockerd, the installer)";
+    if (!have_program("dockerd") || !have_program("docker"))
+      FAIL() << "docker.io is not installed (scripts/deps installs it)";
+    ASSERT_EQ(::access(ASCEND_RUN, X_OK), 0) << ASCEND_RUN << " is not built (target run-package)";
+    host_ = std::make_unique<EmulatedHost>(tmp_ / "host");
+    ASSERT_TRUE(host_->ok()) << host_->error();
+    spit(tmp_ / "daemon.json", kOriginal);
+    sock_ = "unix://" + (tmp_ / "docker.sock");
+    pid_ = spawn_background({"dockerd", "--config-file", tmp_ / "daemon.json", "--data-root", tmp_ / "data",
+                             "--exec-root", tmp_ / "exec", "--pidfile", tmp_ / "docker.pid", "-H", sock_,
+                             "--iptables=false", "--ip6tables=false", "--bridge=none"},
+                            tmp_ / "dockerd.log");
+    ASSERT_GT(pid_, 0);
+    ASSERT_TRUE(wait_for([&] { return docker({"version"}).exit_code == 0; }))
+        << "dockerd did not start:\n"
+        << slurp(tmp_ / "dockerd.log").substr(0, 4000);
+    make_busybox_rootfs(tmp_ / "image");
+    auto imported = run({"sh", "-c",
+                         "tar -C " + (tmp_ / "image") + " -c . | docker --config " + (tmp_ / "cli") + " -H " +
+                             sock_ + " import -c 'ENV PATH=/usr/local/bin:/bin' - " + kImage});
+    ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  }
+
+  void TearDown() override {
+    if (pid_ <= 0) return;
+    auto ids = docker({"ps", "-aq"});
+    std::istringstream in(ids.out);
+    std::string id;
+    while (std::getline(in, id)) {
+      if (!id.empty()) docker({"rm", "-f", id});
+    }
+    docker({"rmi", "-f", kImage});
+    stop_process(pid_, std::chrono::seconds(20));
+  }
+
+  static bool wait_for(const std::function<bool()>& ok) {
+    for (int i = 0; i < 300; ++i) {
+      if (ok()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+
+  Output docker(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"docker", "--config", tmp_ / "cli", "-H", sock_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv, {.timeout = std::chrono::seconds(90)});
+  }
+
+  Output installer(std::vector<std::string> args) {
+    std::vector<std::string> argv = {"env", "ASCEND_DOCKER_PIDFILE=" + (tmp_ / "docker.pid"), ASCEND_RUN};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv, {.timeout = std::chrono::seconds(120)});
+  }
+
+  bool runtime_listed() {
+    return std::regex_search(docker({"info"}).out, std::regex("Runtimes:[^\n]*\\bascend\\b"));
+  }
+
+  TempDir tmp_{"pkg-docker"};
+  std::unique_ptr<EmulatedHost> host_;
+  std::string sock_;
+  int pid_ = -1;
+};
+
+TEST_F(DockerInstallTest, InstallRunTwoChipsUninstallByteIdentical) {
+  const std::string path = tmp_ / "Ascend-Docker-Runtime";
+  const std::string config_dir = tmp_ / "ascend-docker-runtime.d";
+  auto in = installer({"--install", "--install-path=" + path, "--config-dir=" + config_dir,
+                       "--engine-config=" + (tmp_ / "daemon.json"), "--reload-engine"});
+  ASSERT_EQ(in.exit_code, 0) << in.out << in.err;
+  EXPECT_NE(in.out.find("reloaded dockerd"), std::string::npos) << in.out;
+  ASSERT_TRUE(wait_for([&] { return runtime_listed(); })) << docker({"info"}).out;
+
+  // The emulated host stands in for the machine's /dev: the one edit a test needs (and an edit the next
+  // upgrade keeps).
+  std::string yaml = slurp(config_dir + "/config.yaml");
+  yaml = std::regex_replace(yaml, std::regex("\nhost-root: /\n"), "\nhost-root: " + host_->root() + "\n");
+  spit(config_dir + "/config.yaml", yaml);
+  auto o = docker({"run", "--rm", "--network", "none", "--runtime=ascend", "-e", "ASCEND_VISIBLE_DEVICES=0,1",
+                   kImage, "npu-smi", "info"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(smi_ids(o.out), (std::set<int>{0, 1})) << o.out;
+
+  // An upgrade that adds the CDI spec: valid for the CDI specification, removed by the uninstall.
+  const std::string cdi_dir = tmp_ / "cdi";
+  auto up = installer({"--upgrade", "--install-path=" + path, "--cdi=" + cdi_dir});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  EXPECT_NE(up.out.find("no engine reload needed"), std::string::npos) << up.out;
+  auto valid = run({path + "/ascend-ctk", "cdi", "validate", cdi_dir + "/huawei.com-npu.json"});
+  EXPECT_EQ(valid.exit_code, 0) << valid.out << valid.err;
+
+  auto un = installer({"--uninstall", "--install-path=" + path, "--reload-engine"});
+  ASSERT_EQ(un.exit_code, 0) << un.out << un.err;
+  EXPECT_EQ(slurp(tmp_ / "daemon.json"), kOriginal);
+  EXPECT_TRUE(wait_for([&] { return !runtime_listed(); })) << docker({"info"}).out;
+  EXPECT_NE(::access(path.c_str(), F_OK), 0) << path << " is still there";
+  EXPECT_NE(::access(config_dir.c_str(), F_OK), 0) << config_dir << " is still there";
+  EXPECT_NE(::access((cdi_dir + "/huawei.com-npu.json").c_str(), F_OK), 0) << "the CDI spec is still there";
+}
+
+// containerd (the one docker.io brings) with its own root, state and socket: --install-scene=containerd
+// writes the runtime into config.toml and keeps its comments; containerd starts with that file; `ctr run`
+// through the installed runtime (BinaryName) gives the container the two chips; uninstall restores
+// config.toml exactly.
+TEST(ContainerdInstall, CtrRunThroughTheInstalledRuntimeAndUninstallRestoresTheToml) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (containerd, the installer)";
+  if (!have_program("containerd") || !have_program("ctr") || !have_program("containerd-shim-runc-v2"))
+    FAIL() << "containerd is not installed (docker.io brings it; scripts/deps installs it)";
+  TempDir tmp{"pkg-ctr"};
+  EmulatedHost host(tmp / "host");
+  ASSERT_TRUE(host.ok()) << host.error();
+  const std::string toml = tmp / "config.toml";
+  const std::string original =
+      "# containerd for the packaging test: comments must survive\nversion = 2\nroot = \"" + (tmp / "root") +
+      "\"\nstate = \"" + (tmp / "state") + "\"\n\n[grpc]\n  address = \"" + (tmp / "containerd.sock") +
+      "\" # private\n\n[plugins.\"io.containerd.grpc.v1.cri\"]\n"
+      "  disable_tcp_service = true\n";
+  spit(toml, original);
+  const std::string path = tmp / "Ascend-Docker-Runtime";
+  const std::string config_dir = tmp / "ascend-docker-runtime.d";
+  auto in = run({ASCEND_RUN, "--install", "--install-scene=containerd", "--install-path=" + path,
+                 "--config-dir=" + config_dir, "--engine-config=" + toml},
+                {.timeout = std::chrono::seconds(120)});
+  ASSERT_EQ(in.exit_code, 0) << in.out << in.err;
+  std::string edited = slurp(toml);
+  ASSERT_EQ(edited.rfind(original, 0), 0U) << "the original text is not kept:\n" << edited;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(edited, m, std::regex("BinaryName = '([^']+)'"))) << edited;
+  const std::string binary = m[1];
+  EXPECT_NE(
+      edited.find("[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.ascend]\n  runtime_type = "
+                  "\"io.containerd.runc.v2\""),
+      std::string::npos)
+      << edited;
+
+  std::string yaml = slurp(config_dir + "/config.yaml");
+  yaml = std::regex_replace(yaml, std::regex("\nhost-root: /\n"), "\nhost-root: " + host.root() + "\n");
+  spit(config_dir + "/config.yaml", yaml);
+  make_busybox_rootfs(tmp / "rootfs");
+
+  int pid = spawn_background({"containerd", "--config", toml}, tmp / "containerd.log");
+  ASSERT_GT(pid, 0);
+  std::vector<std::string> ctr = {"ctr", "--address", tmp / "containerd.sock", "--namespace",
+                                  "ascend-pkg-test"};
+  auto ctr_run = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = ctr;
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv, {.timeout = std::chrono::seconds(60)});
+  };
+  bool up = false;
+  for (int i = 0; i < 300 && !up; ++i) {
+    up = ctr_run({"version"}).exit_code == 0;
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (up) {
+    auto o = ctr_run({"run", "--rm", "--runc-binary", binary, "--env", "ASCEND_VISIBLE_DEVICES=0,1", "--env",
+                      "PATH=/usr/local/bin:/bin", "--rootfs", tmp / "rootfs", "ascend-pkg-ctr", "npu-smi",
+                      "info"});
+    EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
+    EXPECT_EQ(smi_ids(o.out), (std::set<int>{0, 1})) << o.out << o.err;
+    auto dev =
+        ctr_run({"run", "--rm", "--runc-binary", binary, "--env", "ASCEND_VISIBLE_DEVICES=0,1", "--env",
+                 "PATH=/usr/local/bin:/bin", "--rootfs", tmp / "rootfs", "ascend-pkg-ctr2", "ls", "/dev"});
+    for (const char* want : {"davinci0\n", "davinci1\n", "davinci_manager\n"}) {
+      EXPECT_NE(dev.out.find(want), std::string::npos) << want << dev.out << dev.err;
+    }
+    EXPECT_EQ(dev.out.find("davinci2\n"), std::string::npos) << dev.out;
+  }
+  stop_process(pid, std::chrono::seconds(20));
+  ASSERT_TRUE(up) << "containerd did not start with the installed config.toml:\n"
+                  << slurp(tmp / "containerd.log").substr(0, 4000);
+
+  auto un =
+      run({ASCEND_RUN, "--uninstall", "--install-path=" + path}, {.timeout = std::chrono::seconds(120)});
+  ASSERT_EQ(un.exit_code, 0) << un.out << un.err;
+  EXPECT_EQ(slurp(toml), original);
+}
+
+}  // namespace
+}  // namespace ascend::hook
