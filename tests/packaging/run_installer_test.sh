@@ -95,7 +95,12 @@ for r in "${refusals[@]}"; do
   # shellcheck disable=SC2086 # the test's arguments split on spaces
   run_expect "$code" "$pattern" $args && pass "refused ($code): $args"
 done
-nobody_out=$(su -s /bin/bash nobody -c "TMPDIR=/tmp $run --install --install-path=$ip" 2>&1) && rc=0 || rc=$?
+# The .run unpacks into $TMPDIR: give nobody one it can write and execute in (a /tmp mounted noexec, as in
+# some containers, would make the unpacked installer fail to start instead of refusing).
+nobody_tmp=$(mktemp -d /var/tmp/run-nobody.XXXXXX)
+chmod 1777 "$nobody_tmp"
+nobody_out=$(su -s /bin/bash nobody -c "TMPDIR=$nobody_tmp $run --install --install-path=$ip" 2>&1) && rc=0 || rc=$?
+rm -rf "$nobody_tmp"
 [[ $rc == 3 && $nobody_out == *"must run as root"* ]] && pass "refused non-root" ||
   fail "non-root: exit $rc: $nobody_out"
 after=$(snapshot)

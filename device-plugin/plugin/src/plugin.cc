@@ -107,19 +107,28 @@ Result<std::vector<ContainerAllocation>> Plugin::allocate(
   auto out = plugin::allocate(host_, query_, cfg_, res, ledger_, requests, Clock::now());
   // Tracked claims change what the other resource advertises (dynamic vNPUs) and what the scheduler is told.
   const bool changed = out.ok() && tracks_whole_chips(cfg_);
-  if (changed) ++version_;
   std::vector<std::vector<int>> phys;  // per container: the chips the scheduler hears about
   if (out.ok() && scheduler_ != nullptr && res.kind == DeviceKind::kChip) {
     const auto table = device_table(host_, res, ledger_);
     for (const auto& ids : requests) phys.push_back(chip_phys(table, ids));
   }
+  // With a scheduler to ask, the claim is announced only once the call succeeds: a refused Allocate must not
+  // show the scheduler its chips in use for a moment.
+  if (changed && phys.empty()) ++version_;
   lock.unlock();
-  if (changed) cv_.notify_all();
+  if (changed && phys.empty()) cv_.notify_all();
   if (!out || phys.empty()) return out;
   if (auto st = take_reservations(phys, *out); !st) {
     release_chips(phys);  // the kubelet frees the devices of a failed Allocate
     spdlog::warn("allocate {}: {}", res.name, st.error().message());
     return st.error().context("allocate " + res.name);
+  }
+  if (changed) {
+    {
+      std::lock_guard relock(mu_);
+      ++version_;
+    }
+    cv_.notify_all();
   }
   return out;
 }
