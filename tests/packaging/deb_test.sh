@@ -21,8 +21,8 @@ diff "$scratch/run.list" "$scratch/deb.list" >/dev/null && echo "ok: the .deb ho
 grep -qx "bin/ascend-docker-runtime" "$scratch/deb.list" || fail "no bin/ascend-docker-runtime in $(cat "$scratch/deb.list")"
 
 dpkg-deb -e "$deb" "$scratch/control"
-grep -q "/usr/$payload/install.sh --install" "$scratch/control/postinst" || fail "postinst does not run install.sh --install"
-grep -q "/usr/$payload/install.sh --uninstall" "$scratch/control/prerm" || fail "prerm does not run install.sh --uninstall"
+grep -q "/$payload/install.sh --install" "$scratch/control/postinst" || fail "postinst does not run install.sh --install"
+grep -q "/$payload/install.sh --uninstall" "$scratch/control/prerm" || fail "prerm does not run install.sh --uninstall"
 bash -n "$scratch/control/postinst" && bash -n "$scratch/control/prerm" || fail "a maintainer script is not valid bash"
 
 dpkg-deb -x "$deb" "$scratch/root"
