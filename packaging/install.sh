@@ -70,7 +70,7 @@ step() {
 }
 
 # ---------------------------------------------------------------------------------------------- arguments
-action= cdi_dir= install_path= scene= engine_config= config_dir= cdi=0 reload=0 quiet=0
+action='' cdi_dir='' install_path='' scene='' engine_config='' config_dir='' cdi=0 reload=0 quiet=0
 declare -A seen=()
 once() {
   [[ -z ${seen[$1]:-} ]] || die $E_USAGE "option $1 given twice"
@@ -288,7 +288,7 @@ do_install() {
     now=$(sha "$engine_config")
     [[ $after != "" && $now != "$after" && $now != "$before" ]] && backup_state=stale
   else
-    before=$(sha "$engine_config") after= backup_state=none
+    before=$(sha "$engine_config") after='' backup_state=none
     [[ $before != absent ]] && backup_state=saved
   fi
 
@@ -355,7 +355,7 @@ do_install() {
     changed+=(cdi)
   fi
 
-  step done
+  step finish
   write_info installed
   say "$verb Ascend Docker Runtime $version in $install_path ($scene, $engine_config)"
   if ((reload)); then
@@ -407,7 +407,7 @@ do_uninstall() {
   step binaries
   for b in "${BINARIES[@]}" "$CONTAINERD_WRAPPER" "$VERSION_FILE_NAME" engine-config.orig; do rm -f "$install_path/$b"; done
 
-  step done
+  step finish
   rm -f "$info" "$install_path/uninstall.sh"
   rmdir "$install_path" 2>/dev/null || true
   rmdir "$(dirname "$install_path")" 2>/dev/null || true

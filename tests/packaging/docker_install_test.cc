@@ -125,6 +125,39 @@ TEST_F(DockerInstallTest, InstallRunTwoChipsUninstallByteIdentical) {
   EXPECT_NE(::access((cdi_dir + "/huawei.com-npu.json").c_str(), F_OK), 0) << "the CDI spec is still there";
 }
 
+// The images target: each tarball loads into dockerd (no registry, no base image) and its binary runs, as the
+// image's user, with the libraries found by ldd; the Kubernetes manifests name exactly these images and tags.
+TEST_F(DockerInstallTest, ImagesLoadRunAndMatchTheManifests) {
+  std::set<std::string> built;
+  for (const char* name : {"ascend-device-plugin", "ascend-scheduler"}) {
+    SCOPED_TRACE(name);
+    const std::string tar = std::string(ASCEND_IMAGES_DIR) + "/" + name + "_" + ASCEND_VERSION + ".tar";
+    ASSERT_EQ(::access(tar.c_str(), R_OK), 0) << tar << " is not built (target images)";
+    auto loaded = docker({"load", "-i", tar});
+    ASSERT_EQ(loaded.exit_code, 0) << loaded.err;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(loaded.out, m, std::regex("Loaded image: (\\S+)"))) << loaded.out;
+    const std::string ref = m[1];
+    built.insert(ref);
+    auto help = docker({"run", "--rm", "--network", "none", ref, "--help"});
+    EXPECT_EQ(help.exit_code, 0) << help.out << help.err;
+    EXPECT_NE(help.out.find("Usage"), std::string::npos) << help.out;
+    auto user = docker({"image", "inspect", "--format", "{{.Config.User}}", ref});
+    EXPECT_EQ(user.out, std::string(name) == "ascend-scheduler" ? "65532\n" : "0\n");
+    docker({"rmi", "-f", ref});
+  }
+  std::set<std::string> named;
+  for (const char* manifest : {"ascend-device-plugin.yaml", "ascend-scheduler.yaml"}) {
+    std::string text = slurp(std::string(ASCEND_DEPLOY_DIR) + "/kubernetes/" + manifest);
+    std::regex image("image: (ascend-[^\\s]+)");
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), image); it != std::sregex_iterator();
+         ++it) {
+      named.insert((*it)[1]);
+    }
+  }
+  EXPECT_EQ(named, built);
+}
+
 // containerd (the one docker.io brings) with its own root, state and socket: --install-scene=containerd
 // writes the runtime into config.toml and keeps its comments; containerd starts with that file; `ctr run`
 // through the installed runtime (BinaryName) gives the container the two chips; uninstall restores

@@ -24,7 +24,7 @@ out=$scratch/snap/out err=$scratch/snap/err
 original=$'{"log-level":"warn",\n  "runtimes": {"other": {"path": "/usr/bin/other"}}}\n'
 
 reset() {
-  rm -rf "$scratch/opt" "$scratch/etc" "$scratch/docker" "$scratch/cdi"
+  rm -rf "${scratch:?}/opt" "${scratch:?}/etc" "${scratch:?}/docker" "${scratch:?}/cdi"
   mkdir -p "$scratch/docker"
   printf '%s' "$original" >"$daemon"
   chmod 0600 "$daemon"
@@ -177,7 +177,7 @@ rm -f "$daemon"
 # extraction per run.
 "$run" --noexec --target "$scratch/payload" >/dev/null 2>&1 || fail "--noexec --target failed"
 run=$scratch/payload/install.sh
-for s in info binaries config engine done; do
+for s in info binaries config engine finish; do
   reset
   rc=0
   ASCEND_INSTALL_ABORT_AT=$s "$run" --install "${common[@]}" --quiet 2>/dev/null || rc=$?
