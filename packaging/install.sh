@@ -46,7 +46,9 @@ Options (each at most once):
   --config-dir=DIR        config.yaml and the mount lists (default $DEFAULT_CONFIG_DIR)
   --cdi[=DIR]             also write the CDI spec of this host's NPUs, DIR/$CDI_FILE_NAME (default /etc/cdi)
   --reload-engine         reload the engine when done: SIGHUP to dockerd (its pid file, default
-                          /var/run/docker.pid, or \$ASCEND_DOCKER_PIDFILE), or restart containerd (systemd)
+                          /var/run/docker.pid, or \$ASCEND_DOCKER_PIDFILE); restart containerd: systemd's
+                          unit when active, else the process in \$ASCEND_CONTAINERD_PIDFILE (default
+                          /run/containerd/containerd.pid), started again with the same command line
   --quiet                 print only errors
 Uninstall reads the scene, paths and engine config from the install; it takes --install-path and --quiet.
 
@@ -257,17 +259,50 @@ reload_engine() {
     pidfile=${ASCEND_DOCKER_PIDFILE:-/var/run/docker.pid}
     pid=$(cat "$pidfile" 2>/dev/null || pidof dockerd 2>/dev/null || true)
     [[ -n $pid ]] || die $E_FAILED "--reload-engine: dockerd is not running (no $pidfile)"
+    # shellcheck disable=SC2086 # pidof may name more than one dockerd
     kill -HUP $pid || die $E_FAILED "--reload-engine: SIGHUP to dockerd ($pid) failed"
     say "reloaded dockerd (pid $pid)"
+  elif [[ -z ${ASCEND_CONTAINERD_PIDFILE:-} ]] && command -v systemctl >/dev/null &&
+    systemctl is-active -q containerd 2>/dev/null; then
+    systemctl restart containerd || die $E_FAILED "--reload-engine: systemctl restart containerd failed"
+    say "restarted containerd (systemd)"
   else
-    if command -v systemctl >/dev/null && systemctl is-active -q containerd 2>/dev/null; then
-      systemctl restart containerd || die $E_FAILED "--reload-engine: systemctl restart containerd failed"
-    else
-      pidfile=${ASCEND_CONTAINERD_PIDFILE:-/run/containerd/containerd.pid}
-      die $E_FAILED "--reload-engine: containerd is not a systemd service; restart it yourself ($pidfile)"
-    fi
-    say "restarted containerd"
+    restart_containerd "${ASCEND_CONTAINERD_PIDFILE:-/run/containerd/containerd.pid}"
   fi
+}
+
+alive() { # pid: running (a zombie is not)
+  [[ -r /proc/$1/stat ]] || return 1
+  local stat
+  stat=$(</proc/"$1"/stat)
+  [[ ${stat##*) } != Z* ]]
+}
+
+# containerd does not reload its config: outside systemd, stop the one its pid file names and start it again
+# with the same command line, folder and log (its stderr, when that is a file), then record the new pid.
+restart_containerd() { # pidfile
+  local pidfile=$1 pid cwd log new i
+  local -a argv
+  pid=$(cat "$pidfile" 2>/dev/null || true)
+  if ! [[ $pid =~ ^[0-9]+$ ]] || ! alive "$pid"; then
+    die $E_FAILED "--reload-engine: containerd is not running (no live pid in $pidfile); start it to apply $engine_config"
+  fi
+  [[ $(cat "/proc/$pid/comm" 2>/dev/null) == containerd ]] ||
+    die $E_FAILED "--reload-engine: pid $pid in $pidfile is not containerd"
+  mapfile -d '' -t argv <"/proc/$pid/cmdline"
+  cwd=$(readlink "/proc/$pid/cwd" || echo /)
+  log=$(readlink "/proc/$pid/fd/2" 2>/dev/null || true)
+  [[ -f $log ]] || log=/dev/null
+  kill -TERM "$pid" || die $E_FAILED "--reload-engine: SIGTERM to containerd ($pid) failed"
+  for ((i = 0; i < 200; i++)); do alive "$pid" || break; sleep 0.1; done
+  ! alive "$pid" || die $E_FAILED "--reload-engine: containerd (pid $pid) did not stop within 20 s"
+  # A background subshell is no process group leader, so setsid execs in place: $! is containerd itself.
+  (cd "$cwd" && exec setsid "${argv[@]}" >>"$log" 2>&1 </dev/null) &
+  new=$!
+  echo "$new" | atomic_write "$pidfile" 0644
+  sleep 0.5
+  alive "$new" || die $E_FAILED "--reload-engine: containerd exited after its restart (see $log)"
+  say "restarted containerd (pid $pid, now $new)"
 }
 
 config_files=(config.yaml)

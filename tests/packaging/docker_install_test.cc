@@ -3,8 +3,10 @@
 // the runtime, a container with two chips, and an uninstall that reloads the daemon without the runtime and
 // leaves daemon.json byte for byte as it was. Root only; docker.io is required (scripts/deps).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <functional>
 #include <memory>
 #include <regex>
@@ -158,10 +160,11 @@ TEST_F(DockerInstallTest, ImagesLoadRunAndMatchTheManifests) {
   EXPECT_EQ(named, built);
 }
 
-// containerd (the one docker.io brings) with its own root, state and socket: --install-scene=containerd
-// writes the runtime into config.toml and keeps its comments; containerd starts with that file; `ctr run`
-// through the installed runtime (BinaryName) gives the container the two chips; uninstall restores
-// config.toml exactly.
+// containerd (the one docker.io brings) with its own root, state and socket, running before the install as a
+// host's containerd would: --install-scene=containerd writes the runtime into config.toml and keeps its
+// comments; --reload-engine restarts that containerd through its pid file (no systemd here) with the same
+// command line; `ctr run` through the installed runtime (BinaryName) gives the container the two chips;
+// uninstall with --reload-engine restores config.toml exactly and restarts containerd again.
 TEST(ContainerdInstall, CtrRunThroughTheInstalledRuntimeAndUninstallRestoresTheToml) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root (containerd, the installer)";
   if (!have_program("containerd") || !have_program("ctr") || !have_program("containerd-shim-runc-v2"))
@@ -170,18 +173,69 @@ TEST(ContainerdInstall, CtrRunThroughTheInstalledRuntimeAndUninstallRestoresTheT
   EmulatedHost host(tmp / "host");
   ASSERT_TRUE(host.ok()) << host.error();
   const std::string toml = tmp / "config.toml";
+  const std::string pidfile = tmp / "containerd.pid";
   const std::string original =
       "# containerd for the packaging test: comments must survive\nversion = 2\nroot = \"" + (tmp / "root") +
       "\"\nstate = \"" + (tmp / "state") + "\"\n\n[grpc]\n  address = \"" + (tmp / "containerd.sock") +
       "\" # private\n\n[plugins.\"io.containerd.grpc.v1.cri\"]\n"
       "  disable_tcp_service = true\n";
   spit(toml, original);
+  make_busybox_rootfs(tmp / "rootfs");
+
+  std::vector<std::string> ctr = {"ctr", "--address", tmp / "containerd.sock", "--namespace",
+                                  "ascend-pkg-test"};
+  auto ctr_run = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = ctr;
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv, {.timeout = std::chrono::seconds(60)});
+  };
+  auto wait_up = [&] {
+    for (int i = 0; i < 300; ++i) {
+      if (ctr_run({"version"}).exit_code == 0) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  };
+  auto pid_in_file = [&] {
+    try {
+      return std::stoi(slurp(pidfile));
+    } catch (const std::exception&) {
+      return -1;
+    }
+  };
+  // Whatever containerd the pid file names at the end is stopped, whichever step failed.
+  struct Stopper {
+    std::function<void()> stop;
+    ~Stopper() { stop(); }
+  } stopper{[&] {
+    // The restarted containerd is not this process's child (the installer started it): stop it by signal
+    // and wait for its pid to go.
+    int pid = pid_in_file();
+    if (pid <= 0 || ::kill(pid, SIGTERM) != 0) return;
+    for (int i = 0; i < 200 && ::kill(pid, 0) == 0; ++i) {
+      ::waitpid(pid, nullptr, WNOHANG);  // reaps it when it is the first one, still a child
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ::kill(pid, SIGKILL);
+  }};
+
+  int first = spawn_background({"containerd", "--config", toml}, tmp / "containerd.log");
+  ASSERT_GT(first, 0);
+  spit(pidfile, std::to_string(first) + "\n");
+  ASSERT_TRUE(wait_up()) << "containerd did not start:\n" << slurp(tmp / "containerd.log").substr(0, 4000);
+
   const std::string path = tmp / "Ascend-Docker-Runtime";
   const std::string config_dir = tmp / "ascend-docker-runtime.d";
-  auto in = run({ASCEND_RUN, "--install", "--install-scene=containerd", "--install-path=" + path,
-                 "--config-dir=" + config_dir, "--engine-config=" + toml},
-                {.timeout = std::chrono::seconds(120)});
+  auto in = run(
+      {"env", "ASCEND_CONTAINERD_PIDFILE=" + pidfile, ASCEND_RUN, "--install", "--install-scene=containerd",
+       "--install-path=" + path, "--config-dir=" + config_dir, "--engine-config=" + toml, "--reload-engine"},
+      {.timeout = std::chrono::seconds(120)});
   ASSERT_EQ(in.exit_code, 0) << in.out << in.err;
+  EXPECT_NE(in.out.find("restarted containerd"), std::string::npos) << in.out;
+  const int second = pid_in_file();
+  EXPECT_GT(second, 0);
+  EXPECT_NE(second, first) << "the pid file still names the containerd from before the install";
+  EXPECT_EQ(::waitpid(first, nullptr, WNOHANG), first) << "the containerd from before the install still runs";
   std::string edited = slurp(toml);
   ASSERT_EQ(edited.rfind(original, 0), 0U) << "the original text is not kept:\n" << edited;
   std::smatch m;
@@ -196,44 +250,30 @@ TEST(ContainerdInstall, CtrRunThroughTheInstalledRuntimeAndUninstallRestoresTheT
   std::string yaml = slurp(config_dir + "/config.yaml");
   yaml = std::regex_replace(yaml, std::regex("\nhost-root: /\n"), "\nhost-root: " + host.root() + "\n");
   spit(config_dir + "/config.yaml", yaml);
-  make_busybox_rootfs(tmp / "rootfs");
 
-  int pid = spawn_background({"containerd", "--config", toml}, tmp / "containerd.log");
-  ASSERT_GT(pid, 0);
-  std::vector<std::string> ctr = {"ctr", "--address", tmp / "containerd.sock", "--namespace",
-                                  "ascend-pkg-test"};
-  auto ctr_run = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = ctr;
-    argv.insert(argv.end(), args.begin(), args.end());
-    return run(argv, {.timeout = std::chrono::seconds(60)});
-  };
-  bool up = false;
-  for (int i = 0; i < 300 && !up; ++i) {
-    up = ctr_run({"version"}).exit_code == 0;
-    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(wait_up()) << "containerd did not come back with the installed config.toml:\n"
+                         << slurp(tmp / "containerd.log").substr(0, 4000);
+  auto o =
+      ctr_run({"run", "--rm", "--runc-binary", binary, "--env", "ASCEND_VISIBLE_DEVICES=0,1", "--env",
+               "PATH=/usr/local/bin:/bin", "--rootfs", tmp / "rootfs", "ascend-pkg-ctr", "npu-smi", "info"});
+  EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
+  EXPECT_EQ(smi_ids(o.out), (std::set<int>{0, 1})) << o.out << o.err;
+  auto dev =
+      ctr_run({"run", "--rm", "--runc-binary", binary, "--env", "ASCEND_VISIBLE_DEVICES=0,1", "--env",
+               "PATH=/usr/local/bin:/bin", "--rootfs", tmp / "rootfs", "ascend-pkg-ctr2", "ls", "/dev"});
+  for (const char* want : {"davinci0\n", "davinci1\n", "davinci_manager\n"}) {
+    EXPECT_NE(dev.out.find(want), std::string::npos) << want << dev.out << dev.err;
   }
-  if (up) {
-    auto o = ctr_run({"run", "--rm", "--runc-binary", binary, "--env", "ASCEND_VISIBLE_DEVICES=0,1", "--env",
-                      "PATH=/usr/local/bin:/bin", "--rootfs", tmp / "rootfs", "ascend-pkg-ctr", "npu-smi",
-                      "info"});
-    EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
-    EXPECT_EQ(smi_ids(o.out), (std::set<int>{0, 1})) << o.out << o.err;
-    auto dev =
-        ctr_run({"run", "--rm", "--runc-binary", binary, "--env", "ASCEND_VISIBLE_DEVICES=0,1", "--env",
-                 "PATH=/usr/local/bin:/bin", "--rootfs", tmp / "rootfs", "ascend-pkg-ctr2", "ls", "/dev"});
-    for (const char* want : {"davinci0\n", "davinci1\n", "davinci_manager\n"}) {
-      EXPECT_NE(dev.out.find(want), std::string::npos) << want << dev.out << dev.err;
-    }
-    EXPECT_EQ(dev.out.find("davinci2\n"), std::string::npos) << dev.out;
-  }
-  stop_process(pid, std::chrono::seconds(20));
-  ASSERT_TRUE(up) << "containerd did not start with the installed config.toml:\n"
-                  << slurp(tmp / "containerd.log").substr(0, 4000);
+  EXPECT_EQ(dev.out.find("davinci2\n"), std::string::npos) << dev.out;
 
-  auto un =
-      run({ASCEND_RUN, "--uninstall", "--install-path=" + path}, {.timeout = std::chrono::seconds(120)});
+  auto un = run({"env", "ASCEND_CONTAINERD_PIDFILE=" + pidfile, ASCEND_RUN, "--uninstall",
+                 "--install-path=" + path, "--reload-engine"},
+                {.timeout = std::chrono::seconds(120)});
   ASSERT_EQ(un.exit_code, 0) << un.out << un.err;
   EXPECT_EQ(slurp(toml), original);
+  EXPECT_NE(pid_in_file(), second) << "uninstall --reload-engine did not restart containerd";
+  EXPECT_TRUE(wait_up()) << "containerd did not come back after the uninstall:\n"
+                         << slurp(tmp / "containerd.log").substr(0, 4000);
 }
 
 }  // namespace
