@@ -55,7 +55,8 @@ std::string dir_of(const std::string& path) {
 
 Status atomic_replace(const std::string& path, std::string_view content, mode_t mode, Durability durability) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) mode = st.st_mode & 07777;
+  const bool existed = ::stat(path.c_str(), &st) == 0;
+  if (existed) mode = st.st_mode & 07777;
   std::string tmp = path + ".tmp.XXXXXX";
   UniqueFd fd(::mkostemp(tmp.data(), O_CLOEXEC));
   if (!fd.valid()) return Error::from_errno(errno, "create temporary file " + tmp);
@@ -63,6 +64,13 @@ Status atomic_replace(const std::string& path, std::string_view content, mode_t 
     ::unlink(tmp.c_str());
     return e;
   };
+  // The replacement keeps the owner too (a root tool editing a file another user owns, or a group that
+  // differs from the creator's): refused rather than silently changed when that is not allowed.
+  if (existed && (st.st_uid != ::geteuid() || st.st_gid != ::getegid()) &&
+      ::fchown(fd.get(), st.st_uid, st.st_gid) != 0) {
+    return fail(Error::from_errno(errno, "keep the owner " + std::to_string(st.st_uid) + ":" +
+                                             std::to_string(st.st_gid) + " of " + path));
+  }
   if (::fchmod(fd.get(), mode) != 0) return fail(Error::from_errno(errno, "chmod " + tmp));
   if (auto s = write_all(fd.get(), content, tmp); !s) return fail(s.error());
   const bool synced = durability == Durability::kSynced;

@@ -65,6 +65,22 @@ TEST(AtomicReplace, CreatesWithModeAndKeepsOldMode) {
   EXPECT_EQ(n, 1);
 }
 
+TEST(AtomicReplace, KeepsTheOwnerOfAnExistingFile) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (a file owned by another user)";
+  TempDir d;
+  std::string p = d / "daemon.json";
+  ASSERT_TRUE(atomic_replace(p, "{}", 0640).ok());
+  ASSERT_EQ(::chown(p.c_str(), 1234, 5678), 0);
+  ASSERT_EQ(::chmod(p.c_str(), 0604), 0);
+  ASSERT_TRUE(atomic_replace(p, "{\"a\": 1}").ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(p.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 1234U);
+  EXPECT_EQ(st.st_gid, 5678U);
+  EXPECT_EQ(st.st_mode & 07777, 0604U);
+  EXPECT_EQ(*read_file(p), "{\"a\": 1}");
+}
+
 TEST(AtomicReplace, FailsInMissingDirectory) {
   TempDir d;
   Status s = atomic_replace(d / "no/such/dir/file", "x");
