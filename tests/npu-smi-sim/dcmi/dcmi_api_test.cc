@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -330,6 +331,33 @@ TEST_F(DcmiApiTest, FindsItsHostFromWhereItIsInstalled) {
   DcmiLibrary driver(testing::built_libdcmi(),
                      host_.root() + "/usr/local/Ascend/driver/lib64/driver/libdcmi.so");
   EXPECT_EQ(DcmiApi(driver).init(), DCMI_OK);
+}
+
+// Self-contained: the emulator is inside, only the DCMI API is visible, and nothing but the C/C++
+// runtime is needed (what a vendor tool in a minimal container can load).
+TEST(DcmiLibraryTest, ExportsOnlyTheDcmiApiAndNeedsOnlyTheCRuntime) {
+  auto nm = ascend::testing::run_command({"nm", "-D", "--defined-only", testing::built_libdcmi()});
+  auto readelf = ascend::testing::run_command({"readelf", "-d", testing::built_libdcmi()});
+  if (nm.exit_code == 127 || readelf.exit_code == 127) GTEST_SKIP() << "binutils (nm, readelf) not installed";
+  ASSERT_EQ(nm.exit_code, 0) << nm.err;
+  std::istringstream syms(nm.out);
+  std::string line;
+  int exported = 0;
+  while (std::getline(syms, line)) {
+    auto name = line.substr(line.rfind(' ') + 1);
+    EXPECT_EQ(name.rfind("dcmi_", 0), 0U) << line;
+    exported++;
+  }
+  EXPECT_EQ(exported, 20);  // the functions of dcmi_interface_api.h
+  ASSERT_EQ(readelf.exit_code, 0) << readelf.err;
+  std::istringstream dynamic(readelf.out);
+  while (std::getline(dynamic, line)) {
+    if (line.find("(NEEDED)") == std::string::npos) continue;
+    const bool runtime =
+        line.find("[libc.so") != std::string::npos || line.find("[libm.so") != std::string::npos ||
+        line.find("[libstdc++.so") != std::string::npos || line.find("[libgcc_s.so") != std::string::npos;
+    EXPECT_TRUE(runtime) << line;
+  }
 }
 
 class DcmiApi310PTest : public DcmiApiTest {
