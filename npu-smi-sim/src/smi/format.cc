@@ -409,7 +409,7 @@ std::string card_board(const View& v, const Card& card) {
   out += kv("PCIe Bus Info", first.bus_id);
   out += kv("Slot ID", num(card.id));
   out += kv("Class ID", "NA");
-  out += kv("PCI Vendor ID", "0x19E5");
+  out += kv("PCI Vendor ID", strf("0x%04X", pci_identity(s.family).vendor));
   out += kv("PCI Device ID", strf("0x%04X", b.pci_device));
   out += kv("Subsystem Vendor ID", strf("0x%04X", b.subsys_vendor));
   out += kv("Subsystem Device ID", strf("0x%04X", b.subsys_device));
@@ -431,7 +431,7 @@ std::string chip_board(const View& v, const Device& d) {
   out += kv("Chip ID", num(d.chip_index));
   if (s.family != Family::k910_93) out += kv("Chip Type", s.chip_type);
   out += kv("Chip Name", d.name);
-  out += kv("Chip Version", "V1");
+  out += kv("Chip Version", kChipVersion);
   out += kv("Board ID", strf("0x%02x", b.board_id));
   if (s.family != Family::k310P) {
     out += kv("PCB ID", "NA");
@@ -575,6 +575,23 @@ std::string memory(const View& v, const Card& card, const Device* only) {
     out += kv("Chip ID", num(d->chip_index));
   }
   return out;
+}
+
+PciIdentity pci_identity(Family f) {
+  const BoardFacts b = board_facts(f);
+  return {0x19E5, b.pci_device, b.subsys_vendor, b.subsys_device};
+}
+
+int usage_pct(long long used, long long total) {
+  return pct(used, total);
+}
+
+int hbm_clock_mhz(Family f) {
+  return clocks(f).hbm_mhz;
+}
+
+int ddr_clock_mhz(Family f) {
+  return clocks(f).ddr_mhz;
 }
 
 std::string template_info(const HostState& s) {

@@ -38,6 +38,21 @@ std::string template_info(const HostState& s);                // -t template-inf
 std::string info_vnpu(const HostState& s, const Chip& chip);  // -t info-vnpu -i N -c C
 std::string vnpu_mode(const HostState& s);                    // -t vnpu-mode
 
+// Facts of a chip family that npu-smi prints but the state does not carry (format.cc says where each
+// comes from). Exposed so that the emulated libdcmi.so reports the same values as npu-smi.
+struct PciIdentity {
+  int vendor = 0;  // "PCI Vendor ID"
+  int device = 0;  // "PCI Device ID"
+  int subsys_vendor = 0;
+  int subsys_device = 0;
+};
+PciIdentity pci_identity(Family f);                // -t board -i N
+int hbm_clock_mhz(Family f);                       // -t memory "HBM Clock Speed(MHz)"
+int ddr_clock_mhz(Family f);                       // -t memory "DDR Clock Speed(MHz)"
+inline constexpr const char* kChipVersion = "V1";  // -t board -i N -c C "Chip Version"
+// A usage rate as npu-smi prints it: used * 100 / total, truncated; 0 when total is 0.
+int usage_pct(long long used, long long total);
+
 // The free/total resource accounting of info-vnpu for one chip. Totals come from
 // HostState::vnpu_capacity (negative: "NA"); every vNPU on the chip takes its template's resources. On
 // 910B and 910_93 the driver keeps 4 GB of HBM for itself: memory starts at total-4 GB free and each vNPU
