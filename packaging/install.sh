@@ -427,6 +427,12 @@ do_uninstall() {
   [[ -z $cdi_file ]] || rm -f "$cdi_file"
 
   step config
+  # The /dev/char links the runtime made for the systemd cgroup driver (README); udev's stay. Before the
+  # config goes: it names the host root.
+  if [[ -x $ctk && -f $config_dir/config.yaml ]]; then
+    "$ctk" --config "$config_dir/config.yaml" system remove-dev-char-symlinks >/dev/null ||
+      say "could not remove the /dev/char links the runtime made (see ascend-ctk system --help)"
+  fi
   local f key shipped
   for f in "$config_dir"/*; do
     [[ -e $f ]] || continue

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <set>
 #include <sstream>
@@ -234,11 +235,16 @@ Status Emulator::load(const HostState& profile, const LoadOptions& opts) {
     ASCEND_ASSIGN(std::string devices, read_file("/proc/devices"), "pick device majors");
     ASCEND_ASSIGN(s.majors, pick_free_majors(devices), "pick device majors");
   }
-  assign_device_ips(s, opts.node_index);
+  if (!opts.keep_vnpus) assign_device_ips(s, opts.node_index);  // a reboot keeps the node's addresses
   for (auto& c : s.chips) c.faults.clear();
-  s.vnpus.clear();
+  if (!opts.keep_vnpus) s.vnpus.clear();
   s.device_nodes = opts.make_nodes;
   s.generation = 1;
+  if (auto uuid = read_file("/proc/sys/kernel/random/uuid", 64); uuid && uuid->size() >= 36) {
+    s.boot_id = uuid->substr(0, 36);
+  } else {
+    s.boot_id = std::to_string(::getpid()) + "-" + std::to_string(::time(nullptr));
+  }
 
   std::string smi = opts.npu_smi_binary.empty() ? self_dir() + "/npu-smi" : opts.npu_smi_binary;
   std::string stub = smi.substr(0, smi.rfind('/') + 1) + "libascend_driver_stub.so";
@@ -255,6 +261,14 @@ Status Emulator::load(const HostState& profile, const LoadOptions& opts) {
     }
     for (const auto& n : s.control_nodes())
       ASCEND_CHECK(l.node(n.path.substr(1), n.major, n.minor), "create device node");
+    // vNPU nodes are not in the manifest: unload removes them from the state's list, as destroy does.
+    for (const auto& v : s.vnpus) {
+      auto n = s.vnpu_node(v.id);
+      std::string full = join(root_, n.path.substr(1));
+      ::unlink(full.c_str());
+      if (::mknod(full.c_str(), S_IFCHR | 0660, makedev(n.major, n.minor)) != 0)
+        return Error::from_errno(errno, "mknod " + full);
+    }
   }
   const std::string drv = "usr/local/Ascend/driver/";
   ASCEND_CHECK(l.file(drv + "version.info", version_info(s)), "driver tree");
@@ -307,6 +321,16 @@ Status Emulator::unload() {
     if (it->back() == '/') ::rmdir(join(root_, it->substr(0, it->size() - 1)).c_str());
   }
   return {};
+}
+
+Status Emulator::reboot(LoadOptions opts) {
+  ASCEND_ASSIGN(HostState s, snapshot(), "reboot");
+  if (!opts.majors) opts.majors = s.majors;
+  opts.keep_vnpus = true;
+  opts.force = true;
+  opts.make_nodes = s.device_nodes;
+  ASCEND_CHECK(unload(), "reboot");
+  return load(s, opts).context("reboot");
 }
 
 Result<HostState> Emulator::snapshot() const {
@@ -439,11 +463,27 @@ Result<Vnpu> plan_vnpu(const HostState& s, int phy_id, const std::string& templa
   return v;
 }
 
-Result<Vnpu> Emulator::create_vnpu(int phy_id, const std::string& template_name, std::optional<int> id) {
+namespace {
+
+// Whether `v` is held by `want`: every field `want` gives must match.
+bool held_by(const Vnpu& v, const VnpuOwner& want) {
+  const VnpuOwner& o = v.owner;
+  return (want.container_id.empty() || want.container_id == o.container_id) &&
+         (want.state_root.empty() || want.state_root == o.state_root) &&
+         (want.pid == 0 || want.pid == o.pid) && (want.pid_start == 0 || want.pid_start == o.pid_start) &&
+         (want.pid_ns.empty() || want.pid_ns == o.pid_ns);
+}
+
+}  // namespace
+
+Result<Vnpu> Emulator::create_vnpu(int phy_id, const std::string& template_name, std::optional<int> id,
+                                   const VnpuOwner& owner) {
   Vnpu made;
   std::string node_made;  // removed again when the state cannot be committed
   auto st = update([&](HostState& s) -> Status {
     ASCEND_ASSIGN(made, plan_vnpu(s, phy_id, template_name, id), "");
+    made.owner = owner;
+    made.status = owner.container_id.empty() ? 0 : 1;
     if (s.device_nodes) {
       auto node = s.vnpu_node(made.id);
       std::string path = host_path(node.path);
@@ -465,13 +505,20 @@ Result<Vnpu> Emulator::create_vnpu(int phy_id, const std::string& template_name,
   return made;
 }
 
-Status Emulator::destroy_vnpu(int vnpu_id, std::optional<int> phy_id) {
+Status Emulator::destroy_vnpu(int vnpu_id, std::optional<int> phy_id,
+                              const std::optional<VnpuOwner>& holder) {
   return update([&](HostState& s) -> Status {
            auto it =
                std::find_if(s.vnpus.begin(), s.vnpus.end(), [&](const Vnpu& v) { return v.id == vnpu_id; });
            if (it == s.vnpus.end() || (phy_id && it->phy_id != *phy_id)) {
              return Error::not_found("no vNPU " + std::to_string(vnpu_id) +
                                      (phy_id ? " on device " + std::to_string(*phy_id) : std::string()));
+           }
+           if (holder && !held_by(*it, *holder)) {
+             std::string now = it->dynamic() ? "container " + it->owner.container_id : "no container";
+             return Error(ESTALE, "vNPU " + std::to_string(vnpu_id) + " is now held by " + now + ", not " +
+                                      (holder->container_id.empty() ? "the expected owner"
+                                                                    : "container " + holder->container_id));
            }
            std::string path = host_path(s.vnpu_node(vnpu_id).path);
            if (s.device_nodes && ::unlink(path.c_str()) != 0 && errno != ENOENT) {
@@ -494,6 +541,7 @@ class Watcher final : public Subscription {
     ino_ = UniqueFd(::inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
     auto s = emu_.snapshot();
     last_ = s ? s->generation : 0;
+    if (s) majors_ = s->majors;
     arm();
     thread_ = std::thread([this] { run(); });
   }
@@ -537,13 +585,20 @@ class Watcher final : public Subscription {
       if (id == seen_) continue;
       seen_ = id;
       auto s = emu_.snapshot();
-      if (s && s->generation != last_) {
+      // A reload between two polls restarts the generation: the majors tell that host from the old one.
+      if (s && (s->generation != last_ || !same_majors(s->majors, majors_))) {
         last_ = s->generation;
+        majors_ = s->majors;
         cb_(*s);
       } else if (!s && last_ != 0) {
         last_ = 0;  // unloaded: report again once a host is back
       }
     }
+  }
+
+  static bool same_majors(const DeviceMajors& a, const DeviceMajors& b) {
+    return a.davinci == b.davinci && a.manager == b.manager && a.svm == b.svm && a.hdc == b.hdc &&
+           a.vdavinci == b.vdavinci;
   }
 
   struct FileId {
@@ -561,6 +616,7 @@ class Watcher final : public Subscription {
   UniqueFd ino_;
   int wd_ = -1;
   std::uint64_t last_ = 0;
+  DeviceMajors majors_;
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };

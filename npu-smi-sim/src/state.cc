@@ -364,8 +364,15 @@ void to_json(json& j, const HostState& s) {
                           {"phy_id", v.phy_id},
                           {"template", v.template_name},
                           {"vgroup", v.vgroup},
-                          {"container_id", v.container_id},
+                          {"container_id", v.owner.container_id},
                           {"status", v.status}});
+    if (v.dynamic()) {
+      j["vnpus"].back()["owner"] = {{"state_root", v.owner.state_root},
+                                    {"pid", v.owner.pid},
+                                    {"pid_start", v.owner.pid_start},
+                                    {"pid_ns", v.owner.pid_ns},
+                                    {"boot", v.owner.boot}};
+    }
   }
   j["majors"] = {{"davinci", s.majors.davinci},
                  {"manager", s.majors.manager},
@@ -375,6 +382,7 @@ void to_json(json& j, const HostState& s) {
   j["vnpu_mode"] = s.vnpu_mode;
   j["device_nodes"] = s.device_nodes;
   j["generation"] = s.generation;
+  if (!s.boot_id.empty()) j["boot_id"] = s.boot_id;
 }
 
 Result<HostState> state_from_json(const json& j) {
@@ -393,6 +401,7 @@ Result<HostState> state_from_json(const json& j) {
   r.get("vnpu_mode", s.vnpu_mode);
   r.get("device_nodes", s.device_nodes);
   r.get("generation", s.generation);
+  r.get("boot_id", s.boot_id);
   if (const json* c = r.sub("vnpu_capacity")) {
     Reader cr(*c, "state.vnpu_capacity");
     auto& v = s.vnpu_capacity;
@@ -493,8 +502,17 @@ Result<HostState> state_from_json(const json& j) {
     v.get("phy_id", vn.phy_id);
     v.get("template", vn.template_name);
     v.get("vgroup", vn.vgroup);
-    v.get("container_id", vn.container_id);
+    v.get("container_id", vn.owner.container_id);
     v.get("status", vn.status);
+    if (const json* o = v.sub("owner")) {
+      Reader r2(*o, v.where() + ".owner");
+      r2.get("state_root", vn.owner.state_root);
+      r2.get("pid", vn.owner.pid);
+      r2.get("pid_start", vn.owner.pid_start);
+      r2.get("pid_ns", vn.owner.pid_ns);
+      r2.get("boot", vn.owner.boot);
+      if (auto fin = r2.finish(); !fin) v.fail(fin.error().message());
+    }
   });
   if (!st) return st.error();
   if (auto fin = r.finish(); !fin) return fin.error();

@@ -57,6 +57,10 @@ int main(int argc, char** argv) {
   load->add_flag("--force", force, "replace a host that is already loaded");
 
   auto* unload = app.add_subcommand("unload", "remove everything load created");
+  auto* reboot = app.add_subcommand(
+      "reboot", "unload and load the same host again; vNPUs are restored (vnpu-cfg-recover), faults cleared");
+  reboot->add_option("--majors", majors, "char majors of the reloaded driver (default: the same)");
+  reboot->add_option("--npu-smi", smi_bin, "static npu-smi to install (default: the one next to npu-sim)");
   auto* status = app.add_subcommand("status", "print the loaded host");
   bool json = false;
   status->add_flag("--json", json, "print the state as JSON");
@@ -108,6 +112,20 @@ int main(int argc, char** argv) {
     opts.force = force;
     if (auto s = emu.load(*p, opts); !s) return fail(s.error().context("load " + profile));
     std::printf("loaded %s (%zu devices) at %s\n", p->profile.c_str(), p->chips.size(), emu.root().c_str());
+    return 0;
+  }
+  if (*reboot) {
+    ascend::npu::LoadOptions opts;
+    if (!majors.empty()) {
+      opts.majors = parse_majors(majors);
+      if (!opts.majors) {
+        std::fprintf(stderr, "npu-sim: --majors '%s': expected five numbers a,b,c,d,e\n", majors.c_str());
+        return 2;
+      }
+    }
+    opts.npu_smi_binary = smi_bin;
+    if (auto s = emu.reboot(opts); !s) return fail(s.error());
+    std::printf("rebooted %s\n", emu.root().c_str());
     return 0;
   }
   if (*unload) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "ascend/common/dev_char.h"
 #include "ascend/common/fs.h"
 #include "ascend/hook/executor.h"
 #include "ascend/hook/oci.h"
@@ -97,18 +98,30 @@ Status run_prestart(std::string_view oci_state, const Config& config, const Pres
 }
 
 Status run_poststop(std::string_view oci_state, const Config& config, int destroy_vnpu) {
-  std::string id = "?";
-  if (auto st = parse_oci_state(oci_state); st.ok()) id = st->id;
+  ASCEND_ASSIGN(OciState state, parse_oci_state(oci_state), "");
+  const std::string& id = state.id;
+  if (id.empty()) {
+    return Error::invalid("OCI state has no container id: vNPU " + std::to_string(destroy_vnpu) +
+                          " is left to 'ascend-ctk vnpu gc'");
+  }
   npu::Emulator dq(config.host_root);
-  auto st = dq.destroy_vnpu(destroy_vnpu, std::nullopt);
+  // Only while this container still holds it: after a `vnpu gc` the id may belong to another container.
+  npu::VnpuOwner holder;
+  holder.container_id = id;
+  auto st = dq.destroy_vnpu(destroy_vnpu, std::nullopt, holder);
   if (!st) {
-    if (st.error().code() == ENOENT) {
-      spdlog::info("container {}: vNPU {} already gone", id, destroy_vnpu);
+    if (st.error().code() == ENOENT || st.error().code() == ESTALE) {
+      spdlog::info("container {}: vNPU {} already gone ({})", id, destroy_vnpu, st.error().message());
       return {};
     }
     return st.error().context("container " + id);
   }
   spdlog::info("container {}: destroyed vNPU {}", id, destroy_vnpu);
+  if (auto host = dq.snapshot()) {
+    auto node = host->vnpu_node(destroy_vnpu);
+    if (auto r = remove_stale_dev_char_link(dq.host_path("/"), node.path, node.major, node.minor); !r)
+      spdlog::warn("container {}: {}", id, r.error().message());
+  }
   return {};
 }
 

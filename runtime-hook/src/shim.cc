@@ -6,11 +6,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "ascend/common/dev_char.h"
 #include "ascend/common/fs.h"
 #include "ascend/hook/cli.h"
 #include "ascend/hook/executor.h"
@@ -18,6 +21,7 @@
 #include "ascend/hook/request.h"
 #include "ascend/hook/spec_edit.h"
 #include "ascend/npu/emulator.h"
+#include "ascend/npu/vnpu_gc.h"
 #include "strcat.h"
 
 namespace ascend::hook {
@@ -29,6 +33,21 @@ bool global_takes_value(const std::string& opt) {
   return opt == "--root" || opt == "--log" || opt == "--log-format" || opt == "--criu" || opt == "--rootless";
 }
 
+// Options of runc create/run that take a value (the others are flags).
+bool verb_takes_value(const std::string& opt) {
+  return opt == "--bundle" || opt == "-b" || opt == "--console-socket" || opt == "--pid-file" ||
+         opt == "--preserve-fds";
+}
+
+// The test hook of kAbortAtEnv.
+void abort_if_asked(const char* step) {
+  const char* at = std::getenv(kAbortAtEnv);
+  if (at != nullptr && std::strcmp(at, step) == 0) {
+    flush_logs();
+    ::kill(::getpid(), SIGKILL);
+  }
+}
+
 std::string current_dir() {
   char buf[4096];
   if (::getcwd(buf, sizeof buf) == nullptr) return ".";
@@ -38,21 +57,41 @@ std::string current_dir() {
 // Destroys a vNPU made for a container unless the container's spec was written.
 class VnpuGuard {
  public:
-  VnpuGuard(npu::DeviceQuery& dq, int id) : dq_(dq), id_(id) {}
+  VnpuGuard(npu::DeviceQuery& dq, npu::Vnpu vnpu) : dq_(dq), vnpu_(std::move(vnpu)) {}
   VnpuGuard(const VnpuGuard&) = delete;
   VnpuGuard& operator=(const VnpuGuard&) = delete;
   ~VnpuGuard() {
-    if (id_ < 0) return;
-    if (auto st = dq_.destroy_vnpu(id_, std::nullopt); !st) {
-      spdlog::error("could not destroy vNPU {} after a failure: {}", id_, st.error().message());
+    if (dismissed_) return;
+    if (auto st = dq_.destroy_vnpu(vnpu_.id, std::nullopt, vnpu_.owner); !st) {
+      spdlog::error("could not destroy vNPU {} after a failure: {}", vnpu_.id, st.error().message());
+      return;
+    }
+    if (auto host = dq_.snapshot()) {
+      auto node = host->vnpu_node(vnpu_.id);
+      (void)remove_stale_dev_char_link(dq_.host_path("/"), node.path, node.major, node.minor);
     }
   }
-  void dismiss() { id_ = -1; }
+  void dismiss() { dismissed_ = true; }
 
  private:
   npu::DeviceQuery& dq_;
-  int id_;
+  npu::Vnpu vnpu_;
+  bool dismissed_ = false;
 };
+
+// /dev/char links for the nodes the container gets (dev_char.h says why). A failure is logged, not fatal:
+// the container works, only a systemd daemon-reload may take its devices away.
+void link_dev_char(const std::vector<DeviceEntry>& devices, const npu::DeviceQuery& dq) {
+  const std::string root = dq.host_path("/");
+  for (const auto& d : devices) {
+    auto made = ensure_dev_char_link(root, d.host_path, d.major, d.minor);
+    if (!made) {
+      spdlog::warn("/dev/char link for {}: {}", d.host_path, made.error().message());
+    } else if (*made) {
+      spdlog::info("linked /dev/char/{}:{} to {}", d.major, d.minor, d.host_path);
+    }
+  }
+}
 
 }  // namespace
 
@@ -84,9 +123,29 @@ Result<RuntimeArgs> parse_runtime_args(const std::vector<std::string>& args) {
       }
       if (name == "--log") r.log_file = value;
       if (name == "--log-format") r.log_format = value;
+      if (name == "--root") r.state_root = value;
     }
   }
   if (i < args.size()) r.verb = args[i];
+  const bool creates = r.verb == "create" || r.verb == "run";
+  bool value_next = false;  // the previous option takes this argument as its value
+  bool operands = false;    // after "--"
+  for (std::size_t k = i + 1; k < args.size(); ++k) {
+    const std::string& a = args[k];
+    if (!operands && a == "--") {
+      operands = true;
+      continue;
+    }
+    if (value_next) {
+      value_next = false;
+      continue;
+    }
+    if (!operands && a.size() > 1 && a[0] == '-') {
+      value_next = verb_takes_value(a);
+      continue;
+    }
+    if (creates && r.container_id.empty()) r.container_id = a;
+  }
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
     r.runtime_args.push_back(a);
@@ -94,7 +153,7 @@ Result<RuntimeArgs> parse_runtime_args(const std::vector<std::string>& args) {
       for (++i; i < args.size(); ++i) r.runtime_args.push_back(args[i]);
       break;
     }
-    if ((r.verb == "create" || r.verb == "run") && (a == "--bundle" || a == "-b") && i + 1 < args.size()) {
+    if (creates && (a == "--bundle" || a == "-b") && i + 1 < args.size()) {
       r.bundle = args[i + 1];
     } else if (a.rfind("--bundle=", 0) == 0) {
       r.bundle = a.substr(9);
@@ -103,6 +162,15 @@ Result<RuntimeArgs> parse_runtime_args(const std::vector<std::string>& args) {
     }
   }
   return r;
+}
+
+std::string runc_state_root(const RuntimeArgs& args) {
+  if (!args.state_root.empty()) {
+    return args.state_root[0] == '/' ? args.state_root : current_dir() + "/" + args.state_root;
+  }
+  const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+  if (::geteuid() != 0 && xdg != nullptr && *xdg != '\0') return std::string(xdg) + "/runc";
+  return "/run/runc";
 }
 
 Result<bool> prepare_bundle(const RuntimeArgs& args, const Config& config) {
@@ -124,10 +192,15 @@ Result<bool> prepare_bundle(const RuntimeArgs& args, const Config& config) {
   std::optional<npu::Vnpu> vnpu;
   std::optional<VnpuGuard> guard;
   if (!request.vnpu_template.empty()) {
-    ASCEND_ASSIGN(vnpu, dq.create_vnpu(request.ids[0], request.vnpu_template, std::nullopt),
+    if (args.container_id.empty()) return Error::invalid("runc " + args.verb + " without a container id");
+    // Tagged with its container in the same step: whatever kills us from here on, `vnpu gc` finds it.
+    npu::VnpuOwner owner = npu::owner_for_this_process(args.container_id, runc_state_root(args), host);
+    ASCEND_ASSIGN(vnpu, dq.create_vnpu(request.ids[0], request.vnpu_template, std::nullopt, owner),
                   std::string(kEnvVnpuSpecs) + "=" + request.vnpu_template);
-    guard.emplace(dq, vnpu->id);
-    spdlog::info("created vNPU {} ({}) on device {}", vnpu->id, request.vnpu_template, request.ids[0]);
+    guard.emplace(dq, *vnpu);
+    spdlog::info("created vNPU {} ({}) on device {} for container {}", vnpu->id, request.vnpu_template,
+                 request.ids[0], args.container_id);
+    abort_if_asked("vnpu-created");
     ASCEND_ASSIGN(host, dq.snapshot(), "read the NPU host");
     request.ids = {vnpu->id};
     request.is_virtual = true;
@@ -140,6 +213,7 @@ Result<bool> prepare_bundle(const RuntimeArgs& args, const Config& config) {
   }
   InjectionPlan plan = make_plan(request, host, lists);
   ASCEND_ASSIGN(plan.devices, check_host_devices(plan.devices, dq), "");
+  link_dev_char(plan.devices, dq);
   bool by_hook = config.injection == "hook";
   if ((by_hook || vnpu) && ::access(config.hook_path.c_str(), X_OK) != 0) {
     return Error::from_errno(errno, "hook " + config.hook_path + " (set hook-path in the config)");
@@ -169,7 +243,9 @@ Result<bool> prepare_bundle(const RuntimeArgs& args, const Config& config) {
   ASCEND_ASSIGN(std::string edited, apply_spec_edit(text, edit), spec_path);
   // No fsync: a bundle does not outlive a crash (the engine re-creates it), and runc reads it right away.
   ASCEND_CHECK(atomic_replace(spec_path, edited, 0644, Durability::kEphemeral), "write the container's spec");
-  if (guard) guard->dismiss();  // from here on the poststop hook owns the vNPU
+  if (guard)
+    guard->dismiss();  // from here on the poststop hook owns the vNPU (and vnpu gc, should it never run)
+  abort_if_asked("spec-written");
   spdlog::info("bundle {}: {} ({})", bundle, describe(plan),
                by_hook ? "driver files by the prestart hook" : "driver files as spec mounts");
   return true;

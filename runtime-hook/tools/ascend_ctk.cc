@@ -10,6 +10,7 @@
 #include "ascend/hook/cli.h"
 #include "ascend/hook/config.h"
 #include "ascend/hook/engine_config.h"
+#include "ascend/hook/lifecycle.h"
 
 namespace {
 
@@ -19,7 +20,27 @@ Examples:
   ascend-ctk runtime configure --runtime containerd --set-as-default
   ascend-ctk cdi generate --output /etc/cdi/huawei.com-npu.json
   docker run --device huawei.com/npu=0 ...                 # with the CDI spec in place
+  ascend-ctk vnpu gc --dry-run                             # dynamic vNPUs whose container is gone
+  ascend-ctk system create-dev-char-symlinks               # /dev/char links for runc's systemd driver
 Exit codes: 0 success, 1 the operation failed (one line on stderr says why), 2 bad usage.)";
+
+constexpr const char* kGcFooter = R"(
+Destroys the dynamic vNPUs (made by ascend-docker-runtime for ASCEND_VNPU_SPECS) whose container no longer
+exists: its runtime process is gone and runc's state folder (the --root the engine gave runc: /run/runc,
+/run/docker/runtime-runc/moby, /run/containerd/runc/<namespace>) shows no live container of that id. After a
+reboot every container is gone, so the first gc frees every dynamic vNPU the driver restored. A vNPU whose
+container is alive, or a static vNPU (npu-smi set -t create-vnpu), is never touched. Run it in the host's pid
+namespace: a vNPU created in another one is kept.
+Exit codes: 0 done (whatever was found), 1 the host could not be read or a vNPU could not be destroyed,
+2 bad usage.)";
+
+constexpr const char* kDevCharFooter = R"(
+runc with the systemd cgroup driver names each device of a container as /dev/char/<major>:<minor> in the
+unit's DeviceAllow=; udev makes those links only for devices it knows, and systemd drops a rule whose link is
+missing when it re-applies the policy (systemctl daemon-reload): the container loses its NPUs. The runtime
+makes the links at every container start; this makes them for every NPU node of the host now.
+remove-dev-char-symlinks removes only the links this toolkit made (the uninstaller runs it).
+Exit codes: 0 success, 1 the operation failed, 2 bad usage.)";
 
 int fail(const ascend::Error& e) {
   return ascend::hook::report_failure("ascend-ctk", e);
@@ -80,6 +101,22 @@ int main(int argc, char** argv) {
   }
   validate->add_option("file", validate_file, "the spec (JSON)")->required();
 
+  auto* vnpu = app.add_subcommand("vnpu", "dynamic vNPUs");
+  vnpu->require_subcommand(1);
+  auto* gc = vnpu->add_subcommand("gc", "destroy dynamic vNPUs whose container is gone");
+  gc->footer(kGcFooter);
+  bool gc_dry_run = false;
+  gc->add_flag("--dry-run", gc_dry_run, "print what would be destroyed, destroy nothing");
+
+  auto* system = app.add_subcommand("system", "host set-up");
+  system->require_subcommand(1);
+  auto* mklinks =
+      system->add_subcommand("create-dev-char-symlinks", "link /dev/char/<major>:<minor> to each NPU node");
+  auto* rmlinks =
+      system->add_subcommand("remove-dev-char-symlinks", "remove the /dev/char links this toolkit made");
+  mklinks->footer(kDevCharFooter);
+  rmlinks->footer(kDevCharFooter);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -113,6 +150,21 @@ int main(int argc, char** argv) {
     }
     if (auto st = write_out(file, *out); !st) return fail(st.error());
     std::printf("updated %s; restart %s to apply it\n", file.c_str(), docker ? "dockerd" : "containerd");
+    return 0;
+  }
+
+  if (gc->parsed()) {
+    auto out = ascend::hook::vnpu_gc(*config, gc_dry_run);
+    if (!out) return fail(out.error());
+    std::fputs(out->text.c_str(), stdout);
+    return out->failed ? 1 : 0;
+  }
+  if (mklinks->parsed() || rmlinks->parsed()) {
+    auto out = mklinks->parsed() ? ascend::hook::create_dev_char_symlinks(*config)
+                                 : ascend::hook::remove_dev_char_symlinks(*config);
+    if (!out) return fail(out.error());
+    for (const auto& line : *out)
+      std::printf("%s %s\n", mklinks->parsed() ? "linked" : "removed", line.c_str());
     return 0;
   }
 

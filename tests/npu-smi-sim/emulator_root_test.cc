@@ -41,10 +41,10 @@ TEST_P(RootTest, LoadCreatesRealDeviceNodes) {
   expect_node(h.root() + "/dev/hisi_hdc", s.majors.hdc, 0);
   EXPECT_FALSE(std::filesystem::exists(h.root() + "/dev/davinci" + std::to_string(s.chips.size())));
 
-  auto v = h.emu().create_vnpu(0, s.templates.front().name, std::nullopt);
+  auto v = h.emu().create_vnpu(0, s.templates.front().name, std::nullopt, {});
   ASSERT_TRUE(v.ok()) << v.error().message();
   expect_node(h.root() + "/dev/vdavinci" + std::to_string(v->id), s.majors.vdavinci, v->id);
-  ASSERT_TRUE(h.emu().destroy_vnpu(v->id, 0).ok());
+  ASSERT_TRUE(h.emu().destroy_vnpu(v->id, 0, std::nullopt).ok());
   EXPECT_FALSE(std::filesystem::exists(h.root() + "/dev/vdavinci" + std::to_string(v->id)));
 
   ASSERT_TRUE(h.emu().unload().ok());

@@ -100,7 +100,7 @@ TEST(Unload, RemovesExactlyWhatLoadCreated) {
   std::ofstream(r + "/usr/local/bin/tool") << "mine\n";
   Emulator e(r);
   ASSERT_TRUE(e.load(*builtin_profile("atlas300i-duo"), test_load_options()).ok());
-  ASSERT_TRUE(e.create_vnpu(0, "vir01", std::nullopt).ok());
+  ASSERT_TRUE(e.create_vnpu(0, "vir01", std::nullopt, {}).ok());
   ASSERT_TRUE(e.unload().ok());
   std::vector<std::string> left;
   for (const auto& p : fs::recursive_directory_iterator(r))
@@ -175,17 +175,17 @@ TEST(Vnpu, AicpuAndMemoryAreAccountedToo) {
 
 TEST(Vnpu, CreateAndDestroyThroughTheStateFile) {
   EmulatedHost h;
-  auto v = h.emu().create_vnpu(1, "vir05_1c_16g", std::nullopt);
+  auto v = h.emu().create_vnpu(1, "vir05_1c_16g", std::nullopt, {});
   ASSERT_TRUE(v.ok()) << v.error().message();
   EXPECT_EQ(v->id, 116);
   auto s = *h.emu().snapshot();
   ASSERT_EQ(s.vnpus.size(), 1U);
   EXPECT_TRUE(s.holds_vnpus(1));
   EXPECT_FALSE(s.holds_vnpus(0));
-  EXPECT_EQ(h.emu().destroy_vnpu(116, 2).error().code(), ENOENT);  // wrong chip
-  ASSERT_TRUE(h.emu().destroy_vnpu(116, 1).ok());
+  EXPECT_EQ(h.emu().destroy_vnpu(116, 2, std::nullopt).error().code(), ENOENT);  // wrong chip
+  ASSERT_TRUE(h.emu().destroy_vnpu(116, 1, std::nullopt).ok());
   EXPECT_TRUE(h.emu().snapshot()->vnpus.empty());
-  auto again = h.emu().destroy_vnpu(116, std::nullopt);
+  auto again = h.emu().destroy_vnpu(116, std::nullopt, std::nullopt);
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.error().message(), "destroy vNPU 116: no vNPU 116");
 }
@@ -194,7 +194,7 @@ TEST(VnpuMode, SwitchRefusedWhileVnpusExist) {
   EmulatedHost h;
   ASSERT_TRUE(h.emu().set_vnpu_mode("vm").ok());
   ASSERT_TRUE(h.emu().set_vnpu_mode("docker").ok());
-  ASSERT_TRUE(h.emu().create_vnpu(0, "vir05_1c_16g", std::nullopt).ok());
+  ASSERT_TRUE(h.emu().create_vnpu(0, "vir05_1c_16g", std::nullopt, {}).ok());
   Status s = h.emu().set_vnpu_mode("vm");
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message().find("Destroy them before switching"), std::string::npos);
@@ -242,7 +242,7 @@ TEST(Concurrency, EightWritersLoseNothingAndNeverOvercommit) {
       for (int i = 0; i < kFaultsEach; ++i) {
         if (!e.set_fault(w, 0x80000000U + static_cast<unsigned>(i), std::nullopt).ok()) ::_exit(10);
         // Every writer also races for vNPUs on chip 0 (room for four vir05_1c_16g).
-        auto v = e.create_vnpu(0, "vir05_1c_16g", std::nullopt);
+        auto v = e.create_vnpu(0, "vir05_1c_16g", std::nullopt, {});
         if (v.ok()) {
           ++made;
         } else if (v.error().code() != ENOSPC) {

@@ -197,5 +197,24 @@ TEST(SmiGoldenExtra, VnpuCreateAndDestroyAsCaptured) {
   EXPECT_EQ(snap->vnpus[0].id, 101);
 }
 
+// A vNPU that a container holds (the runtime tagged it when it made it) shows as the real tool shows it:
+// Container ID ffffffffffff, Status 1; the static one beside it stays 000000000000 / 0.
+TEST(SmiGoldenExtra, VnpuHeldByAContainerAsCaptured) {
+  ascend::testing::TempDir dir;
+  Emulator emu(dir.path() + "/root");
+  LoadOptions opts;
+  opts.make_nodes = false;
+  opts.majors = DeviceMajors{234, 235, 236, 237, 238};
+  opts.npu_smi_binary = std::string(ASCEND_BIN_DIR) + "/npu-smi";
+  ASSERT_TRUE(emu.load(profile("800i-a2-910b4.yaml"), opts).ok());
+  VnpuOwner owner;
+  owner.container_id = "3f2a9c41d0b7e6f5a8c9d2e1b0a3f4c5d6e7f8091a2b3c4d5e6f708192a3b4c5";
+  owner.state_root = "/run/docker/runtime-runc/moby";
+  ASSERT_TRUE(emu.create_vnpu(0, "vir10_3c_16g", std::nullopt, owner).ok());
+  ASSERT_TRUE(emu.create_vnpu(0, "vir10_3c_16g", std::nullopt, {}).ok());
+  EXPECT_EQ(run({"info", "-t", "info-vnpu", "-i", "0", "-c", "0"}, emu.root()).out,
+            fixture("k-info-vnpu-held.txt"));
+}
+
 }  // namespace
 }  // namespace ascend::npu::smi

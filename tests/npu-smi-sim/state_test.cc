@@ -17,8 +17,15 @@ TEST(State, JsonRoundTripKeepsEverything) {
     s.majors = {234, 235, 236, 237, 238};
     s.chips[1].faults.push_back({0x8C084E00, Health::kCritical});
     s.chips[0].processes.push_back({42, "python3", 1024, "NA"});
-    s.vnpus.push_back({100, 0, s.templates[0].name, 0, "", 0});
+    s.vnpus.push_back({100, 0, s.templates[0].name, 0, {}, 0});
+    s.vnpus.push_back({101,
+                       0,
+                       s.templates[0].name,
+                       1,
+                       {"c1", "/run/docker/runtime-runc/moby", 4242, 987654321, "pid:[4026531836]", "k:b"},
+                       1});
     s.generation = 7;
+    s.boot_id = "6f1c2a4e-0000-4000-8000-000000000001";
     auto back = parse_state(serialize(s));
     ASSERT_TRUE(back.ok()) << back.error().message();
     EXPECT_EQ(serialize(*back), serialize(s)) << name;

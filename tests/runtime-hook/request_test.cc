@@ -9,8 +9,8 @@ namespace {
 
 npu::HostState host_with_vnpus() {
   npu::HostState h = npu::builtin_profile("atlas800t-a2").value();
-  h.vnpus.push_back({100, 0, "vir05_1c_16g", 0, "", 0});
-  h.vnpus.push_back({117, 1, "vir10_3c_32g", 0, "", 0});
+  h.vnpus.push_back({100, 0, "vir05_1c_16g", 0, {}, 0});
+  h.vnpus.push_back({117, 1, "vir10_3c_32g", 0, {}, 0});
   return h;
 }
 

@@ -160,7 +160,7 @@ TEST_P(RuncTest, NodrvGivesDevicesWithoutDriverFiles) {
 
 TEST_P(RuncTest, VirtualMapsAnExistingVnpu) {
   npu::Emulator emu(tmp_ / "host");
-  auto v = emu.create_vnpu(2, "vir05_1c_16g", std::nullopt);
+  auto v = emu.create_vnpu(2, "vir05_1c_16g", std::nullopt, {});
   ASSERT_TRUE(v.ok()) << v.error().message();
   auto b = bundle({"ASCEND_VISIBLE_DEVICES=" + std::to_string(v->id), "ASCEND_RUNTIME_OPTIONS=VIRTUAL"});
   auto o = run(*b, unique_id("virtual"));
@@ -169,7 +169,7 @@ TEST_P(RuncTest, VirtualMapsAnExistingVnpu) {
   EXPECT_EQ(p.devices, expected_nodes({v->id}, true));
   EXPECT_EQ(smi_ids(p.smi), std::set<int>{2}) << o.out;  // the vNPU's row is its chip's
   EXPECT_EQ(now().vnpus.size(), 1U);                     // a static vNPU outlives the container
-  ASSERT_TRUE(emu.destroy_vnpu(v->id, std::nullopt).ok());
+  ASSERT_TRUE(emu.destroy_vnpu(v->id, std::nullopt, std::nullopt).ok());
 }
 
 TEST_P(RuncTest, DynamicVnpuIsCreatedForTheContainerAndDestroyedAfter) {

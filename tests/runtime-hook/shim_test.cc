@@ -70,6 +70,40 @@ TEST(RuntimeArgs, PassesEverythingThroughButTheShimsOwnConfig) {
   EXPECT_FALSE(parse_runtime_args({"--config"}).ok());
 }
 
+// The container id and runc's state folder: what the shim tags a dynamic vNPU with, so that `vnpu gc` finds
+// the container in the engine's own state. Argument lists as Docker, containerd and runc's docs give them.
+TEST(RuntimeArgs, ContainerIdAndStateRoot) {
+  struct Case {
+    std::vector<std::string> argv;
+    std::string id, root;
+  };
+  const Case cases[] = {
+      {{"--root", "/run/docker/runtime-runc/moby", "--log", "/l", "--log-format", "json", "create",
+        "--bundle", "/run/b", "--pid-file", "/run/b/init.pid", "c1"},
+       "c1",
+       "/run/docker/runtime-runc/moby"},
+      {{"--root=/run/containerd/runc/k8s.io", "create", "--bundle", "/b", "--console-socket", "/s.sock",
+        "--preserve-fds", "2", "--no-pivot", "c2"},
+       "c2",
+       "/run/containerd/runc/k8s.io"},
+      {{"run", "-d", "--keep", "-b", "/b", "c3"}, "c3", ""},
+      {{"create", "--pid-file=/p", "--", "c4"}, "c4", ""},
+      {{"create", "c5", "--bundle", "/b"}, "c5", ""},  // options after the id (urfave/cli allows it)
+      {{"state", "c6"}, "", ""},                       // only create and run make containers
+  };
+  for (const auto& c : cases) {
+    auto r = parse_runtime_args(c.argv);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->container_id, c.id) << c.argv.back();
+    EXPECT_EQ(r->state_root, c.root) << c.argv.back();
+  }
+  RuntimeArgs none;
+  EXPECT_EQ(runc_state_root(none), ::geteuid() == 0 ? "/run/runc" : runc_state_root(none));
+  RuntimeArgs docker;
+  docker.state_root = "/run/docker/runtime-runc/moby";
+  EXPECT_EQ(runc_state_root(docker), "/run/docker/runtime-runc/moby");
+}
+
 TEST(FindRuntime, SearchesPathAndRefusesMissing) {
   auto runc = find_runtime("runc");
   if (testing::have_program("runc")) {

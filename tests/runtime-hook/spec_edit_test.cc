@@ -100,7 +100,7 @@ TEST(SpecEdit, DynamicVnpuGolden) {
   std::string before = read(fixture("runc.before.json"));
   ASSERT_FALSE(before.empty());
   npu::HostState h = host();
-  h.vnpus.push_back({116, 1, "vir05_1c_16g", 0, "", 0});
+  h.vnpus.push_back({116, 1, "vir05_1c_16g", 0, {}, 0});
   Request r;
   r.ids = {116};
   r.is_virtual = true;

@@ -50,6 +50,17 @@ Result<VnpuMode> parse_vnpu_mode(std::string_view s) {
   return Error::invalid("unknown vnpu mode '" + std::string(s) + "' (valid: off, static, dynamic)");
 }
 
+Result<long> parse_count(const std::string& v, long lo, long hi) {
+  try {
+    std::size_t pos = 0;
+    long n = std::stol(v, &pos);
+    if (pos == v.size() && n >= lo && n <= hi) return n;
+  } catch (const std::exception&) {
+  }
+  return Error::invalid("expected a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) +
+                        " (got '" + v + "')");
+}
+
 Result<Config> load_config_file(const std::string& path, Config base) {
   YAML::Node root;
   try {
@@ -83,6 +94,18 @@ Result<Config> load_config_file(const std::string& path, Config base) {
       {"scheduler-token-file", str(base.scheduler_token_file)},
       {"scheduler-ca-file", str(base.scheduler_ca_file)},
       {"ranktable-dir", str(base.ranktable_dir)},
+      {"health-interval",
+       [&base](const std::string& v) -> Status {
+         ASCEND_ASSIGN(long n, parse_count(v, 10, 60000), "");
+         base.health_interval = std::chrono::milliseconds(n);
+         return {};
+       }},
+      {"vnpu-gc-interval",
+       [&base](const std::string& v) -> Status {
+         ASCEND_ASSIGN(long n, parse_count(v, 0, 86400), "");
+         base.vnpu_gc_interval = std::chrono::seconds(n);
+         return {};
+       }},
       {"allocate-mode",
        [&base](const std::string& v) -> Status {
          ASCEND_ASSIGN(base.allocate_mode, parse_allocate_mode(v), "");

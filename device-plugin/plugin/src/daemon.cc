@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "ascend/common/fs.h"
+#include "ascend/npu/vnpu_gc.h"
 #include "ascend/plugin/endpoint.h"
 #include "ascend/plugin/grpc_status.h"
 #include "ascend/plugin/metrics.h"
@@ -68,6 +69,7 @@ Result<std::map<std::string, std::set<std::string>>> list_pod_resources(const st
 Result<std::unique_ptr<Daemon>> Daemon::create(Config cfg, npu::DeviceQuery& query) {
   std::unique_ptr<Daemon> d(new Daemon());
   d->cfg_ = cfg;
+  d->query_ = &query;
   d->stop_fd_ = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!d->stop_fd_.valid()) return Error::from_errno(errno, "eventfd");
   d->metrics_ = std::make_unique<Metrics>();
@@ -116,6 +118,25 @@ void Daemon::reconcile_pod_resources() {
   plugin_->reconcile(*in_use, cfg_.promise_grace);
 }
 
+void Daemon::collect_vnpus() {
+  if (!plugin_->driver_lost().empty()) return;
+  npu::ContainerProbe probe;
+  auto r = npu::run_vnpu_gc(*query_, probe, false);
+  if (!r) {
+    spdlog::warn("vnpu gc: {}", r.error().message());
+    return;
+  }
+  for (const auto& d : r->destroyed) {
+    spdlog::info("vnpu gc: destroyed vNPU {} ({}, device {}): {}", d.vnpu.id, d.vnpu.template_name,
+                 d.vnpu.phy_id, d.why);
+  }
+  for (const auto& k : r->kept) {
+    if (k.state == npu::Liveness::State::kUnsure && said_unsure_.insert(k.vnpu.id).second)
+      spdlog::warn("vnpu gc: keeping vNPU {}: {}", k.vnpu.id, k.why);
+  }
+  for (const auto& e : r->errors) spdlog::warn("vnpu gc: {}", e);
+}
+
 Status Daemon::run() {
   const std::string& dir = cfg_.kubelet_socket_dir;
   const std::string kubelet = dir + (dir.ends_with('/') ? "" : "/") + kKubeletSocketName;
@@ -141,6 +162,7 @@ Status Daemon::run() {
   FileId kubelet_id;
   bool said_waiting = false;
   auto next_reconcile = std::chrono::steady_clock::now();
+  auto next_gc = std::chrono::steady_clock::now();
   while (true) {
     // A kubelet restart deletes our sockets: serve again.
     for (std::size_t i = 0; i < endpoints_.size(); ++i) {
@@ -183,6 +205,10 @@ Status Daemon::run() {
     if (std::chrono::steady_clock::now() >= next_reconcile) {
       reconcile_pod_resources();
       next_reconcile = std::chrono::steady_clock::now() + cfg_.reconcile_every;
+    }
+    if (cfg_.vnpu_gc_interval.count() > 0 && std::chrono::steady_clock::now() >= next_gc) {
+      collect_vnpus();
+      next_gc = std::chrono::steady_clock::now() + cfg_.vnpu_gc_interval;
     }
 
     bool any_pending = false;

@@ -3,6 +3,8 @@
 #include <spdlog/fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "ascend/common/fs.h"
 #include "ascend/plugin/metrics.h"
 #include "ascend/plugin/preferred.h"
@@ -29,7 +31,31 @@ Plugin::Plugin(npu::DeviceQuery& query, Config cfg, Metrics* metrics, SchedulerA
       resources_(std::move(resources)),
       host_(std::move(host)) {}
 
+namespace {
+
+bool same_load(const npu::HostState& a, const npu::HostState& b) {
+  const auto& x = a.majors;
+  const auto& y = b.majors;
+  return a.generation == b.generation && a.boot_id == b.boot_id && x.davinci == y.davinci &&
+         x.manager == y.manager && x.svm == y.svm && x.hdc == y.hdc && x.vdavinci == y.vdavinci;
+}
+
+// What the plugin shows while the driver is away: the last host with every chip failed, so that every
+// device of every resource, the inventory and the metrics say Unhealthy.
+npu::HostState failed_view(npu::HostState host) {
+  for (auto& c : host.chips) c.faults = {{0, npu::Health::kCritical}};
+  return host;
+}
+
+}  // namespace
+
 Plugin::~Plugin() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (health_.joinable()) health_.join();
   subscription_.reset();
 }
 
@@ -38,7 +64,56 @@ Status Plugin::watch() {
                 "watch device health");
   std::lock_guard lock(mu_);
   subscription_ = std::move(sub);
+  if (!health_.joinable()) {
+    health_ = std::thread([this] {
+      std::unique_lock lock(mu_);
+      while (!stopping_) {
+        cv_.wait_for(lock, cfg_.health_interval, [this] { return stopping_; });
+        if (stopping_) break;
+        lock.unlock();
+        check_driver();
+        lock.lock();
+      }
+    });
+  }
   return {};
+}
+
+void Plugin::check_driver() {
+  auto s = query_.snapshot();
+  if (!s) {
+    mark_lost(s.error().message());
+    return;
+  }
+  bool replace = false;
+  {
+    std::lock_guard lock(mu_);
+    replace = !lost_.empty() || !same_load(*s, host_);
+  }
+  if (replace) on_host_change(*s);
+}
+
+std::string Plugin::driver_lost() const {
+  std::lock_guard lock(mu_);
+  return lost_;
+}
+
+void Plugin::mark_lost(const std::string& why) {
+  std::size_t devices = 0;
+  npu::HostState view;
+  {
+    std::lock_guard lock(mu_);
+    if (!lost_.empty()) return;
+    lost_ = why;
+    host_ = failed_view(std::move(host_));
+    view = host_;
+    for (const auto& r : resources_) devices += device_table(host_, r, ledger_).size();
+    ++version_;
+  }
+  cv_.notify_all();
+  if (metrics_ != nullptr) metrics_->update_chips(view);
+  spdlog::error("NPU driver unavailable ({}): all {} devices are Unhealthy until it answers again", why,
+                devices);
 }
 
 Plugin::Listing Plugin::list(const ResourceSpec& res) const {
@@ -98,12 +173,47 @@ Result<std::vector<std::vector<std::string>>> Plugin::preferred(
                   "");
     out.push_back(std::move(ids));
   }
+  auto& seen = preferred_[res.name];
+  for (auto ids : out) {
+    std::sort(ids.begin(), ids.end());
+    seen.push_back(std::move(ids));
+  }
+  constexpr std::size_t kRemembered = 64;
+  if (seen.size() > kRemembered) seen.erase(seen.begin(), seen.end() - kRemembered);
   return out;
+}
+
+void Plugin::note_unpreferred(const ResourceSpec& res,
+                              const std::vector<std::vector<std::string>>& requests) const {
+  std::lock_guard lock(mu_);
+  auto it = preferred_.find(res.name);
+  if (it == preferred_.end()) return;
+  for (auto ids : requests) {
+    std::sort(ids.begin(), ids.end());
+    const std::vector<std::string>* same_size = nullptr;
+    bool preferred = false;
+    for (const auto& p : it->second) {
+      if (p.size() != ids.size()) continue;
+      same_size = &p;
+      preferred = preferred || p == ids;
+    }
+    // The kubelet may choose other ids (its own choice, or a preferred answer it could not use); the answer
+    // follows the ids given. Only a size we were asked about is worth a line.
+    if (same_size != nullptr && !preferred) {
+      spdlog::info(
+          "{}: the kubelet allocates {}, not a set this plugin preferred (last: {}); answering for {}",
+          res.name, fmt::join(ids, ","), fmt::join(*same_size, ","), fmt::join(ids, ","));
+    }
+  }
 }
 
 Result<std::vector<ContainerAllocation>> Plugin::allocate(
     const ResourceSpec& res, const std::vector<std::vector<std::string>>& requests) {
+  note_unpreferred(res, requests);
   std::unique_lock lock(mu_);
+  // No answer from a driver that is away: its device nodes may be gone or belong to another load.
+  if (!lost_.empty())
+    return Error(EBUSY, "allocate " + res.name + ": the NPU driver is unavailable: " + lost_);
   auto out = plugin::allocate(host_, query_, cfg_, res, ledger_, requests, Clock::now());
   // Tracked claims change what the other resource advertises (dynamic vNPUs) and what the scheduler is told.
   const bool changed = out.ok() && tracks_whole_chips(cfg_);
@@ -195,10 +305,17 @@ InventoryReport Plugin::inventory() const {
 }
 
 void Plugin::on_host_change(const npu::HostState& host) {
+  std::string was_lost;
   {
     std::lock_guard lock(mu_);
     host_ = host;
+    was_lost.swap(lost_);
     ++version_;
+  }
+  if (!was_lost.empty()) {
+    spdlog::info(
+        "NPU driver answers again ({} devices, majors davinci {} vdavinci {}): devices follow its health",
+        host.chips.size(), host.majors.davinci, host.majors.vdavinci);
   }
   cv_.notify_all();
   if (metrics_ != nullptr) metrics_->update_chips(host);

@@ -33,6 +33,11 @@ Scheduler (--scheduler-url, the ascend-scheduler serve extender; without it the 
                409 fails the Allocate with the scheduler's reason; 404, no answer or 5xx answer as alone.
   https:// URLs are verified against --scheduler-ca-file (else the system's CAs); with
   --scheduler-token-file every request carries "Authorization: Bearer <token>".
+Driver: every --health-interval the plugin asks the driver for its devices; when that fails (driver unloaded,
+  DCMI failing) every device turns Unhealthy and Allocate is refused, with one log line saying why; when the
+  driver answers again the devices follow it (its new device nodes and majors included).
+vNPU gc: every --vnpu-gc-interval, dynamic vNPUs whose container is gone are destroyed (as ascend-ctk vnpu
+  gc); this needs the host's pid namespace and runc's state folders, else nothing is destroyed.
 Signals: SIGTERM or SIGINT removes the sockets (the kubelet then drops the resources) and exits 0.
 Exit codes: 0 clean stop, 1 failure (one line on stderr says why), 2 bad usage.)";
 
@@ -90,6 +95,16 @@ int main(int argc, char** argv) {
                               "CA certificate(s) for an https scheduler (default: the system's)");
   auto* o_rt = app.add_option("--ranktable-dir", cfg.ranktable_dir, "where job rank tables are written")
                    ->capture_default_str();
+  long health_ms = cfg.health_interval.count();
+  long gc_s = cfg.vnpu_gc_interval.count();
+  auto* o_health = app.add_option("--health-interval", health_ms,
+                                  "ms between checks that the driver is there (devices Unhealthy when not)")
+                       ->check(CLI::Range(10L, 60000L))
+                       ->capture_default_str();
+  auto* o_gc = app.add_option("--vnpu-gc-interval", gc_s,
+                              "s between destroying dynamic vNPUs whose container is gone (0: never)")
+                   ->check(CLI::Range(0L, 86400L))
+                   ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -116,6 +131,9 @@ int main(int argc, char** argv) {
     if (o_ca->count() > 0) cfg.scheduler_ca_file = flags.scheduler_ca_file;
     if (o_rt->count() > 0) cfg.ranktable_dir = flags.ranktable_dir;
   }
+  if (config_file.empty() || o_health->count() > 0)
+    cfg.health_interval = std::chrono::milliseconds(health_ms);
+  if (config_file.empty() || o_gc->count() > 0) cfg.vnpu_gc_interval = std::chrono::seconds(gc_s);
   if (config_file.empty() || o_mode->count() > 0) {
     auto m = ascend::plugin::parse_allocate_mode(allocate_mode);
     if (!m) return fail(m.error().context("--allocate-mode"));

@@ -325,7 +325,7 @@ Output run_set(const std::vector<std::string>& args, const HostState& s, const V
                std::to_string(aicpu_free) + ".\n")
           .code(kExitNotSupported);
     }
-    auto made = emu.create_vnpu(chip.phy_id, *o.tmpl, id);
+    auto made = emu.create_vnpu(chip.phy_id, *o.tmpl, id, {});
     if (!made)
       return Reply{}.out("create vnpu failed.\n").err(made.error().message()).code(exit_for(made.error()));
     return status_ok("Create vnpu success");
@@ -341,7 +341,7 @@ Output run_set(const std::vector<std::string>& args, const HostState& s, const V
             std::to_string(o.device->chip_index));
     return r.code(kExitInvalidParameter);
   }
-  auto st = emu.destroy_vnpu(v->id, chip.phy_id);
+  auto st = emu.destroy_vnpu(v->id, chip.phy_id, std::nullopt);
   if (!st) {
     return Reply{}
         .out("destroy vnpu " + std::to_string(v->id) + " failed.\n")

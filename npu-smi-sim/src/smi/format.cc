@@ -679,10 +679,11 @@ std::string info_vnpu(const HostState& s, const Chip& chip) {
   out += "|  Vnpu ID  |  Vgroup ID     |  Container ID  |  Status  |  Template Name       |\n";
   out += sep;
   for (const Vnpu* v : mine) {
-    std::string container = v->container_id.empty() ? std::string(12, '0') : v->container_id.substr(0, 12);
-    container.resize(12, '0');
+    // The real tool shows a vNPU that a container holds as ffffffffffff with status 1 (it does not know the
+    // container's id); ours knows it (the runtime tags dynamic vNPUs) but prints what the tool prints.
+    const bool held = v->dynamic() || v->status != 0;
     out += strf("|  %-4d     |  %-12d  |  %-12s  |  %-2d      |  %-15s     |\n", v->id, v->vgroup,
-                container.c_str(), v->status, v->template_name.c_str());
+                held ? "ffffffffffff" : "000000000000", held ? 1 : 0, v->template_name.c_str());
     out += sep;
   }
   return out;

@@ -450,10 +450,12 @@ class FixedQuery final : public npu::DeviceQuery {
   Result<npu::HostState> snapshot() const override { return s_; }
   std::string host_path(const std::string& p) const override { return "/host" + p; }
   std::vector<std::string> driver_files() const override { return {}; }
-  Result<npu::Vnpu> create_vnpu(int, const std::string&, std::optional<int>) override {
+  Result<npu::Vnpu> create_vnpu(int, const std::string&, std::optional<int>, const npu::VnpuOwner&) override {
     return Error(ENOSYS, "fixed");
   }
-  Status destroy_vnpu(int, std::optional<int>) override { return Error(ENOSYS, "fixed"); }
+  Status destroy_vnpu(int, std::optional<int>, const std::optional<npu::VnpuOwner>&) override {
+    return Error(ENOSYS, "fixed");
+  }
   Result<std::unique_ptr<npu::Subscription>> subscribe(ChangeCallback) const override {
     return Error(ENOSYS, "fixed");
   }

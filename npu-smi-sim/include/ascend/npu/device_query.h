@@ -36,10 +36,16 @@ class DeviceQuery {
   virtual std::vector<std::string> driver_files() const = 0;
 
   // Creates a vNPU of `template_name` on chip `phy_id`; `id` picks the vNPU id (else the lowest free in
-  // 100+16*phy .. +15). Refuses over-commit of AICore, memory and AICPU. Creates /dev/vdavinci<id>.
-  virtual Result<Vnpu> create_vnpu(int phy_id, const std::string& template_name, std::optional<int> id) = 0;
-  // Destroys vNPU `vnpu_id` (on chip `phy_id` when given, which must match) and removes its node.
-  virtual Status destroy_vnpu(int vnpu_id, std::optional<int> phy_id) = 0;
+  // 100+16*phy .. +15). Refuses over-commit of AICore, memory and AICPU. Creates /dev/vdavinci<id>. A
+  // non-empty `owner` (the runtime, for a container) is recorded with the vNPU in the same step: it makes the
+  // vNPU dynamic, in use, and a candidate for `vnpu gc` once that container is gone.
+  virtual Result<Vnpu> create_vnpu(int phy_id, const std::string& template_name, std::optional<int> id,
+                                   const VnpuOwner& owner) = 0;
+  // Destroys vNPU `vnpu_id` (on chip `phy_id` when given, which must match) and removes its node. With
+  // `holder`, only while the vNPU still has that owner (its non-empty fields compared; ESTALE otherwise), so
+  // that a cleanup never destroys a vNPU that another container got since.
+  virtual Status destroy_vnpu(int vnpu_id, std::optional<int> phy_id,
+                              const std::optional<VnpuOwner>& holder) = 0;
 
   // Calls `on_change` with the new snapshot after every committed change (health, vNPUs, mode), within
   // 100 ms, from a watcher thread. The callback must not block for long.

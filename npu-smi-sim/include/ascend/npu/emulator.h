@@ -34,6 +34,8 @@ struct LoadOptions {
   int node_index = 0;          // hccn.conf addressing (see device_ip)
   bool force = false;          // replace an already loaded host
   bool make_nodes = true;      // false: skip mknod (for tests that are not root)
+  bool keep_vnpus = false;     // reload a state as it was: its vNPUs (nodes made again) and device IPs; a
+                               // reboot with the driver's vnpu-cfg-recover, which restores vNPUs at boot
 };
 
 // Picks free character majors: candidates 234..254 and 384..511 not listed in `proc_devices_text`.
@@ -51,6 +53,10 @@ class Emulator final : public DeviceQuery {
   Status load(const HostState& profile, const LoadOptions& opts);
   // Removes exactly what load created (and vNPU nodes); other files under the root are untouched.
   Status unload();
+  // A reboot of the emulated host: unload, then load the same host again with its vNPUs (as the driver's
+  // vnpu-cfg-recover restores them at boot; their containers are gone) and faults cleared. opts.majors may
+  // give the reloaded driver other majors; opts.keep_vnpus and opts.force are implied.
+  Status reboot(LoadOptions opts);
 
   // Applies `change` to the state under the lock and commits it (generation + 1). When `change` fails,
   // nothing is written.
@@ -64,8 +70,10 @@ class Emulator final : public DeviceQuery {
   Result<HostState> snapshot() const override;
   std::string host_path(const std::string& abs_path) const override;
   std::vector<std::string> driver_files() const override;
-  Result<Vnpu> create_vnpu(int phy_id, const std::string& template_name, std::optional<int> id) override;
-  Status destroy_vnpu(int vnpu_id, std::optional<int> phy_id) override;
+  Result<Vnpu> create_vnpu(int phy_id, const std::string& template_name, std::optional<int> id,
+                           const VnpuOwner& owner) override;
+  Status destroy_vnpu(int vnpu_id, std::optional<int> phy_id,
+                      const std::optional<VnpuOwner>& holder) override;
   Result<std::unique_ptr<Subscription>> subscribe(ChangeCallback on_change) const override;
 
  private:

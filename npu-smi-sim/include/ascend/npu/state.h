@@ -114,13 +114,31 @@ struct Chip {
   Health health() const;  // worst fault severity, OK when none
 };
 
+// Who holds a dynamic vNPU, as the runtime recorded it when it created the vNPU for a container (in the same
+// committed change, so that no crash can leave a dynamic vNPU untagged). A static vNPU (made by an
+// administrator with npu-smi) has none. `vnpu gc` (vnpu_gc.h) reads it to find vNPUs whose container is gone.
+struct VnpuOwner {
+  std::string container_id;     // the engine's container id (runc's); empty: no owner
+  std::string state_root;       // runc's state folder for that container (its --root: /run/runc,
+                                // /run/docker/runtime-runc/moby, /run/containerd/runc/k8s.io, ...)
+  int pid = 0;                  // the runtime process that created it (the shim, then runc by exec): while it
+                                // lives the container is still being created
+  std::uint64_t pid_start = 0;  // that process's start time (/proc/<pid>/stat field 22): a reused pid differs
+  std::string pid_ns;           // its pid namespace ("pid:[4026531836]"): where `pid` means something
+  std::string boot;             // the kernel's boot_id and the host's load id then: a reboot since (of the
+                                // machine or the emulated host) means the container is gone
+  bool operator==(const VnpuOwner&) const = default;
+};
+
 struct Vnpu {
   int id = 0;  // 100 + 16*phy + k
   int phy_id = 0;
   std::string template_name;
   int vgroup = 0;
-  std::string container_id;  // empty: not in use
-  int status = 0;            // 0 idle, 1 in use
+  VnpuOwner owner;  // empty container_id: static, or not in use
+  int status = 0;   // 0 idle, 1 in use (a container holds it)
+
+  bool dynamic() const { return !owner.container_id.empty(); }
 };
 
 // Character device majors of the emulated driver. Chosen at load time among majors the running kernel
@@ -158,6 +176,7 @@ struct HostState {
   std::string vnpu_mode = "docker";  // "docker" or "vm"
   bool device_nodes = true;          // the host has real device nodes (false: loaded by a non-root test)
   std::uint64_t generation = 0;      // bumped by every committed change
+  std::string boot_id;               // new at every load (a driver load, i.e. a boot of the emulated host)
 
   const Chip* chip(int phy_id) const;
   Chip* chip(int phy_id);

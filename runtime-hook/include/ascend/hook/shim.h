@@ -20,7 +20,19 @@ struct RuntimeArgs {
   std::string bundle;                     // create/run: --bundle/-b, empty: the current directory
   std::string log_file;                   // runc's --log, where engines look for the error
   std::string log_format;                 // runc's --log-format
+  std::string state_root;    // runc's --root (where it keeps its containers' state); empty: default
+  std::string container_id;  // create/run: the container id (the verb's first operand)
 };
+
+// The state folder runc uses for `args`: --root (made absolute), else /run/runc (as root) or
+// $XDG_RUNTIME_DIR/runc (rootless), as runc itself chooses.
+std::string runc_state_root(const RuntimeArgs& args);
+
+// A test hook, compiled in: ASCEND_RUNTIME_ABORT_AT=<step> makes the shim SIGKILL itself on reaching <step>,
+// as a crash or an OOM kill would, so that tests can prove what cleans up after it. Steps:
+// "vnpu-created" (the dynamic vNPU exists, config.json not yet written) and "spec-written" (config.json
+// written, runc not yet started).
+inline constexpr const char* kAbortAtEnv = "ASCEND_RUNTIME_ABORT_AT";
 
 // Parses runc's command line (after argv[0]): global options, the verb, and the verb's --bundle. Pure.
 Result<RuntimeArgs> parse_runtime_args(const std::vector<std::string>& args);

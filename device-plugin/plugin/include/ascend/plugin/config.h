@@ -49,6 +49,14 @@ struct Config {
   std::chrono::milliseconds promise_grace{10000};
   std::string log_level = "info";
   std::string log_file;
+  // How often the device query is asked whether the driver is still there (--health-interval, ms): when it
+  // fails (the driver was unloaded, or DCMI starts failing) every device turns Unhealthy and Allocate is
+  // refused, with one log line; when it answers again the devices follow the new driver (new majors too).
+  std::chrono::milliseconds health_interval{500};
+  // How often dynamic vNPUs whose container is gone are destroyed (--vnpu-gc-interval, seconds; 0: never).
+  // Needs the host's pid namespace and runc's state folders (the DaemonSet has hostPID and mounts them);
+  // without them nothing is destroyed (vnpu_gc.h).
+  std::chrono::seconds vnpu_gc_interval{60};
 
   // The scheduler extender (ascend-scheduler serve): empty URL, no scheduler, and the plugin behaves as it
   // did without one. http:// or https://, optionally with a path prefix.
@@ -68,6 +76,9 @@ bool tracks_whole_chips(const Config& c);
 
 // $NODE_NAME when set and not empty, else the host name (gethostname).
 std::string default_node_name();
+
+// A whole number in [lo, hi] (the interval flags).
+Result<long> parse_count(const std::string& v, long lo, long hi);
 
 // Reads a YAML config file over `base`: keys present in the file replace base's values. Unknown keys and
 // bad values are errors naming the file and the key.

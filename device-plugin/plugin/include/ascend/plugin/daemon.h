@@ -6,6 +6,8 @@
 // loop watches the folder with inotify (and re-checks on a 100 ms tick): a deleted plugin socket is served
 // again, a new kubelet.sock triggers registration of every resource.
 //
+// Every --vnpu-gc-interval it destroys dynamic vNPUs whose container is gone (vnpu_gc.h).
+//
 // With --scheduler-url, run() also keeps a Reporter that sends the node's inventory to the scheduler, and
 // reads the kubelet's pod-resources list to learn which handed-out chips are free again.
 //
@@ -14,6 +16,7 @@
 
 #include <atomic>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,8 +54,12 @@ class Daemon {
  private:
   Daemon() = default;
   void reconcile_pod_resources();
+  // One `vnpu gc` pass (vnpu_gc.h), logged.
+  void collect_vnpus();
 
   Config cfg_;
+  npu::DeviceQuery* query_ = nullptr;
+  std::set<int> said_unsure_;  // vNPUs whose owner gc could not judge, logged once
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<SchedulerApi> scheduler_;  // before plugin_: the plugin uses it until it is gone

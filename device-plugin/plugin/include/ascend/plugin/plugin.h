@@ -19,6 +19,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ascend/common/error.h"
@@ -47,8 +48,15 @@ class Plugin {
                                                 SchedulerApi* scheduler = nullptr);
   ~Plugin();
 
-  // Subscribes to device-query changes (health, vNPUs). Until then the first snapshot is used.
+  // Subscribes to device-query changes (health, vNPUs) and starts the driver check (check_driver every
+  // Config::health_interval). Until then the first snapshot is used.
   Status watch();
+
+  // Asks the device query for a snapshot: a failure marks the driver lost (every device Unhealthy, Allocate
+  // refused, one log line); a snapshot of another driver load, or after a loss, replaces the host.
+  void check_driver();
+  // Why the driver is unavailable; empty while it answers.
+  std::string driver_lost() const;
 
   const Config& config() const { return cfg_; }
   const std::vector<ResourceSpec>& resources() const { return resources_; }
@@ -95,6 +103,9 @@ class Plugin {
   Status take_each(const std::vector<std::vector<int>>& phys, std::vector<ContainerAllocation>& out,
                    std::vector<std::vector<int>>& taken);
   void release_chips(const std::vector<std::vector<int>>& phys);
+  void mark_lost(const std::string& why);
+  // Logs when the kubelet hands a container ids that no GetPreferredAllocation answer of that size named.
+  void note_unpreferred(const ResourceSpec& res, const std::vector<std::vector<std::string>>& requests) const;
 
   npu::DeviceQuery& query_;
   const Config cfg_;
@@ -108,6 +119,14 @@ class Plugin {
   Ledger ledger_;
   std::uint64_t version_ = 1;
   mutable std::uint64_t wakeups_ = 0;
+  std::string lost_;  // non-empty: the driver does not answer (why); host_ then shows every chip failed
+  // The last GetPreferredAllocation answers per resource (sorted id sets), to notice a kubelet that chose
+  // otherwise.
+  mutable std::map<std::string, std::vector<std::vector<std::string>>> preferred_;
+
+  // The driver check (check_driver every health_interval); stopped before the subscription.
+  std::thread health_;
+  bool stopping_ = false;  // under mu_
 
   std::unique_ptr<npu::Subscription> subscription_;  // last: stopped first on destruction
 };
