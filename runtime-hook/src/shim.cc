@@ -66,6 +66,20 @@ Status check_hook_binary(const std::string& path) {
   return check_protected(fd.get(), path, "hook");
 }
 
+// runc 1.1 creates /dev/ptmx, /dev/fd and /dev/std* by path, so an image whose /dev is a symlink gets them
+// written wherever it points, the host included (seen with Debian 12's runc 1.1.5; runc's own bug, for every
+// container). A container that asks for NPUs is refused rather than started that way.
+Status refuse_linked_dev(const std::string& rootfs) {
+  struct stat st {};
+  std::string dev = rootfs + "/dev";
+  if (::lstat(dev.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    return Error(ELOOP,
+                 "the image's /dev is a symbolic link; refusing to start (the runtime would create "
+                 "its /dev entries wherever it points)");
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<RuntimeArgs> parse_runtime_args(const std::vector<std::string>& args) {
@@ -139,6 +153,8 @@ Result<bool> prepare_bundle(const RuntimeArgs& args, const Config& config) {
   ASCEND_ASSIGN(npu::HostState host, dq.snapshot(), "read the NPU host");
   ASCEND_ASSIGN(std::optional<Request> parsed, parse_request(env, host), "");
   if (!parsed) return false;
+  ASCEND_ASSIGN(std::string rootfs, spec_rootfs(spec, bundle), spec_path);
+  ASCEND_CHECK(refuse_linked_dev(rootfs), "");
   Request request = std::move(*parsed);
 
   std::optional<npu::Vnpu> vnpu;
