@@ -6,17 +6,18 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <string>
 
 namespace ascend {
 
-Result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return Error::from_errno(errno, "open " + path);
+namespace {
+
+Result<std::string> read_fd(int fd, const std::string& path, std::size_t max_bytes) {
   std::string out;
   char buf[16384];
   for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
       return Error::from_errno(errno, "read " + path);
@@ -28,6 +29,36 @@ Result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
     out.append(buf, static_cast<std::size_t>(n));
   }
   return out;
+}
+
+}  // namespace
+
+Result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return Error::from_errno(errno, "open " + path);
+  return read_fd(fd.get(), path, max_bytes);
+}
+
+Status check_protected(int fd, const std::string& path, const std::string& what) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return Error::from_errno(errno, "stat " + path);
+  const bool owner_ok = st.st_uid == 0 || st.st_uid == ::geteuid();
+  if (owner_ok && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0) return {};
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  return Error(EPERM, what + " " + path + " is mode " + mode + " owned by uid " + std::to_string(st.st_uid) +
+                          ": it must be owned by root and not writable by group or others (chown root " +
+                          path + "; chmod go-w " + path + ")");
+}
+
+Result<std::string> read_protected_file(const std::string& path, std::size_t max_bytes) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd.valid()) return Error::from_errno(errno, "open " + path);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return Error::from_errno(errno, "stat " + path);
+  if (!S_ISREG(st.st_mode)) return Error(EINVAL, path + " is not a regular file");
+  ASCEND_CHECK(check_protected(fd.get(), path, "file"), "");
+  return read_fd(fd.get(), path, max_bytes);
 }
 
 namespace {

@@ -76,14 +76,18 @@ json yaml_to_json(const YAML::Node& n) {
   return nullptr;
 }
 
-Result<json> load_yaml_file(const std::string& path) {
-  ASCEND_ASSIGN(std::string text, read_file(path, 16U << 20), "read " + path);
+Result<json> parse_yaml(const std::string& text, const std::string& name) {
   try {
     YAML::Node root = YAML::Load(text);
     return yaml_to_json(root);
   } catch (const YAML::Exception& e) {
-    return Error::invalid(path + ": line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+    return Error::invalid(name + ": line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
+}
+
+Result<json> load_yaml_file(const std::string& path) {
+  ASCEND_ASSIGN(std::string text, read_file(path, 16U << 20), "read " + path);
+  return parse_yaml(text, path);
 }
 
 Result<HostState> load_profile(const std::string& name_or_path) {

@@ -19,7 +19,10 @@ std::string format_status(const HostState& s, const std::string& root) {
   for (const auto& c : s.chips) {
     std::string vn;
     for (const auto& v : s.vnpus) {
-      if (v.phy_id == c.phy_id) vn += (vn.empty() ? "" : ",") + std::to_string(v.id) + ":" + v.template_name;
+      if (v.phy_id != c.phy_id) continue;
+      // Appended piece by piece: GCC 12 at -O3 misreads `"," + std::to_string(...)` (-Wrestrict, bug 105329).
+      if (!vn.empty()) vn += ',';
+      vn.append(std::to_string(v.id)).append(":").append(v.template_name);
     }
     std::snprintf(line, sizeof line, "%-5d %-5d %-5d %-10s %-9s %-14s %-7d %-8d %-15s %s\n", c.phy_id,
                   c.card_id, c.chip_index, c.name.c_str(), std::string(to_string(c.health())).c_str(),

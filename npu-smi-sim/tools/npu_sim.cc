@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ascend/common/log.h"
+#include "ascend/common/main_guard.h"
 #include "ascend/npu/emulator.h"
 #include "ascend/npu/profiles.h"
 #include "ascend/npu/status.h"
@@ -34,7 +35,7 @@ std::optional<ascend::npu::DeviceMajors> parse_majors(const std::string& s) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   CLI::App app{
       "npu-sim: an emulated Ascend NPU host (device nodes, driver tree, state) under a root directory"};
   app.footer(kFooter);
@@ -169,4 +170,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return ascend::guarded_main("npu-sim", [&] { return run_main(argc, argv); });
 }

@@ -12,6 +12,19 @@ using nlohmann::ordered_json;
 
 namespace {
 
+// obj[key] when obj is an object holding it, else null; never throws (json::value() does on a non-object).
+json field(const json& obj, const char* key) {
+  if (!obj.is_object()) return nullptr;
+  auto it = obj.find(key);
+  return it == obj.end() ? json() : *it;
+}
+
+// obj[key] when it is a string, else `fallback`.
+std::string text_or(const json& obj, const char* key, const std::string& fallback) {
+  json v = field(obj, key);
+  return v.is_string() ? v.get<std::string>() : fallback;
+}
+
 ordered_json device_node(const npu::DeviceNode& n, const std::string& container_path, const CdiInput& in) {
   return {{"path", container_path},
           {"hostPath", in.host_path(n.path)},
@@ -96,12 +109,12 @@ Status check_edits(const json& e, const std::string& where, std::vector<int>& mi
   if (e.contains("deviceNodes")) {
     if (!e["deviceNodes"].is_array()) return Error::invalid(where + ".deviceNodes: expected a list");
     for (const auto& d : e["deviceNodes"]) {
-      std::string w = where + ".deviceNodes[" + d.value("path", std::string("?")) + "]";
+      std::string w = where + ".deviceNodes[" + text_or(d, "path", "?") + "]";
       ASCEND_CHECK(
           only_fields(
               d, {"path", "hostPath", "type", "major", "minor", "fileMode", "permissions", "uid", "gid"}, w),
           "");
-      if (!absolute(d.value("path", json()))) return Error::invalid(w + ".path: required, absolute");
+      if (!absolute(field(d, "path"))) return Error::invalid(w + ".path: required, absolute");
       if (d.contains("hostPath")) {
         if (!absolute(d["hostPath"])) return Error::invalid(w + ".hostPath: must be absolute");
         min = std::max(min, std::vector<int>{0, 5, 0});
@@ -125,11 +138,11 @@ Status check_edits(const json& e, const std::string& where, std::vector<int>& mi
   if (e.contains("mounts")) {
     if (!e["mounts"].is_array()) return Error::invalid(where + ".mounts: expected a list");
     for (const auto& m : e["mounts"]) {
-      std::string w = where + ".mounts[" + m.value("containerPath", std::string("?")) + "]";
+      std::string w = where + ".mounts[" + text_or(m, "containerPath", "?") + "]";
       ASCEND_CHECK(only_fields(m, {"hostPath", "containerPath", "options", "type"}, w), "");
       if (!m.contains("hostPath") || !m["hostPath"].is_string())
         return Error::invalid(w + ".hostPath: required");
-      if (!absolute(m.value("containerPath", json())))
+      if (!absolute(field(m, "containerPath")))
         return Error::invalid(w + ".containerPath: required, absolute");
       if (m.contains("options") && !string_list(m["options"]))
         return Error::invalid(w + ".options: list of strings");
@@ -140,7 +153,7 @@ Status check_edits(const json& e, const std::string& where, std::vector<int>& mi
     if (!e["hooks"].is_array()) return Error::invalid(where + ".hooks: expected a list");
     for (const auto& h : e["hooks"]) {
       ASCEND_CHECK(only_fields(h, {"hookName", "path", "args", "env", "timeout"}, where + ".hooks"), "");
-      if (!h.contains("hookName") || !absolute(h.value("path", json()))) {
+      if (!h.contains("hookName") || !absolute(field(h, "path"))) {
         return Error::invalid(where + ".hooks: hookName and an absolute path are required");
       }
     }
@@ -223,8 +236,9 @@ Status validate_cdi_spec(const json& spec) {
 
 std::vector<std::string> cdi_device_names(const json& spec) {
   std::vector<std::string> out;
-  for (const auto& d : spec.value("devices", json::array()))
-    out.push_back(spec.value("kind", "") + "=" + d.value("name", ""));
+  json devices = field(spec, "devices");
+  if (!devices.is_array()) return out;
+  for (const auto& d : devices) out.push_back(text_or(spec, "kind", "") + "=" + text_or(d, "name", ""));
   return out;
 }
 

@@ -42,8 +42,24 @@ void setup_binary_logging(const Config& config) {
   }
 }
 
+std::string one_line(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) {
+      char esc[8];
+      std::snprintf(esc, sizeof esc, "\\x%02x", c);
+      out += esc;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 int report_failure(const std::string& program, const Error& e) {
-  std::fprintf(stderr, "%s: %s\n", program.c_str(), e.message().c_str());
+  std::fprintf(stderr, "%s: %s\n", program.c_str(), one_line(e.message()).c_str());
   if (g_logging) spdlog::error("{}", e.message());  // never spdlog's default logger: it writes to stdout
   flush_logs();
   return 1;

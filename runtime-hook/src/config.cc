@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ascend/common/fs.h"
 #include "ascend/npu/yaml_json.h"
 #include "strcat.h"
 
@@ -46,7 +47,9 @@ Result<Config> load_config(const std::string& path, const ConfigDefaults& defaul
     if (!is_file(def)) return c;
     file = def;
   }
-  ASCEND_ASSIGN(nlohmann::json doc, npu::load_yaml_file(file), "config");
+  // The config names the binaries and folders a root process uses: only root may be able to change it.
+  ASCEND_ASSIGN(std::string text, read_protected_file(file, 1U << 20), "config");
+  ASCEND_ASSIGN(nlohmann::json doc, npu::parse_yaml(text, file), "config");
   // Absolute, because the shim hands it to the hook, which runc starts in another folder.
   if (file[0] != '/') {
     char cwd[4096];
@@ -70,10 +73,15 @@ Result<Config> load_config(const std::string& path, const ConfigDefaults& defaul
     for (const auto& candidate : keys) {
       if (k == candidate.name) key = &candidate;
     }
+    if (k == "accept-env-when-unprivileged") {
+      if (!v.is_boolean()) return Error::invalid(cat("config ", file, ": '", k, "' must be true or false"));
+      c.accept_env_when_unprivileged = v.get<bool>();
+      continue;
+    }
     if (key == nullptr) {
-      return Error::invalid(cat(
-          "config ", file, ": unknown key '", k,
-          "' (known: host-root, runtime-path, hook-path, mount-list-dir, log-file, log-level, injection)"));
+      return Error::invalid(cat("config ", file, ": unknown key '", k,
+                                "' (known: host-root, runtime-path, hook-path, mount-list-dir, log-file, "
+                                "log-level, injection, accept-env-when-unprivileged)"));
     }
     if (k == "log-file" && v.is_null()) {  // "log-file:" with no value: no log file
       c.log_file.clear();

@@ -33,22 +33,41 @@ std::string rdev_text(dev_t d) {
 
 // Being inside a container's mount namespace, as a scope: entering needs CAP_SYS_ADMIN and CAP_SYS_CHROOT
 // (setns on a mount namespace); leaving returns to the namespace the hook started in.
+// The mount namespace of `pid`, refused when it is the hook's own (the host's): an OCI state whose pid is
+// pid 1 or any host process must never get mounts or device rules.
+struct TargetNamespace {
+  UniqueFd own;
+  UniqueFd target;
+  std::string path;
+};
+Result<TargetNamespace> open_target_namespace(int pid) {
+  TargetNamespace ns;
+  ns.own = UniqueFd(::open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC));
+  if (!ns.own.valid()) return Error::from_errno(errno, "open /proc/self/ns/mnt");
+  ns.path = "/proc/" + std::to_string(pid) + "/ns/mnt";
+  ns.target = UniqueFd(::open(ns.path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!ns.target.valid()) {
+    return Error::from_errno(errno, "open " + ns.path + " (is the container still there?)");
+  }
+  struct stat a {
+  }, b{};
+  if (::fstat(ns.own.get(), &a) != 0 || ::fstat(ns.target.get(), &b) != 0) {
+    return Error::from_errno(errno, "stat " + ns.path);
+  }
+  if (a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
+    return Error::invalid("process " + std::to_string(pid) +
+                          " shares the host's mount namespace; refusing to mount");
+  }
+  return ns;
+}
+
 class MountNamespace {
  public:
   static Result<MountNamespace> enter(int pid) {
-    UniqueFd own(::open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC));
-    if (!own.valid()) return Error::from_errno(errno, "open /proc/self/ns/mnt");
-    std::string path = "/proc/" + std::to_string(pid) + "/ns/mnt";
-    UniqueFd target(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!target.valid()) return Error::from_errno(errno, "open " + path + " (is the container still there?)");
-    struct stat a {
-    }, b{};
-    if (::fstat(own.get(), &a) == 0 && ::fstat(target.get(), &b) == 0 && a.st_ino == b.st_ino &&
-        a.st_dev == b.st_dev) {
-      return Error::invalid("process " + std::to_string(pid) +
-                            " shares the host's mount namespace; refusing to mount");
-    }
-    if (::setns(target.get(), CLONE_NEWNS) != 0) return Error::from_errno(errno, "setns " + path);
+    ASCEND_ASSIGN(TargetNamespace ns, open_target_namespace(pid), "");
+    UniqueFd own = std::move(ns.own);
+    const std::string& path = ns.path;
+    if (::setns(ns.target.get(), CLONE_NEWNS) != 0) return Error::from_errno(errno, "setns " + path);
     return MountNamespace(std::move(own));
   }
   MountNamespace(MountNamespace&&) noexcept = default;
@@ -76,24 +95,43 @@ struct Source {
 };
 
 // Opens a mount-list entry inside the host root: nothing when it is not on the host (logged and skipped), an
-// error when it is a symlink and links are not allowed.
+// error when it is a symlink and links are not allowed. An allowed symlink must itself be root's (so nobody
+// else can have planted it) and end, resolved inside the host root, on a file root owns.
 Result<std::optional<Source>> open_source(const MountEntry& m, int host_root, const std::string& host_path,
                                           bool allow_link) {
-  // The host root is trusted (the administrator's); a symlink in it resolves inside it, never outside.
-  int flags = O_PATH | (allow_link ? 0 : O_NOFOLLOW);
+  auto skipped = [&]() {
+    spdlog::info("mount list {}: {} is not on the host ({}), skipped", m.list, m.path, host_path);
+    return std::optional<Source>();
+  };
+  int flags = O_PATH | O_NOFOLLOW;
   auto fd = open_in_root(host_root, m.path, flags);
   if (!fd) {
-    if (fd.error().code() == ENOENT) {
-      spdlog::info("mount list {}: {} is not on the host ({}), skipped", m.list, m.path, host_path);
-      return std::optional<Source>();
-    }
+    if (fd.error().code() == ENOENT) return skipped();
     return fd.error().context("mount list " + m.list + ": open " + host_path);
   }
   struct stat st {};
   if (::fstat(fd->get(), &st) != 0) return Error::from_errno(errno, "stat " + host_path);
   if (S_ISLNK(st.st_mode)) {
-    return Error(ELOOP, "mount list " + m.list + ": " + m.path + " is a symbolic link on the host; set " +
-                            kEnvAllowLink + "=True to allow it");
+    if (!allow_link) {
+      return Error(ELOOP, "mount list " + m.list + ": " + m.path + " is a symbolic link on the host; set " +
+                              kEnvAllowLink + "=True to allow it");
+    }
+    if (st.st_uid != 0) {
+      return Error(EPERM, "mount list " + m.list + ": " + m.path + " is a symbolic link owned by uid " +
+                              std::to_string(st.st_uid) + ", not root; refusing to follow it");
+    }
+    // The host root is trusted (the administrator's); the link resolves inside it, never outside.
+    flags = O_PATH;
+    fd = open_in_root(host_root, m.path, flags);
+    if (!fd) {
+      if (fd.error().code() == ENOENT) return skipped();
+      return fd.error().context("mount list " + m.list + ": open " + host_path);
+    }
+    if (::fstat(fd->get(), &st) != 0) return Error::from_errno(errno, "stat " + host_path);
+    if (st.st_uid != 0) {
+      return Error(EPERM, "mount list " + m.list + ": " + m.path + " links to a file owned by uid " +
+                              std::to_string(st.st_uid) + "; a linked entry must end on a file root owns");
+    }
   }
   Source s;
   s.entry = &m;
@@ -305,7 +343,7 @@ Result<std::string> parse_devices_cgroup(std::string_view proc_cgroup, std::stri
     auto a = line.find(':');
     auto b = line.find(':', a + 1);
     if (a == std::string::npos || b == std::string::npos) continue;
-    std::string ctrls = "," + line.substr(a + 1, b - a - 1) + ",";
+    std::string ctrls = cat(",", std::string_view(line).substr(a + 1, b - a - 1), ",");
     if (ctrls.find(",devices,") != std::string::npos) {
       rel = line.substr(b + 1);
       found = true;
@@ -326,7 +364,7 @@ Result<std::string> parse_devices_cgroup(std::string_view proc_cgroup, std::stri
     std::istringstream r(line.substr(sep + 3));
     std::string fstype, source, opts;
     r >> fstype >> source >> opts;
-    if (fstype != "cgroup" || ("," + opts + ",").find(",devices,") == std::string::npos) continue;
+    if (fstype != "cgroup" || cat(",", opts, ",").find(",devices,") == std::string::npos) continue;
     if (root != "/" && rel.rfind(root, 0) != 0) continue;
     std::string sub = root == "/" ? rel : rel.substr(root.size());
     return mountpoint + sub;
@@ -354,6 +392,8 @@ Status execute(const InjectionPlan& plan, const npu::DeviceQuery& dq, const Exec
         prepare_source(m, host_root.get(), dq.host_path(m.path), plan.allow_link, target.legacy_mounts), "");
     if (s) sources.push_back(std::move(*s));
   }
+  // Before any device rule: the pid must be a container's, not a host process.
+  ASCEND_CHECK(open_target_namespace(target.pid), "enter the container");
   // CAP_DAC_OVERRIDE is not needed: the devices cgroup files are root's.
   ASCEND_CHECK(allow_in_cgroup(target.pid, target.create_nodes), "allow devices");
 

@@ -12,6 +12,7 @@
 #include "ascend/hook/plan.h"
 #include "ascend/hook/request.h"
 #include "ascend/hook/spec_edit.h"
+#include "ascend/hook/trust.h"
 #include "ascend/npu/emulator.h"
 
 namespace ascend::hook {
@@ -29,8 +30,8 @@ std::vector<DeviceEntry> missing_nodes(const nlohmann::ordered_json& spec,
   }
   for (const auto& p : planned) {
     bool present = devices != nullptr && std::any_of(devices->begin(), devices->end(), [&](const auto& e) {
-                     return e.is_object() && e.value("path", "") == p.path &&
-                            e.value("major", -1) == p.major && e.value("minor", -1) == p.minor;
+                     return json_string(e, "path") == p.path && json_integer(e, "major") == p.major &&
+                            json_integer(e, "minor") == p.minor;
                    });
     if (!present) out.push_back(p);
   }
@@ -47,7 +48,7 @@ void drop_spec_mounts(const nlohmann::ordered_json& spec, std::vector<MountEntry
   const nlohmann::ordered_json ours = kBindMountOptions;
   std::erase_if(planned, [&](const MountEntry& p) {
     return std::any_of(m->begin(), m->end(), [&](const auto& e) {
-      return e.is_object() && e.value("type", "") == "bind" && e.value("destination", "") == p.path &&
+      return json_string(e, "type") == "bind" && json_string(e, "destination") == p.path &&
              e.contains("options") && e["options"] == ours;
     });
   });
@@ -62,7 +63,12 @@ Status run_prestart(std::string_view oci_state, const Config& config, const Pres
   std::string spec_path = state.bundle + "/config.json";
   ASCEND_ASSIGN(std::string text, read_file(spec_path, kMaxSpecBytes), "read the container's spec");
   ASCEND_ASSIGN(nlohmann::ordered_json spec, parse_spec(text), spec_path);
-  ASCEND_ASSIGN(std::vector<std::string> env, spec_env(spec), spec_path);
+  ASCEND_ASSIGN(std::vector<std::string> spec_vars, spec_env(spec), spec_path);
+  ASCEND_ASSIGN(TrustedRequest trusted,
+                trusted_request_env(spec, std::move(spec_vars), config.accept_env_when_unprivileged),
+                spec_path);
+  const std::vector<std::string>& env = trusted.env;
+  if (!trusted.note.empty()) spdlog::warn("container {}: {}", state.id, trusted.note);
   if (!requests_devices(env)) {
     spdlog::debug("container {} requests no NPU", state.id);
     return {};

@@ -43,7 +43,8 @@ Result<std::vector<MountList>> load_mount_lists(const std::string& dir,
   std::vector<MountList> out;
   for (const auto& n : names) {
     std::string path = cat(dir, "/", n, ".list");
-    auto text = read_file(path, 1U << 20);
+    // A list says which host files a container receives: only root may be able to change it.
+    auto text = read_protected_file(path, 1U << 20);
     if (!text) {
       if (text.error().code() == ENOENT) {
         return Error::not_found(cat("mount list '", n, "' not found (no ", path, ")"));

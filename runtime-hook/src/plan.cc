@@ -38,7 +38,7 @@ std::string describe(const InjectionPlan& plan) {
   int control = 0;
   for (const auto& d : plan.devices) {
     if (d.path.rfind("/dev/davinci", 0) == 0 && d.path != "/dev/davinci_manager") {
-      devs += (devs.empty() ? "" : ",") + d.path.substr(12);
+      devs.append(devs.empty() ? "" : ",").append(d.path, 12);  // not `"," + ...`: GCC 12's -Wrestrict at -O3
     } else {
       ++control;
     }

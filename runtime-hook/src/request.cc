@@ -170,7 +170,8 @@ std::string format_ids(const std::vector<int>& ids) {
     while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
     if (!out.empty()) out += ",";
     out += std::to_string(ids[i]);
-    if (j > i) out += (j == i + 1 ? "," : "-") + std::to_string(ids[j]);
+    if (j > i)
+      out.append(j == i + 1 ? "," : "-").append(std::to_string(ids[j]));  // not `"-" + ...`: -Wrestrict
     i = j + 1;
   }
   return out;

@@ -20,6 +20,7 @@
 #include "ascend/hook/oci.h"
 #include "ascend/hook/request.h"
 #include "ascend/hook/spec_edit.h"
+#include "ascend/hook/trust.h"
 #include "ascend/npu/emulator.h"
 #include "ascend/npu/vnpu_gc.h"
 #include "strcat.h"
@@ -91,6 +92,31 @@ void link_dev_char(const std::vector<DeviceEntry>& devices, const npu::DeviceQue
       spdlog::info("linked /dev/char/{}:{} to {}", d.major, d.minor, d.host_path);
     }
   }
+}
+
+// The hook runs as root in every container start: it must be executable, and only root may be able to
+// replace it (checked on the opened file; runc then executes it by path).
+Status check_hook_binary(const std::string& path) {
+  if (::access(path.c_str(), X_OK) != 0) {
+    return Error::from_errno(errno, "hook " + path + " (set hook-path in the config)");
+  }
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return Error::from_errno(errno, "open hook " + path);
+  return check_protected(fd.get(), path, "hook");
+}
+
+// runc 1.1 creates /dev/ptmx, /dev/fd and /dev/std* by path, so an image whose /dev is a symlink gets them
+// written wherever it points, the host included (seen with Debian 12's runc 1.1.5; runc's own bug, for every
+// container). A container that asks for NPUs is refused rather than started that way.
+Status refuse_linked_dev(const std::string& rootfs) {
+  struct stat st {};
+  std::string dev = rootfs + "/dev";
+  if (::lstat(dev.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    return Error(ELOOP,
+                 "the image's /dev is a symbolic link; refusing to start (the runtime would create "
+                 "its /dev entries wherever it points)");
+  }
+  return {};
 }
 
 }  // namespace
@@ -179,7 +205,15 @@ Result<bool> prepare_bundle(const RuntimeArgs& args, const Config& config) {
   std::string spec_path = bundle + "/config.json";
   ASCEND_ASSIGN(std::string text, read_file(spec_path, kMaxSpecBytes), "read the container's spec");
   ASCEND_ASSIGN(nlohmann::ordered_json spec, parse_spec(text), spec_path);
-  ASCEND_ASSIGN(std::vector<std::string> env, spec_env(spec), spec_path);
+  ASCEND_ASSIGN(std::vector<std::string> spec_vars, spec_env(spec), spec_path);
+  ASCEND_ASSIGN(TrustedRequest trusted,
+                trusted_request_env(spec, std::move(spec_vars), config.accept_env_when_unprivileged),
+                spec_path);
+  const std::vector<std::string>& env = trusted.env;
+  if (!trusted.note.empty()) {
+    setup_binary_logging(config);
+    spdlog::warn("bundle {}: {}", bundle, trusted.note);
+  }
   if (!requests_devices(env)) return false;  // not ours: config.json stays byte for byte
   setup_binary_logging(config);              // only now: a container that asks for nothing pays no log set-up
 
@@ -187,6 +221,8 @@ Result<bool> prepare_bundle(const RuntimeArgs& args, const Config& config) {
   ASCEND_ASSIGN(npu::HostState host, dq.snapshot(), "read the NPU host");
   ASCEND_ASSIGN(std::optional<Request> parsed, parse_request(env, host), "");
   if (!parsed) return false;
+  ASCEND_ASSIGN(std::string rootfs, spec_rootfs(spec, bundle), spec_path);
+  ASCEND_CHECK(refuse_linked_dev(rootfs), "");
   Request request = std::move(*parsed);
 
   std::optional<npu::Vnpu> vnpu;
@@ -215,9 +251,7 @@ Result<bool> prepare_bundle(const RuntimeArgs& args, const Config& config) {
   ASCEND_ASSIGN(plan.devices, check_host_devices(plan.devices, dq), "");
   link_dev_char(plan.devices, dq);
   bool by_hook = config.injection == "hook";
-  if ((by_hook || vnpu) && ::access(config.hook_path.c_str(), X_OK) != 0) {
-    return Error::from_errno(errno, "hook " + config.hook_path + " (set hook-path in the config)");
-  }
+  if (by_hook || vnpu) ASCEND_CHECK(check_hook_binary(config.hook_path), "");
 
   HookCommand hook;
   hook.path = config.hook_path;
@@ -239,6 +273,10 @@ Result<bool> prepare_bundle(const RuntimeArgs& args, const Config& config) {
     edit.drop_env.emplace_back(kEnvVnpuSpecs);
     edit.add_env.push_back(std::string(kEnvVisibleDevices) + "=" + std::to_string(vnpu->id));
     edit.add_env.push_back(std::string(kEnvRuntimeOptions) + "=VIRTUAL" + (request.nodrv ? ",NODRV" : ""));
+    // The orchestrator's marker of the chip now names the vNPU, so that the hook (which re-derives the
+    // request from config.json) and the container see the device the container holds.
+    edit.retarget_mounts.emplace_back(cat(kMarkerDir, "/", std::to_string(vnpu->phy_id)),
+                                      cat(kMarkerDir, "/", std::to_string(vnpu->id)));
   }
   ASCEND_ASSIGN(std::string edited, apply_spec_edit(text, edit), spec_path);
   // No fsync: a bundle does not outlive a crash (the engine re-creates it), and runc reads it right away.
@@ -294,8 +332,9 @@ Error run_shim(const RuntimeArgs& args, const Config& config) {
   return Error::from_errno(errno, "exec " + *runtime);
 }
 
-void report_to_runtime_log(const RuntimeArgs& args, const std::string& message) {
+void report_to_runtime_log(const RuntimeArgs& args, const std::string& raw_message) {
   if (args.log_file.empty()) return;
+  std::string message = one_line(raw_message);
   std::string line;
   if (args.log_format == "json") {
     char ts[64];
@@ -303,9 +342,14 @@ void report_to_runtime_log(const RuntimeArgs& args, const std::string& message) 
     std::tm tm{};
     ::gmtime_r(&now, &tm);
     std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    line = nlohmann::json{{"level", "error"}, {"msg", message}, {"time", ts}}.dump() + "\n";
+    // Replace, not throw, should the message hold bytes that are not UTF-8.
+    line = nlohmann::json{{"level", "error"}, {"msg", message}, {"time", ts}}.dump(
+               -1, ' ', false, nlohmann::json::error_handler_t::replace) +
+           "\n";
   } else {
-    line = "level=error msg=\"" + message + "\"\n";
+    std::string quoted;
+    for (char ch : message) quoted += ch == '"' || ch == '\\' ? std::string("\\") + ch : std::string(1, ch);
+    line = "level=error msg=\"" + quoted + "\"\n";
   }
   int fd = ::open(args.log_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return;

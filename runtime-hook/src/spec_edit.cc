@@ -39,7 +39,7 @@ Status add_hooks(ordered_json& hooks, const char* stage, const std::vector<HookC
   for (const auto& h : cmds) {
     ordered_json j = hook_json(h);
     bool present = std::any_of(list->begin(), list->end(), [&](const ordered_json& e) {
-      return e.is_object() && e.value("path", "") == h.path && e.contains("args") && e["args"] == j["args"];
+      return json_string(e, "path") == h.path && e.contains("args") && e["args"] == j["args"];
     });
     if (!present) list->push_back(std::move(j));
   }
@@ -87,9 +87,8 @@ Result<std::string> apply_spec_edit(std::string_view spec_text, const SpecEdit& 
     for (const auto& d : edit.devices) {
       ordered_json node = {{"path", d.path},     {"type", "c"}, {"major", d.major}, {"minor", d.minor},
                            {"fileMode", d.mode}, {"uid", 0},    {"gid", 0}};
-      auto same = std::find_if(devices->begin(), devices->end(), [&](const ordered_json& e) {
-        return e.is_object() && e.value("path", "") == d.path;
-      });
+      auto same = std::find_if(devices->begin(), devices->end(),
+                               [&](const ordered_json& e) { return json_string(e, "path") == d.path; });
       if (same != devices->end()) {
         *same = std::move(node);
       } else {
@@ -110,6 +109,15 @@ Result<std::string> apply_spec_edit(std::string_view spec_text, const SpecEdit& 
                             {"options", kBindMountOptions}};
       if (std::find(mounts->begin(), mounts->end(), entry) == mounts->end())
         mounts->push_back(std::move(entry));
+    }
+  }
+
+  if (!edit.retarget_mounts.empty()) {
+    ASCEND_ASSIGN(ordered_json * mounts, child(spec, "mounts", true, ""), "");
+    for (auto& m : *mounts) {
+      for (const auto& [from, to] : edit.retarget_mounts) {
+        if (json_string(m, "destination") == from) m["destination"] = to;
+      }
     }
   }
 

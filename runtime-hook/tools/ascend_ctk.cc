@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ascend/common/fs.h"
+#include "ascend/common/main_guard.h"
 #include "ascend/hook/cdi.h"
 #include "ascend/hook/cli.h"
 #include "ascend/hook/config.h"
@@ -58,7 +59,7 @@ ascend::Status write_out(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   CLI::App app{"ascend-ctk: container engine configuration and CDI specs for Ascend NPUs"};
   app.footer(kFooter);
   app.require_subcommand(1);
@@ -174,7 +175,9 @@ int main(int argc, char** argv) {
     auto j = nlohmann::json::parse(*text, nullptr, false);
     if (j.is_discarded()) return fail(ascend::Error::invalid(validate_file + ": not JSON"));
     if (auto st = ascend::hook::validate_cdi_spec(j); !st) return fail(st.error().context(validate_file));
-    std::printf("%s: valid CDI spec (%s)\n", validate_file.c_str(), j.value("cdiVersion", "").c_str());
+    std::printf(
+        "%s: valid CDI spec (%s)\n", validate_file.c_str(),
+        (j.is_object() && j["cdiVersion"].is_string() ? j["cdiVersion"].get<std::string>() : "?").c_str());
     return 0;
   }
 
@@ -186,4 +189,8 @@ int main(int argc, char** argv) {
   }
   if (auto st = write_out(output, spec->dump(2) + "\n"); !st) return fail(st.error());
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return ascend::guarded_main("ascend-ctk", [&] { return run_main(argc, argv); });
 }

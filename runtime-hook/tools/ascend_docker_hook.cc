@@ -4,6 +4,7 @@
 #include <string>
 
 #include "ascend/common/fs.h"
+#include "ascend/common/main_guard.h"
 #include "ascend/hook/cli.h"
 #include "ascend/hook/config.h"
 #include "ascend/hook/hardening.h"
@@ -28,7 +29,7 @@ does not start), 2 bad usage.)";
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   CLI::App app{"ascend-docker-hook: the OCI hook that gives a container the Ascend NPUs it requested"};
   app.footer(kFooter);
   std::string config_path;
@@ -65,4 +66,8 @@ int main(int argc, char** argv) {
                                          : ascend::hook::run_prestart(*state, *config, {legacy});
   if (!st) return ascend::hook::report_failure("ascend-docker-hook", st.error());
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return ascend::guarded_main("ascend-docker-hook", [&] { return run_main(argc, argv); });
 }

@@ -156,6 +156,11 @@ TEST(Config, ExplicitFileOverridesEveryKey) {
   EXPECT_EQ(c->log_file, "/tmp/l.log");
   EXPECT_EQ(c->log_level, "warn");
   EXPECT_EQ(c->injection, "hook");
+  EXPECT_TRUE(c->accept_env_when_unprivileged);  // the default
+  spit(d / "strict.yaml", "accept-env-when-unprivileged: false\n");
+  auto strict = load_config(d / "strict.yaml", {"/bin", "x.log", d / "none"});
+  ASSERT_TRUE(strict.ok()) << strict.error().message();
+  EXPECT_FALSE(strict->accept_env_when_unprivileged);
   // A relative --config is made absolute: the hook that receives it runs in another folder.
   auto rel = load_config("c.yaml", {"/bin", "x.log", d / "none"});
   ASSERT_FALSE(rel.ok());  // not in this folder
@@ -182,6 +187,8 @@ TEST(Config, RejectsUnknownKeysWrongTypesAndRelativePaths) {
       {"host-root: [\n", "line"},
       {"runtime-path: ''\n", "'runtime-path' is empty"},
       {"injection: prestart\n", "'injection' must be spec or hook, not 'prestart'"},
+      {"accept-env-when-unprivileged: no-thanks\n", "'accept-env-when-unprivileged' must be true or false"},
+      {"accept-env-when-unprivileged: 'false'\n", "'accept-env-when-unprivileged' must be true or false"},
   };
   for (const auto& [text, want] : cases) {
     SCOPED_TRACE(text);
@@ -194,6 +201,28 @@ TEST(Config, RejectsUnknownKeysWrongTypesAndRelativePaths) {
   auto missing = load_config(d / "missing.yaml", {"/bin", "", d / "none"});
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message().find("missing.yaml"), std::string::npos);
+}
+
+TEST(Config, AFileThatGroupOrOthersCanWriteIsRefusedWithItsMode) {
+  // Whoever can write the config chooses the runtime and the hook that run as root in every container start.
+  TempDir d("cfg");
+  spit(d / "c.yaml", "log-level: info\n");
+  for (mode_t mode : {0600, 0640, 0644, 0400}) {
+    ASSERT_EQ(::chmod((d / "c.yaml").c_str(), mode), 0);
+    auto c = load_config(d / "c.yaml", {"/bin", "", d / "none"});
+    EXPECT_TRUE(c.ok()) << std::oct << mode << ": " << c.error().message();
+  }
+  const std::pair<mode_t, const char*> refused[] = {
+      {0664, "mode 0664"}, {0646, "mode 0646"}, {0666, "mode 0666"}};
+  for (const auto& [mode, want] : refused) {
+    ASSERT_EQ(::chmod((d / "c.yaml").c_str(), mode), 0);
+    auto c = load_config(d / "c.yaml", {"/bin", "", d / "none"});
+    ASSERT_FALSE(c.ok()) << std::oct << mode;
+    EXPECT_NE(c.error().message().find(want), std::string::npos) << c.error().message();
+    EXPECT_NE(c.error().message().find(d / "c.yaml"), std::string::npos) << c.error().message();
+    EXPECT_NE(c.error().message().find("not writable by group or others"), std::string::npos);
+    EXPECT_EQ(c.error().message().find('\n'), std::string::npos);
+  }
 }
 
 }  // namespace

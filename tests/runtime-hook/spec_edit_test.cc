@@ -161,6 +161,22 @@ TEST(SpecEdit, RejectsMalformedSpecs) {
       {R"({"process":{"env":[1]}})", "non-string"},
       {R"({"linux":{"devices":{}}})", "linux.devices is not a list"},
       {R"({"hooks":{"prestart":{}}})", "hooks.prestart is not a list"},
+      // Wrong types where the shim and the hook read fields: an error naming the field, never an exception.
+      {R"({"hooks":{"prestart":[{"path":5}]}})", "config.json hooks.prestart[0].path is not a string"},
+      {R"({"hooks":{"poststop":[{"path":"/x","args":"a"}]}})", "hooks.poststop[0].args is not a list"},
+      {R"({"hooks":{"prestart":[7]}})", "hooks.prestart[0] is not an object"},
+      {R"({"hooks":[]})", "config.json hooks is not an object"},
+      {R"({"mounts":[{"destination":1}]})", "mounts[0].destination is not a string"},
+      {R"({"mounts":[{"destination":"/a","source":"/dev/null","options":[1]}]})", "mounts[0].options holds"},
+      {R"({"mounts":{}})", "config.json mounts is not a list"},
+      {R"({"linux":{"devices":[{"path":"/dev/x","major":"1"}]}})",
+       "linux.devices[0].major is not an integer"},
+      {R"({"linux":{"resources":{"devices":[{"allow":true,"minor":1.5}]}}})",
+       "linux.resources.devices[0].minor is not an integer"},
+      {R"({"linux":[]})", "config.json linux is not an object"},
+      {R"({"root":{"path":7}})", "root.path is not a string"},
+      {R"({"process":{"capabilities":{"bounding":"CAP_SYS_ADMIN"}}})", "process.capabilities.bounding"},
+      {R"({"process":[]})", "config.json process is not an object"},
   };
   for (const auto& [spec, want] : cases) {
     SCOPED_TRACE(spec);
@@ -181,6 +197,39 @@ TEST(OciState, ParsesAndBoundsTheHookInput) {
   EXPECT_FALSE(parse_oci_state(R"({"pid":-1,"bundle":"/b"})").ok());         // not a pid
   EXPECT_FALSE(parse_oci_state(R"({"pid":1,"bundle":"relative"})").ok());    // relative bundle
   EXPECT_FALSE(parse_oci_state(std::string(kMaxStateBytes + 1, ' ')).ok());  // too large
+  // Wrong types are errors naming the field, never exceptions.
+  const std::pair<const char*, const char*> wrong[] = {
+      {R"({"pid":"42","bundle":"/b"})", "pid is not a process id"},
+      {R"({"pid":4.5,"bundle":"/b"})", "pid is not a process id"},
+      {R"({"pid":1,"bundle":5})", "no bundle"},
+      {R"({"pid":1,"bundle":"/b","id":[1]})", "id is not a string"},
+      {R"({"pid":1,"bundle":"/b","status":{}})", "status is not a string"},
+      {R"([1,2])", "not a JSON object"},
+  };
+  for (const auto& [text, want] : wrong) {
+    SCOPED_TRACE(text);
+    auto st = parse_oci_state(text);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().message().find(want), std::string::npos) << st.error().message();
+  }
+  std::string deep =
+      R"({"pid":1,"bundle":"/b","x":)" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  auto d = parse_oci_state(deep);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.error().message().find("nests deeper than"), std::string::npos) << d.error().message();
+}
+
+TEST(OciSpec, ADocumentNested100000DeepIsRefusedBeforeParsing) {
+  // Writing such a document back (the shim does) would recurse 100 000 frames deep.
+  std::string deep = R"({"process":{"env":["ASCEND_VISIBLE_DEVICES=0"]},"annotations":{"x":)" +
+                     std::string(100000, '[') + std::string(100000, ']') + "}}";
+  auto spec = parse_spec(deep);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.error().message().find("config.json nests deeper than 64 levels"), std::string::npos)
+      << spec.error().message();
+  // Brackets inside strings do not count.
+  auto quoted = parse_spec(R"({"annotations":{"x":")" + std::string(1000, '[') + R"("}})");
+  EXPECT_TRUE(quoted.ok()) << quoted.error().message();
 }
 
 TEST(OciSpec, RootfsIsMadeAbsoluteAgainstTheBundle) {

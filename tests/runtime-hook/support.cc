@@ -229,15 +229,22 @@ EmulatedHost::~EmulatedHost() {
 
 std::string write_hook_config(const std::string& dir, const std::string& host_root,
                               const std::map<std::string, std::string>& extra_lists,
-                              const std::string& injection) {
+                              const std::string& injection, const std::string& extra_config) {
   std::string lists = dir + "/lists";
   ::mkdir(lists.c_str(), 0755);
+  // The binaries refuse a config or list that group or others can write: give them the installer's modes,
+  // whatever the umask.
   spit(lists + "/base.list", slurp(bin("base.list")));
-  for (const auto& [name, text] : extra_lists) spit(lists + "/" + name + ".list", text);
+  ::chmod((lists + "/base.list").c_str(), 0440);
+  for (const auto& [name, text] : extra_lists) {
+    spit(lists + "/" + name + ".list", text);
+    ::chmod((lists + "/" + name + ".list").c_str(), 0440);
+  }
   std::string path = dir + "/config.yaml";
   spit(path, "host-root: " + host_root + "\nmount-list-dir: " + lists +
                  "\nhook-path: " + bin("ascend-docker-hook") + "\nlog-file: " + dir +
-                 "/log/ascend.log\nlog-level: debug\ninjection: " + injection + "\n");
+                 "/log/ascend.log\nlog-level: debug\ninjection: " + injection + "\n" + extra_config);
+  ::chmod(path.c_str(), 0640);
   return path;
 }
 
@@ -252,7 +259,10 @@ void make_busybox_rootfs(const std::string& rootfs) {
   std::istringstream in(list.out);
   std::string applet;
   while (std::getline(in, applet)) {
-    if (!applet.empty() && applet != "busybox") ::symlink("busybox", (bindir + "/" + applet).c_str());
+    if (!applet.empty() && applet != "busybox" &&
+        ::symlink("busybox", (bindir + "/" + applet).c_str()) != 0) {
+      throw std::runtime_error("symlink " + bindir + "/" + applet + ": " + std::strerror(errno));
+    }
   }
 }
 

@@ -81,10 +81,11 @@ class EmulatedHost {
 };
 
 // A config.yaml for the hook binaries: host-root, mount-list-dir (a folder holding a copy of the shipped
-// base.list plus `extra_lists`), hook-path, a log file (all under `dir`) and `injection` (spec | hook).
+// base.list plus `extra_lists`), hook-path, a log file (all under `dir`), `injection` (spec | hook) and
+// `extra_config` lines. Modes as the installer writes them (config 0640, lists 0440).
 std::string write_hook_config(const std::string& dir, const std::string& host_root,
                               const std::map<std::string, std::string>& extra_lists = {},
-                              const std::string& injection = "spec");
+                              const std::string& injection = "spec", const std::string& extra_config = "");
 
 // Copies busybox into <rootfs>/bin with a symlink per applet.
 void make_busybox_rootfs(const std::string& rootfs);

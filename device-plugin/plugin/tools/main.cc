@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ascend/common/log.h"
+#include "ascend/common/main_guard.h"
 #include "ascend/npu/emulator.h"
 #include "ascend/plugin/daemon.h"
 
@@ -54,7 +55,7 @@ int fail(const ascend::Error& e) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   // gRPC's threads allocate for every call; one malloc arena keeps the resident heap of a long-running
   // daemon small (about 4 MB less after 10 000 calls) at no measurable cost for its call rate.
   ::mallopt(M_ARENA_MAX, 1);
@@ -165,4 +166,8 @@ int main(int argc, char** argv) {
   g_daemon = nullptr;
   if (!st) return fail(st.error());
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return ascend::guarded_main("ascend-device-plugin", [&] { return run_main(argc, argv); });
 }

@@ -4,19 +4,20 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "ascend/common/main_guard.h"
 #include "ascend/scheduler/commands.h"
 
 namespace {
 
 constexpr const char* kFooter = R"(
-Exit codes: 0 ok; 1 an output file could not be written (serve: cannot listen or persist); 2 bad input (the message names the file, line and
+Exit codes: 0 ok; 1 an output file could not be written (serve: cannot listen or persist), or an internal error; 2 bad input (the message names the file, line and
 field) or bad usage; 3 infeasible: the job does not fit, or no layout fits ({"error": ...} on stdout).
 Policies: topo (ours: whole-job, parallelism-aware), first-fit (first free chips in node order), volcano
 (Volcano's Ascend node-local affinity rules, one pod at a time). File formats and the cost model: README.)";
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   using namespace ascend::scheduler;
   CLI::App app{"ascend-scheduler: parallelism-aware placement of training jobs on Ascend NPU clusters"};
   app.footer(kFooter);
@@ -131,4 +132,9 @@ int main(int argc, char** argv) {
     std::cerr << "ascend-scheduler: internal error: " << e.what() << "\n";
     return kExitIo;
   }
+}
+
+int main(int argc, char** argv) {
+  return ascend::guarded_main(
+      "ascend-scheduler", [&] { return run_main(argc, argv); }, kExitIo);
 }

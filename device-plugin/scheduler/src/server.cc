@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "ascend/common/fs.h"
+#include "ascend/common/json_depth.h"
 #include "ascend/scheduler/extender.h"
 #include "ascend/scheduler/wire.h"
 
@@ -30,25 +31,7 @@ namespace {
 constexpr int kMaxDepth = 128;
 
 bool too_deep(std::string_view s) {
-  int depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > kMaxDepth) return true;
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return false;
+  return json_nests_deeper_than(s, kMaxDepth);
 }
 
 template <typename J>

@@ -504,7 +504,7 @@ std::string common(const View& v, const Card& card, const Device* only) {
       kv("NPU ID", num(card.id)) + kv("Chip Count", num(static_cast<long long>(card.devices.size())));
   for (const Device* d : selected(card, only)) {
     const Chip& c = *d->chip;
-    out += "\n" + kv("Chip ID", num(d->chip_index));
+    out.append("\n").append(kv("Chip ID", num(d->chip_index)));  // not "\n" + kv(): see health()
     out += kv("Memory Usage Rate(%)", num(f == Family::k910B ? 0 : pct(d->mem_used_mb, d->mem_total_mb)));
     if (is_910_family(f)) out += kv("HBM Usage Rate(%)", num(pct(d->hbm_used_mb, d->hbm_total_mb)));
     out += kv("Aicore Usage Rate(%)", num(d->aicore_usage_pct));
@@ -517,7 +517,7 @@ std::string common(const View& v, const Card& card, const Device* only) {
     }
   }
   const Chip& first = *card.devices.front().chip;
-  out += "\n" + kv("Chip Name", "mcu");
+  out.append("\n").append(kv("Chip Name", "mcu"));
   out += kv("Temperature(C)", num(mcu_temp(first)));
   if (f == Family::k310P) out += kv("NPU Real-time Power(W)", "NA");
   return out;
@@ -539,7 +539,13 @@ std::string health(const View& /*v*/, const Card& card, const Device* only) {
   for (std::size_t i = 0; i < faults.size(); ++i) {
     std::string info = strf("npu-sim fault 0x%08X, severity %s", faults[i].code,
                             std::string(to_string(faults[i].severity)).c_str());
-    out += i == 0 ? " " + info + "\n" : "\n" + kv(" ", info);
+    // Appended piece by piece: GCC 12 at -O3 misreads `" " + info + "\n"` as an overlapping copy
+    // (-Wrestrict, GCC bug 105329).
+    if (i == 0) {
+      out.append(" ").append(info).append("\n");
+    } else {
+      out.append("\n").append(kv(" ", info));
+    }
   }
   return out;
 }

@@ -165,6 +165,8 @@ TEST_F(PluginHookE2E, DynamicVnpuAllocateMakesAVnpuOnThatChipForTheContainer) {
   EXPECT_GE(vid, 100 + 16 * 4);
   EXPECT_LE(vid, 100 + 16 * 4 + 15);
   EXPECT_EQ(p.devices, expected_nodes({vid}, true));
+  // The chip's marker names the vNPU the container holds (the shim renames it), so the hook agrees.
+  EXPECT_EQ(p.mounts.count("/var/run/ascend-container-devices/" + std::to_string(vid)), 1U) << o.out;
   EXPECT_EQ(smi_ids(p.smi), std::set<int>{4}) << o.out;
   EXPECT_TRUE(emu_.snapshot()->vnpus.empty()) << "the vNPU is reclaimed when the container is gone";
 }

@@ -17,6 +17,16 @@ namespace ascend {
 // Reads a whole file. Fails with EFBIG when it is larger than `max_bytes`.
 Result<std::string> read_file(const std::string& path, std::size_t max_bytes = 64U << 20);
 
+// Reads a file that decides what a privileged program does (a configuration, a mount list). The file must
+// be a regular file owned by root (or by the caller's effective user, who could write it anyway) and not
+// writable by group or others; the check is made on the opened descriptor, so the bytes read are those of
+// the file checked. Otherwise an error naming the file, its mode and owner, and the fix.
+Result<std::string> read_protected_file(const std::string& path, std::size_t max_bytes);
+
+// The same ownership and mode check on an open descriptor of `path` (any file type; `what` names the role,
+// e.g. "hook").
+Status check_protected(int fd, const std::string& path, const std::string& what);
+
 enum class Durability {
   kSynced,    // fsync the file and its folder: the new content survives a crash (state files, configs)
   kEphemeral  // no fsync: for files whose life ends with the boot, e.g. a container bundle's config.json

@@ -16,6 +16,8 @@ class Node;
 namespace ascend::npu {
 
 nlohmann::json yaml_to_json(const YAML::Node& n);
+// Parses a YAML document; errors name `name` (the file it came from) and the line.
+Result<nlohmann::json> parse_yaml(const std::string& text, const std::string& name);
 // Reads and parses a YAML file; errors name the file and line.
 Result<nlohmann::json> load_yaml_file(const std::string& path);
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "ascend/common/error.h"
 #include "ascend/hook/config.h"
@@ -16,6 +17,10 @@ void setup_binary_logging(const Config& config);
 
 // Prints "<program>: <message>" on stderr and, once logging is set up, logs it; returns the exit code for
 // failures (1).
+// `text` with control characters (a newline in a container's variable, say) written as \xNN: an error is
+// always one line, in a terminal and in a log.
+std::string one_line(std::string_view text);
+
 int report_failure(const std::string& program, const Error& e);
 
 // Flushes the log, if logging is set up (before an exec).

@@ -27,6 +27,9 @@ struct Config {
   // mounts that the runtime performs (no hook process; the default), "hook" registers ascend-docker-hook as a
   // prestart hook that mounts them itself (see executor.h).
   std::string injection = "spec";
+  // Whether ASCEND_VISIBLE_DEVICES in the environment of an unprivileged container is a request (trust.h).
+  // false on shared Kubernetes nodes: only the device plugin's marker mounts (or a privileged container) ask.
+  bool accept_env_when_unprivileged = true;
 };
 
 // Where the defaults come from, so that tests can point them elsewhere.
@@ -41,7 +44,8 @@ std::string self_exe_dir();
 
 // Reads `path` (or, when empty, the default config file if it exists) over the defaults. Unknown keys, wrong
 // types and relative paths are errors naming the file and the key.
-//   host-root, runtime-path, hook-path, mount-list-dir, log-file, log-level, injection (spec | hook)
+//   host-root, runtime-path, hook-path, mount-list-dir, log-file, log-level, injection (spec | hook),
+//   accept-env-when-unprivileged (true | false)
 Result<Config> load_config(const std::string& path, const ConfigDefaults& defaults);
 
 }  // namespace ascend::hook

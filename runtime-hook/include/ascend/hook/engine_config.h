@@ -1,9 +1,9 @@
 // Engine configuration, as `ascend-ctk runtime configure` does it: the runtime entry that makes Docker
 // (daemon.json) or containerd (config.toml) start containers through ascend-docker-runtime. Pure text-to-text
-// merges: everything else in the file is kept (daemon.json keeps its key order but not its layout; config.toml
-// keeps its text, comments included, with the runtime's table appended or cut out, except where only a full
-// toml++ rewrite gives the right values, which drops comments). Malformed input is an error naming the line.
-// Thread-safe.
+// merges: everything else in the file is kept (daemon.json keeps its key order but not its layout;
+// config.toml keeps its text, comments included, with the runtime's table appended or cut out, except where
+// only a full toml++ rewrite gives the right values, which drops comments). Malformed input is an error
+// naming the line. Thread-safe.
 #pragma once
 
 #include <string>

@@ -19,7 +19,8 @@ struct MountList {
 // Errors name the list and the line: a relative path, or one with "." / ".." components.
 Result<MountList> parse_mount_list(std::string_view text, const std::string& name);
 
-// Reads <dir>/<name>.list for every name, in order. A missing list file is an error naming it.
+// Reads <dir>/<name>.list for every name, in order. A missing list file is an error naming it, and so is one
+// that is not owned by root or is writable by group or others (checked on the opened file).
 Result<std::vector<MountList>> load_mount_lists(const std::string& dir,
                                                 const std::vector<std::string>& names);
 

@@ -2,6 +2,7 @@
 // config.json. Parsing only; bounded inputs; pure functions; thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,10 +23,21 @@ struct OciState {
   std::string bundle;
 };
 
+// Wrong types (a pid that is not an integer, a bundle or id that is not a string) are errors naming the
+// field.
 Result<OciState> parse_oci_state(std::string_view text);
 
-// config.json as an ordered document (key order is kept when it is written back).
+// config.json as an ordered document (key order is kept when it is written back). This is the boundary where
+// untrusted JSON becomes a value: past it, every field the shim and the hook read (process.env and
+// capabilities, root.path, mounts, linux.devices and resources.devices, hooks) has its expected type, and
+// a wrong type is an error naming the field ("config.json hooks.prestart[0].path is not a string"), never
+// an exception. Nesting deeper than 64 levels is refused before parsing.
 Result<nlohmann::ordered_json> parse_spec(std::string_view text);
+
+// obj[key] when obj is an object and the field a string, else "". Never throws (unlike json::value()).
+std::string json_string(const nlohmann::ordered_json& obj, std::string_view key);
+// obj[key] when obj is an object and the field an integer, else nullopt. Never throws.
+std::optional<long long> json_integer(const nlohmann::ordered_json& obj, std::string_view key);
 
 // process.env; entries that are not strings are errors.
 Result<std::vector<std::string>> spec_env(const nlohmann::ordered_json& spec);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ascend/common/error.h"
@@ -49,6 +50,8 @@ struct SpecEdit {
   std::vector<HookCommand> poststop;
   std::vector<std::string> drop_env;  // keys whose entries leave process.env
   std::vector<std::string> add_env;   // "KEY=VALUE", appended after every earlier entry of KEY is dropped
+  // {from, to}: a mount whose destination is `from` gets `to` instead (the device marker of a dynamic vNPU).
+  std::vector<std::pair<std::string, std::string>> retarget_mounts;
 };
 
 // The edit for `plan` with the driver files mounted by the prestart hook: its devices and env, and

@@ -1,0 +1,27 @@
+# Hardening of every binary the build makes: a stack canary in every function with a local array
+# (-fstack-protector-strong), libc calls with a known buffer size checked at run time (_FORTIFY_SOURCE=2;
+# it needs the optimiser, so not in Debug), position-independent executables (ASLR for the program itself)
+# and full RELRO (the GOT read-only once the loader is done). tests/packaging/elf_hardening_test.sh checks
+# the shipped binaries' ELF headers for each of these.
+set(CMAKE_POSITION_INDEPENDENT_CODE ON)
+include(CheckPIESupported)
+check_pie_supported()
+add_compile_options(-fstack-protector-strong "$<$<NOT:$<CONFIG:Debug>>:-U_FORTIFY_SOURCE>"
+                    "$<$<NOT:$<CONFIG:Debug>>:-D_FORTIFY_SOURCE=2>")
+add_link_options(-Wl,-z,relro,-z,now)
+
+# A static executable, as a static PIE where the toolchain can make one (glibc's rcrt1.o: Debian's GCC 12
+# and clang 14 can), else plain -static (no ASLR for its code).
+include(CheckCXXSourceCompiles)
+set(CMAKE_REQUIRED_LINK_OPTIONS -static-pie)
+check_cxx_source_compiles("int main() { return 0; }" ASCEND_HAVE_STATIC_PIE)
+unset(CMAKE_REQUIRED_LINK_OPTIONS)
+# The flag goes with the libraries, at the end of the link line: after the -pie CMake adds for a PIE, which
+# would otherwise win and make a dynamic executable.
+function(ascend_link_static target)
+  if(ASCEND_HAVE_STATIC_PIE)
+    target_link_libraries(${target} PRIVATE -static-pie)
+  else()
+    target_link_libraries(${target} PRIVATE -static)
+  endif()
+endfunction()
