@@ -32,6 +32,10 @@ Result<MountList> parse_mount_list(std::string_view text, const std::string& nam
       if (!comp.empty()) norm += "/" + comp;
       i = j + 1;
     }
+    // Blanks at the end of a line are not part of its path, also when a '/' came after them ("/usr /").
+    while (!norm.empty() &&
+           (norm.back() == '/' || norm.back() == ' ' || norm.back() == '\t' || norm.back() == '\r'))
+      norm.pop_back();
     if (norm.empty()) return Error::invalid(where + "'/' cannot be mounted");
     list.paths.push_back(norm);
   }

@@ -143,14 +143,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   hook::InjectionPlan plan =
       hook::make_plan(request, host, request.nodrv ? std::vector<hook::MountList>{} : lists);
 
-  hook::HookCommand prestart{"/usr/local/bin/ascend-docker-hook", {"ascend-docker-hook", "prestart"}};
+  hook::HookCommand prestart;
+  prestart.path = "/usr/local/bin/ascend-docker-hook";
+  prestart.args = {"ascend-docker-hook", "prestart"};
   check_edit(*spec, text, hook::make_spec_edit(plan, prestart));
 
   std::vector<hook::BindMount> mounts;
   for (const auto& m : plan.mounts) mounts.push_back({"/host" + m.path, m.path});
   hook::SpecEdit edit = hook::make_spec_edit(plan, std::move(mounts));
   // As for a dynamic vNPU: the poststop hook and the env the shim rewrites.
-  edit.poststop.push_back({"/usr/local/bin/ascend-docker-hook", {"ascend-docker-hook", "poststop", "100"}});
+  hook::HookCommand poststop = prestart;
+  poststop.args = {"ascend-docker-hook", "poststop", "--destroy-vnpu", "100"};
+  edit.poststop.push_back(poststop);
   edit.drop_env.emplace_back(hook::kEnvVnpuSpecs);
   edit.add_env.push_back(std::string(hook::kEnvVisibleDevices) + "=100");
   check_edit(*spec, text, edit);

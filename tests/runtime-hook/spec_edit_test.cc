@@ -150,6 +150,21 @@ TEST(SpecEdit, ReplacesADeviceOfTheSamePathAndKeepsOtherDevices) {
             ordered_json({{"allow", true}, {"type", "c"}, {"major", 234}, {"minor", 0}, {"access", "rwm"}}));
 }
 
+// Found by spec_edit_fuzz (tests/fuzz/regressions/spec_edit_fuzz/): with neither linux.devices nor
+// linux.resources, adding "resources" moved "devices" inside the ordered object and the nodes were written
+// through a dangling pointer (a use-after-free under ASan, lost devices without it).
+TEST(SpecEdit, ASpecWithoutLinuxGetsItsDevicesAndRules) {
+  Request r;
+  r.ids = {0};
+  auto after = apply_spec_edit(R"({"ociVersion":"1.0.2","process":{"args":["sh"]}})",
+                               make_spec_edit(make_plan(r, host(), {}), hook("prestart")));
+  ASSERT_TRUE(after.ok()) << after.error().message();
+  auto j = ordered_json::parse(*after);
+  EXPECT_EQ(j["linux"]["devices"].size(), 4U);  // davinci0 and the three control nodes
+  EXPECT_EQ(j["linux"]["resources"]["devices"].size(), 4U);
+  EXPECT_EQ(j["linux"]["devices"][0]["path"], "/dev/davinci0");
+}
+
 TEST(SpecEdit, RejectsMalformedSpecs) {
   Request r;
   r.ids = {0};
