@@ -68,6 +68,12 @@ Status only_fields(const json& obj, const std::set<std::string>& allowed, const 
   return {};
 }
 
+// obj[key] when it is a string, else "?": names an entry in a message before its fields are checked.
+std::string label(const json& obj, const char* key) {
+  if (!obj.is_object() || !obj.contains(key) || !obj[key].is_string()) return "?";
+  return obj[key].get<std::string>();
+}
+
 bool absolute(const json& j) {
   return j.is_string() && !j.get<std::string>().empty() && j.get<std::string>()[0] == '/';
 }
@@ -96,7 +102,7 @@ Status check_edits(const json& e, const std::string& where, std::vector<int>& mi
   if (e.contains("deviceNodes")) {
     if (!e["deviceNodes"].is_array()) return Error::invalid(where + ".deviceNodes: expected a list");
     for (const auto& d : e["deviceNodes"]) {
-      std::string w = where + ".deviceNodes[" + d.value("path", std::string("?")) + "]";
+      std::string w = where + ".deviceNodes[" + label(d, "path") + "]";
       ASCEND_CHECK(
           only_fields(
               d, {"path", "hostPath", "type", "major", "minor", "fileMode", "permissions", "uid", "gid"}, w),
@@ -125,7 +131,7 @@ Status check_edits(const json& e, const std::string& where, std::vector<int>& mi
   if (e.contains("mounts")) {
     if (!e["mounts"].is_array()) return Error::invalid(where + ".mounts: expected a list");
     for (const auto& m : e["mounts"]) {
-      std::string w = where + ".mounts[" + m.value("containerPath", std::string("?")) + "]";
+      std::string w = where + ".mounts[" + label(m, "containerPath") + "]";
       ASCEND_CHECK(only_fields(m, {"hostPath", "containerPath", "options", "type"}, w), "");
       if (!m.contains("hostPath") || !m["hostPath"].is_string())
         return Error::invalid(w + ".hostPath: required");

@@ -27,6 +27,14 @@ Result<ordered_json*> child(ordered_json& obj, const char* key, bool array, cons
   return &*it;
 }
 
+// e[key] is the string `want`. The entries come from the container's config.json and may hold any type:
+// value() would throw on a mismatch.
+bool has_string(const ordered_json& e, const char* key, const std::string& want) {
+  if (!e.is_object()) return false;
+  auto it = e.find(key);
+  return it != e.end() && it->is_string() && it->get_ref<const std::string&>() == want;
+}
+
 ordered_json hook_json(const HookCommand& h) {
   ordered_json j = {{"path", h.path}, {"args", h.args}, {"env", h.env}};
   if (h.timeout) j["timeout"] = *h.timeout;
@@ -39,7 +47,7 @@ Status add_hooks(ordered_json& hooks, const char* stage, const std::vector<HookC
   for (const auto& h : cmds) {
     ordered_json j = hook_json(h);
     bool present = std::any_of(list->begin(), list->end(), [&](const ordered_json& e) {
-      return e.is_object() && e.value("path", "") == h.path && e.contains("args") && e["args"] == j["args"];
+      return has_string(e, "path", h.path) && e.contains("args") && e["args"] == j["args"];
     });
     if (!present) list->push_back(std::move(j));
   }
@@ -89,9 +97,8 @@ Result<std::string> apply_spec_edit(std::string_view spec_text, const SpecEdit& 
     for (const auto& d : edit.devices) {
       ordered_json node = {{"path", d.path},     {"type", "c"}, {"major", d.major}, {"minor", d.minor},
                            {"fileMode", d.mode}, {"uid", 0},    {"gid", 0}};
-      auto same = std::find_if(devices->begin(), devices->end(), [&](const ordered_json& e) {
-        return e.is_object() && e.value("path", "") == d.path;
-      });
+      auto same = std::find_if(devices->begin(), devices->end(),
+                               [&](const ordered_json& e) { return has_string(e, "path", d.path); });
       if (same != devices->end()) {
         *same = std::move(node);
       } else {
