@@ -5,8 +5,9 @@
 //   filter | prioritize | bind                       (extender verbs; body ExtenderArgs /
 //   ExtenderBindingArgs) inventory NODE | allocations NODE | return NODE  (device plugin calls; body as in
 //   wire.h) reservations NODE | release NS/NAME | view NS/JOB | tick SECONDS
-// Oracle: every answer serialises; filter only passes candidate nodes and scores only candidates; the saved
-// state loads into a fresh Scheduler and saves back the same; the chip counts add up to the cluster.
+// Oracle: every answer serialises; filter only passes candidate nodes and scores only candidates; the chip
+// counts add up to the cluster; at the end, the saved state loads into a fresh Scheduler and saves back the
+// same.
 #include <algorithm>
 #include <charconv>
 
@@ -59,10 +60,14 @@ std::pair<std::string, std::string> halves(const std::string& s) {
   return {s.substr(0, slash), s.substr(slash + 1)};
 }
 
-void check_state(const scheduler::Scheduler& s, const topology::Cluster& cluster, int total_chips) {
+void check_counts(const scheduler::Scheduler& s, int total_chips) {
   auto c = s.counts();
   fuzz::check(c.free >= 0 && c.used >= 0 && c.unhealthy >= 0, "a negative chip count");
   fuzz::check(c.free + c.used + c.unhealthy <= total_chips, "more chips counted than the cluster has");
+}
+
+// After the last request (a round trip after every one made the target ten times slower).
+void check_saved(const scheduler::Scheduler& s, const topology::Cluster& cluster) {
   json saved = s.save();
   (void)saved.dump();
   scheduler::Scheduler fresh(cluster);
@@ -159,7 +164,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::string arg = sp == std::string::npos ? "" : head.substr(sp + 1);
     run(s, verb, arg, body, now);
     now += std::chrono::seconds(1);
-    check_state(s, cluster, total_chips);
+    check_counts(s, total_chips);
   }
+  check_saved(s, cluster);
   return 0;
 }
