@@ -8,6 +8,9 @@
 //
 // Oracle: an OK Allocate answers every container; an OK GetPreferredAllocation answers every container with
 // exactly allocation_size distinct ids among the available ones, the must-include ones among them.
+#include <google/protobuf/stubs/logging.h>
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <memory>
 #include <set>
@@ -33,6 +36,9 @@ struct World {
   std::vector<Served> configs;
 
   World() {
+    // Quiet: protobuf reports every invalid UTF-8 string it refuses, the plugin every refused call.
+    google::protobuf::SetLogHandler(nullptr);
+    spdlog::set_level(spdlog::level::off);
     fuzz::write_file(dir / "npu-smi", "");
     fuzz::write_file(dir / "libascend_driver_stub.so", "");
     auto profile = npu::builtin_profile("atlas800t-a2");
