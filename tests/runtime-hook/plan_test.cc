@@ -105,6 +105,12 @@ TEST(MountList, ParsesPathsCommentsAndBlankLines) {
 
 // Found by mount_list_fuzz: blanks before a last '/' stayed in the path ("/usr /" gave "/usr "), which the
 // same list written back one path per line no longer said.
+TEST(MountList, RejectsANulByte) {
+  auto l = parse_mount_list(std::string("/usr/local\0/x\n", 14), "bad");
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.error().message().find("NUL"), std::string::npos) << l.error().message();
+}
+
 TEST(MountList, BlanksAtTheEndOfAPathAreNotPartOfIt) {
   auto l = parse_mount_list("/usr/local /\n/a /b\n", "base");
   ASSERT_TRUE(l.ok()) << l.error().message();
@@ -118,6 +124,8 @@ TEST(MountList, RejectsRelativeAndDotDotPaths) {
       {"/usr/./lib\n", "has a '.' component"},
       {"/\n", "'/' cannot be mounted"},
       {"/ /\n", "'/' cannot be mounted"},  // found by mount_list_fuzz: it was accepted as "/ "
+      // Found by mount_list_fuzz: a '..' hidden behind blanks and a '/' ("/usr/.. /").
+      {"/usr/..\t /\n", "has a '..' component"},
   };
   for (const auto& [text, want] : cases) {
     SCOPED_TRACE(text);
