@@ -21,6 +21,10 @@ Result<MountList> parse_mount_list(std::string_view text, const std::string& nam
     std::string p = line.substr(b, e - b + 1);
     std::string where = cat("mount list ", name, " line ", std::to_string(lineno), ": ");
     if (p[0] != '/') return Error::invalid(cat(where, "'", p, "' is not an absolute path"));
+    if (p.find('\0') != std::string::npos) return Error::invalid(where + "a path with a NUL byte");
+    // Blanks at the end of a line are not part of its path, also when a '/' follows them ("/usr /").
+    while (p.size() > 1 && (p.back() == '/' || p.back() == ' ' || p.back() == '\t' || p.back() == '\r'))
+      p.pop_back();
     std::string norm;
     std::size_t i = 0;
     while (i < p.size()) {

@@ -83,6 +83,8 @@ Result<std::string> apply_spec_edit(std::string_view spec_text, const SpecEdit& 
     ASCEND_ASSIGN(ordered_json * linux_, child(spec, "linux", false, ""), "");
     ASCEND_ASSIGN(ordered_json * devices, child(*linux_, "devices", true, "linux."), "");
     ASCEND_ASSIGN(ordered_json * resources, child(*linux_, "resources", false, "linux."), "");
+    // An ordered_json object keeps its members in a vector: adding "resources" may have moved "devices".
+    devices = &(*linux_)["devices"];
     ASCEND_ASSIGN(ordered_json * rules, child(*resources, "devices", true, "linux.resources."), "");
     for (const auto& d : edit.devices) {
       ordered_json node = {{"path", d.path},     {"type", "c"}, {"major", d.major}, {"minor", d.minor},

@@ -86,6 +86,13 @@ TEST(Cdi, ValidatorRejectsWhatTheSpecificationForbids) {
        "unknown field 'bogus'"},
       {R"({"cdiVersion":"0.5.0","kind":"a.com/b","extra":1,"devices":[{"name":"x","containerEdits":{}}]})",
        "unknown field 'extra'"},
+      // Found by cdi_fuzz: entries of the wrong type threw nlohmann::type_error out of the validator.
+      {R"({"cdiVersion":"0.5.0","kind":"a.com/b","devices":[{"name":"x","containerEdits":{"deviceNodes":[{"path":0}]}}]})",
+       "deviceNodes[?].path: required"},
+      {R"({"cdiVersion":"0.5.0","kind":"a.com/b","devices":[{"name":"x","containerEdits":{"deviceNodes":[1]}}]})",
+       "deviceNodes[?]: expected an object"},
+      {R"({"cdiVersion":"0.5.0","kind":"a.com/b","devices":[{"name":"x","containerEdits":{"mounts":["/a"]}}]})",
+       "mounts[?]: expected an object"},
       // Features newer than the declared version.
       {R"({"cdiVersion":"0.4.0","kind":"a.com/b","devices":[{"name":"0","containerEdits":{}}]})",
        "lower than"},

@@ -103,12 +103,29 @@ TEST(MountList, ParsesPathsCommentsAndBlankLines) {
   EXPECT_EQ(l->paths, (std::vector<std::string>{"/usr/local/dcmi", "/etc/hccn.conf", "/usr/lib64"}));
 }
 
+// Found by mount_list_fuzz: blanks before a last '/' stayed in the path ("/usr /" gave "/usr "), which the
+// same list written back one path per line no longer said.
+TEST(MountList, RejectsANulByte) {
+  auto l = parse_mount_list(std::string("/usr/local\0/x\n", 14), "bad");
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.error().message().find("NUL"), std::string::npos) << l.error().message();
+}
+
+TEST(MountList, BlanksAtTheEndOfAPathAreNotPartOfIt) {
+  auto l = parse_mount_list("/usr/local /\n/a /b\n", "base");
+  ASSERT_TRUE(l.ok()) << l.error().message();
+  EXPECT_EQ(l->paths, (std::vector<std::string>{"/usr/local", "/a /b"}));
+}
+
 TEST(MountList, RejectsRelativeAndDotDotPaths) {
   const std::pair<const char*, const char*> cases[] = {
       {"usr/local/dcmi\n", "line 1: 'usr/local/dcmi' is not an absolute path"},
       {"/ok\n/usr/../etc/shadow\n", "line 2: '/usr/../etc/shadow' has a '..' component"},
       {"/usr/./lib\n", "has a '.' component"},
       {"/\n", "'/' cannot be mounted"},
+      {"/ /\n", "'/' cannot be mounted"},  // found by mount_list_fuzz: it was accepted as "/ "
+      // Found by mount_list_fuzz: a '..' hidden behind blanks and a '/' ("/usr/.. /").
+      {"/usr/..\t /\n", "has a '..' component"},
   };
   for (const auto& [text, want] : cases) {
     SCOPED_TRACE(text);

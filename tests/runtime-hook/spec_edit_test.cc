@@ -150,6 +150,38 @@ TEST(SpecEdit, ReplacesADeviceOfTheSamePathAndKeepsOtherDevices) {
             ordered_json({{"allow", true}, {"type", "c"}, {"major", 234}, {"minor", 0}, {"access", "rwm"}}));
 }
 
+// Found by spec_edit_fuzz (tests/fuzz/regressions/spec_edit_fuzz/): with neither linux.devices nor
+// linux.resources, adding "resources" moved "devices" inside the ordered object and the nodes were written
+// through a dangling pointer (a use-after-free under ASan, lost devices without it).
+TEST(SpecEdit, ASpecWithoutLinuxGetsItsDevicesAndRules) {
+  Request r;
+  r.ids = {0};
+  auto after = apply_spec_edit(R"({"ociVersion":"1.0.2","process":{"args":["sh"]}})",
+                               make_spec_edit(make_plan(r, host(), {}), hook("prestart")));
+  ASSERT_TRUE(after.ok()) << after.error().message();
+  auto j = ordered_json::parse(*after);
+  EXPECT_EQ(j["linux"]["devices"].size(), 4U);  // davinci0 and the three control nodes
+  EXPECT_EQ(j["linux"]["resources"]["devices"].size(), 4U);
+  EXPECT_EQ(j["linux"]["devices"][0]["path"], "/dev/davinci0");
+}
+
+// Found with spec_edit_fuzz: a device or hook entry whose path is not a string threw nlohmann::type_error
+// out of the edit (and out of the shim's main). It is someone else's entry: kept as it is, ours added.
+TEST(SpecEdit, KeepsEntriesWhosePathIsNotAString) {
+  Request r;
+  r.ids = {0};
+  SpecEdit edit = make_spec_edit(make_plan(r, host(), {}), hook("prestart"));
+  for (const char* spec : {R"({"linux":{"devices":[{"path":7}]}})",
+                           R"({"hooks":{"prestart":[{"path":["x"],"args":[]}]}})"}) {
+    SCOPED_TRACE(spec);
+    auto after = apply_spec_edit(spec, edit);
+    ASSERT_TRUE(after.ok()) << after.error().message();
+    auto j = ordered_json::parse(*after);
+    EXPECT_EQ(j["linux"]["devices"].size(), ordered_json::parse(spec).contains("linux") ? 5U : 4U);
+    EXPECT_EQ(j["hooks"]["prestart"].back()["path"], "/usr/local/bin/ascend-docker-hook");
+  }
+}
+
 TEST(SpecEdit, RejectsMalformedSpecs) {
   Request r;
   r.ids = {0};

@@ -55,10 +55,13 @@ class DevicePluginService final : public v1beta1::DevicePlugin::CallbackService 
   const ResourceSpec& resource() const { return res_; }
   bool stopping() const { return stopping_.load(); }
 
- private:
+  // The unary calls' bodies, without a gRPC context (the callbacks above answer with these; the fuzz
+  // targets call them directly with parsed messages).
   grpc::Status allocate(const v1beta1::AllocateRequest& req, v1beta1::AllocateResponse* resp);
   grpc::Status preferred(const v1beta1::PreferredAllocationRequest& req,
                          v1beta1::PreferredAllocationResponse* resp);
+
+ private:
   // The open streams (expired ones pruned), kept alive while the caller holds them.
   std::vector<std::shared_ptr<ListAndWatchReactor>> live_streams();
   void watch_loop();

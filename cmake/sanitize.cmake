@@ -1,0 +1,64 @@
+# ASCEND_SANITIZE=ON: the whole tree under AddressSanitizer + UndefinedBehaviorSanitizer. scripts/test
+# --sanitize builds it in build-asan/ with clang, together with the fuzz targets (ASCEND_FUZZ, which implies
+# this option), so that scripts/fuzz reuses the same objects; GCC works too (without the fuzz targets).
+# Included before the components so that every target gets the flags.
+#
+# The shipped tools are linked -static, which ASan cannot be: in this tree
+#  - ascend-docker-runtime, ascend-docker-hook and ascend-ctk are linked dynamically, instrumented, so the
+#    root/e2e tests that run them (runc as the engine) check the shim and the hook under the sanitizers;
+#  - npu-smi stays static and is not instrumented (built from uninstrumented copies of its two libraries):
+#    `npu-sim load` copies it into the emulated host and containers run it, where no sanitizer runtime
+#    exists; its code is checked in-process by the npu-smi unit and golden tests, which link the
+#    instrumented libraries;
+#  - the driver stub (a file the emulated driver tree carries, never loaded by the tests) is not instrumented.
+if(ASCEND_FUZZ)
+  set(ASCEND_SANITIZE ON)
+endif()
+if(NOT ASCEND_SANITIZE)
+  return()
+endif()
+set(ASCEND_SANITIZE_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+# After the build type's flags (compile options come later on the command line): -O1 keeps the build and the
+# tests fast; line tables give file:line in reports.
+add_compile_options(${ASCEND_SANITIZE_FLAGS} -O1)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  add_compile_options(-gline-tables-only)
+else()
+  # GCC's -Wmaybe-uninitialized gives false positives under ASan at -O1 (in libstdc++'s <regex>, for one).
+  add_compile_options(-g1 -Wno-maybe-uninitialized)
+endif()
+add_link_options(-fsanitize=address,undefined)
+
+function(ascend_sanitize_fixups)
+  foreach(tool ascend-docker-runtime ascend-docker-hook ascend-ctk)
+    if(TARGET ${tool})
+      get_target_property(opts ${tool} LINK_OPTIONS)
+      list(REMOVE_ITEM opts -static)
+      set_target_properties(${tool} PROPERTIES LINK_OPTIONS "${opts}")
+    endif()
+  endforeach()
+  set(plain -fno-sanitize=all)
+  foreach(lib ascend_common_core ascend_npu_core)
+    get_target_property(srcs ${lib} SOURCES)
+    get_target_property(dir ${lib} SOURCE_DIR)
+    list(TRANSFORM srcs PREPEND ${dir}/)
+    add_library(${lib}_plain STATIC ${srcs})
+    target_include_directories(${lib}_plain PUBLIC ${dir}/include)
+    target_compile_options(${lib}_plain PRIVATE ${plain})
+  endforeach()
+  target_link_libraries(ascend_npu_core_plain PUBLIC ascend_common_core_plain nlohmann_json::nlohmann_json
+                                                     Threads::Threads)
+  set_target_properties(npu-smi PROPERTIES LINK_LIBRARIES ascend_npu_core_plain)
+  foreach(t npu-smi ascend_driver_stub)
+    target_compile_options(${t} PRIVATE ${plain})
+    target_link_options(${t} PRIVATE ${plain})
+  endforeach()
+  # Benchmarks, the docker tests and the real-browser test are not run under the sanitizers (scripts/test).
+  set_property(DIRECTORY ${CMAKE_SOURCE_DIR}/tests/bench PROPERTY EXCLUDE_FROM_ALL ON)
+  foreach(t hook_docker_test packaging_docker_test dashboard_test)
+    if(TARGET ${t})
+      set_target_properties(${t} PROPERTIES EXCLUDE_FROM_ALL ON)
+    endif()
+  endforeach()
+endfunction()
+cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL ascend_sanitize_fixups)

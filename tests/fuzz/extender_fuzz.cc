@@ -1,0 +1,171 @@
+// The scheduler extender's request handling without HTTP: the bodies kube-scheduler and the device plugins
+// send, parsed by wire.cc and run through one Scheduler (a 4-node cluster: three Atlas 800T A2, one Atlas 800
+// 9000) in sequence, as the server does. The input is a list of requests separated by "---" lines; each
+// request's first line is its verb and argument, the rest its JSON body:
+//   filter | prioritize | bind                       (extender verbs; body ExtenderArgs /
+//   ExtenderBindingArgs) inventory NODE | allocations NODE | return NODE  (device plugin calls; body as in
+//   wire.h) reservations NODE | release NS/NAME | view NS/JOB | tick SECONDS
+// Oracle: every answer serialises; filter only passes candidate nodes and scores only candidates; the chip
+// counts add up to the cluster; at the end, the saved state loads into a fresh Scheduler and saves back the
+// same.
+#include <algorithm>
+#include <charconv>
+
+#include "ascend/scheduler/extender.h"
+#include "ascend/scheduler/wire.h"
+#include "ascend/topology/cluster.h"
+#include "fuzz_util.h"
+
+using namespace ascend;
+using nlohmann::json;
+
+namespace {
+
+// The server refuses bodies nested deeper than this before parsing (server.cc).
+bool too_deep(std::string_view s) {
+  int depth = 0;
+  for (char c : s) {
+    if (c == '[' || c == '{') {
+      if (++depth > 128) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+topology::Cluster fuzz_cluster() {
+  std::vector<topology::NodeSpec> specs;
+  for (int i = 0; i < 3; ++i) {
+    topology::NodeSpec n;
+    n.name = "node-" + std::to_string(i);
+    n.profile = "atlas800t-a2";
+    n.leaf = "leaf-0";
+    specs.push_back(n);
+  }
+  topology::NodeSpec old;
+  old.name = "node-3";
+  old.profile = "atlas800-9000";
+  old.leaf = "leaf-1";
+  old.busy = {1};
+  specs.push_back(old);
+  auto c = topology::make_cluster("fuzz", {}, specs, topology::builtin_profiles());
+  fuzz::check(c.ok(), "the fuzz cluster");
+  return std::move(c).value();
+}
+
+std::pair<std::string, std::string> halves(const std::string& s) {
+  auto slash = s.find('/');
+  if (slash == std::string::npos) return {s, ""};
+  return {s.substr(0, slash), s.substr(slash + 1)};
+}
+
+void check_counts(const scheduler::Scheduler& s, int total_chips) {
+  auto c = s.counts();
+  fuzz::check(c.free >= 0 && c.used >= 0 && c.unhealthy >= 0, "a negative chip count");
+  fuzz::check(c.free + c.used + c.unhealthy <= total_chips, "more chips counted than the cluster has");
+}
+
+// After the last request (a round trip after every one made the target ten times slower).
+void check_saved(const scheduler::Scheduler& s, const topology::Cluster& cluster) {
+  json saved = s.save();
+  (void)saved.dump();
+  scheduler::Scheduler fresh(cluster);
+  auto st = fresh.load(saved);
+  fuzz::check(st.ok(), "the saved state does not load: " + (st.ok() ? "" : st.error().message()));
+  fuzz::check(fresh.save() == saved, "the saved state does not save back the same");
+  (void)s.cluster_view().dump();
+}
+
+void run(scheduler::Scheduler& s, const std::string& verb, const std::string& arg, std::string_view body_text,
+         scheduler::Clock::time_point& now) {
+  json body;
+  bool needs_body = verb == "filter" || verb == "prioritize" || verb == "bind" || verb == "inventory" ||
+                    verb == "allocations" || verb == "return";
+  if (needs_body) {
+    if (too_deep(body_text)) return;
+    body = json::parse(body_text, nullptr, false);
+    if (body.is_discarded()) return;
+  }
+  if (verb == "filter" || verb == "prioritize") {
+    auto args = scheduler::parse_extender_args(body);
+    if (!args.ok()) return;
+    const auto& names = args->node_names;
+    auto candidate = [&](const std::string& n) {
+      return std::find(names.begin(), names.end(), n) != names.end();
+    };
+    if (verb == "filter") {
+      auto r = s.filter(args->pod, names, now);
+      for (const auto& p : r.passed)
+        fuzz::check(candidate(p), "filter passed a node it was not offered: " + p);
+      (void)scheduler::filter_result_json(*args, r).dump();
+    } else {
+      auto scores = s.prioritize(args->pod, names);
+      for (const auto& sc : scores)
+        fuzz::check(candidate(sc.host), "a score for a node not offered: " + sc.host);
+      (void)scheduler::priorities_json(scores).dump();
+    }
+  } else if (verb == "bind") {
+    auto b = scheduler::parse_binding_args(body);
+    if (!b.ok()) return;
+    auto st = s.bind(b->pod_namespace, b->pod_name, b->pod_uid, b->node, now);
+    (void)scheduler::binding_result_json(st.ok() ? "" : st.error().message()).dump();
+    (void)scheduler::binding_object(*b).dump();
+  } else if (verb == "inventory") {
+    auto inv = scheduler::parse_inventory(body);
+    if (inv.ok()) (void)s.put_inventory(arg, *inv, now);
+  } else if (verb == "allocations" || verb == "return") {
+    auto chips = scheduler::parse_allocation(body);
+    if (!chips.ok()) return;
+    if (verb == "allocations") {
+      auto g = s.take_allocation(arg, *chips, now);
+      if (g.ok()) (void)scheduler::grant_json(*g).dump();
+    } else {
+      (void)s.return_allocation(arg, *chips, now);
+    }
+  } else if (verb == "reservations") {
+    auto r = s.reservations(arg);
+    if (r.ok()) (void)scheduler::reservations_json(arg, *r).dump();
+  } else if (verb == "release") {
+    auto [ns, name] = halves(arg);
+    (void)s.release(ns, name, now);
+  } else if (verb == "view") {
+    auto [ns, job] = halves(arg);
+    if (auto p = s.placement_of(ns, job); p.ok()) (void)p->dump();
+    if (auto r = s.ranktable_of(ns, job); r.ok()) (void)r->dump();
+    for (int i = 0; i < 3; ++i) (void)s.env_of(ns, job, i);
+  } else if (verb == "tick") {
+    int seconds = 0;
+    std::from_chars(arg.data(), arg.data() + arg.size(), seconds);
+    now += std::chrono::seconds(std::clamp(seconds, 0, 3600));
+    (void)s.expire(now);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static const topology::Cluster cluster = fuzz_cluster();
+  static const int total_chips = [] {
+    scheduler::Scheduler s(cluster);
+    auto c = s.counts();
+    return c.free + c.used + c.unhealthy;
+  }();
+  scheduler::Scheduler s(cluster, std::chrono::seconds(60));
+  scheduler::Clock::time_point now{std::chrono::hours(24 * 365 * 50)};
+  int n = 0;
+  for (std::string_view req : fuzz::split_sections(fuzz::as_text(data, size), "---")) {
+    if (++n > 16) break;
+    auto eol = req.find('\n');
+    std::string head(req.substr(0, eol));
+    std::string_view body = eol == std::string_view::npos ? std::string_view() : req.substr(eol + 1);
+    auto sp = head.find(' ');
+    std::string verb = head.substr(0, sp);
+    std::string arg = sp == std::string::npos ? "" : head.substr(sp + 1);
+    run(s, verb, arg, body, now);
+    now += std::chrono::seconds(1);
+    check_counts(s, total_chips);
+  }
+  check_saved(s, cluster);
+  return 0;
+}
