@@ -109,7 +109,8 @@ Status create_vnpu(const HostView& host, const smi::Device& d, const dcmi_create
   if (d.vnpu != nullptr) return Error(EOPNOTSUPP, "a vNPU cannot be split further");
   // The emulator's own create: the state lock and the capacity rules of `npu-smi set -t create-vnpu`.
   Emulator emu(host.root());
-  ASCEND_ASSIGN(Vnpu made, emu.create_vnpu(d.chip->phy_id, std::string(in.template_name, len), id), "");
+  ASCEND_ASSIGN(Vnpu made,
+                emu.create_vnpu(d.chip->phy_id, std::string(in.template_name, len), id, VnpuOwner{}), "");
   out = dcmi_create_vdev_out{};
   out.vdev_id = static_cast<unsigned int>(made.id);
   return {};
@@ -121,14 +122,14 @@ Status destroy_vnpu(const HostView& host, const smi::Device& d, unsigned int vde
   Emulator emu(host.root());
   if (vdevid == DCMI_VDEV_ID_ALL) {
     for (const Vnpu& v : host.state().vnpus) {
-      if (v.phy_id == phy) ASCEND_CHECK(emu.destroy_vnpu(v.id, phy), "");
+      if (v.phy_id == phy) ASCEND_CHECK(emu.destroy_vnpu(v.id, phy, std::nullopt), "");
     }
     return {};
   }
   if (vdevid > static_cast<unsigned int>(INT_MAX)) {
     return Error::not_found("no vNPU " + std::to_string(vdevid) + " on device " + std::to_string(phy));
   }
-  return emu.destroy_vnpu(static_cast<int>(vdevid), phy);
+  return emu.destroy_vnpu(static_cast<int>(vdevid), phy, std::nullopt);
 }
 
 }  // namespace
