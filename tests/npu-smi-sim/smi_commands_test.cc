@@ -89,7 +89,9 @@ TEST(SmiCommands, HelpNeedsNoHostAndDocumentsExitCodes) {
     EXPECT_NE(o.out.find("Usage: npu-smi <Command|-h|-v> [Options...]"), std::string::npos);
     for (int code : {kExitInvalidParameter, kExitNotSupported, kExitResourceOccupied, kExitInnerError,
                      kExitDcmiInitFailed}) {
-      EXPECT_NE(o.out.find("\t" + std::to_string(code) + " "), std::string::npos) << code;
+      std::string line = "\t";  // (not "\t" + std::to_string(...): GCC 12 -O3 warns -Wrestrict in libstdc++)
+      line.append(std::to_string(code)).append(" ");
+      EXPECT_NE(o.out.find(line), std::string::npos) << code;
     }
   }
   Output info = run({"info", "-h"}, empty.path());
