@@ -136,5 +136,5 @@ static int run_main(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   return ascend::guarded_main(
-      "ascend-scheduler", [&] { return run_main(argc, argv); }, kExitIo);
+      "ascend-scheduler", [&] { return run_main(argc, argv); }, ascend::scheduler::kExitIo);
 }
