@@ -97,17 +97,20 @@ static int run_main(int argc, char** argv) {
     }
     return 0;
   }
+  // --majors, shared by load and reboot: false (after one line) when it is not five numbers.
+  auto take_majors = [&](ascend::npu::LoadOptions& opts) {
+    if (majors.empty()) return true;
+    opts.majors = parse_majors(majors);
+    if (!opts.majors) {
+      std::fprintf(stderr, "npu-sim: --majors '%s': expected five numbers a,b,c,d,e\n", majors.c_str());
+    }
+    return opts.majors.has_value();
+  };
   if (*load) {
     auto p = ascend::npu::load_profile(profile);
     if (!p) return fail(p.error());
     ascend::npu::LoadOptions opts;
-    if (!majors.empty()) {
-      opts.majors = parse_majors(majors);
-      if (!opts.majors) {
-        std::fprintf(stderr, "npu-sim: --majors '%s': expected five numbers a,b,c,d,e\n", majors.c_str());
-        return 2;
-      }
-    }
+    if (!take_majors(opts)) return 2;
     opts.npu_smi_binary = smi_bin;
     opts.node_index = node_index;
     opts.force = force;
@@ -117,13 +120,7 @@ static int run_main(int argc, char** argv) {
   }
   if (*reboot) {
     ascend::npu::LoadOptions opts;
-    if (!majors.empty()) {
-      opts.majors = parse_majors(majors);
-      if (!opts.majors) {
-        std::fprintf(stderr, "npu-sim: --majors '%s': expected five numbers a,b,c,d,e\n", majors.c_str());
-        return 2;
-      }
-    }
+    if (!take_majors(opts)) return 2;
     opts.npu_smi_binary = smi_bin;
     if (auto s = emu.reboot(opts); !s) return fail(s.error());
     std::printf("rebooted %s\n", emu.root().c_str());

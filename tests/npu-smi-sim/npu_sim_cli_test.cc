@@ -29,6 +29,14 @@ TEST(NpuSimCli, UsageErrorsExitTwo) {
       run_command({kSim, "fault", "set", "--device", "0", "--code", "xyz", "--root", "/tmp/none"});
   EXPECT_EQ(bad_code.exit_code, 2);
   EXPECT_NE(bad_code.err.find("--code 'xyz'"), std::string::npos);
+  // --majors must be five numbers, for load and for reboot
+  auto bad_load =
+      run_command({kSim, "load", "--profile", "atlas800t-a2", "--root", "/tmp/none", "--majors", "1,2"});
+  auto bad_reboot = run_command({kSim, "reboot", "--root", "/tmp/none", "--majors", "1,2"});
+  for (const auto* bad : {&bad_load, &bad_reboot}) {
+    EXPECT_EQ(bad->exit_code, 2);
+    EXPECT_NE(bad->err.find("--majors '1,2': expected five numbers"), std::string::npos) << bad->err;
+  }
 }
 
 TEST(NpuSimCli, FailuresExitOneWithOneLine) {
