@@ -207,20 +207,10 @@ std::string Emulator::host_path(const std::string& abs_path) const {
   return root_ + abs_path;
 }
 
-std::vector<std::string> Emulator::driver_files() const {
-  return {"/usr/local/Ascend/driver/lib64",
-          "/usr/local/Ascend/driver/include",
-          "/usr/local/Ascend/driver/version.info",
-          "/usr/local/dcmi",
-          "/usr/local/bin/npu-smi",
-          "/etc/ascend_install.info",
-          "/etc/hccn.conf"};
-}
-
 Status Emulator::load(const HostState& profile, const LoadOptions& opts) {
   if (loaded()) {
     if (!opts.force) {
-      auto cur = snapshot();
+      auto cur = read_state();
       std::string name = cur ? cur->profile : "unreadable state";
       return Error(EEXIST, "a host (" + name + ") is already loaded at " + root_ +
                                "; run 'npu-sim unload' first or pass --force");
@@ -298,7 +288,7 @@ Status Emulator::unload() {
   if (!loaded()) return Error::not_found("no emulated host is loaded at " + root_);
   // Held while the state and the lock file go away: a writer waiting on it then finds no host.
   ASCEND_ASSIGN(FileLock lock, FileLock::acquire(join(root_, kLock)), "unload");
-  auto snap = snapshot();
+  auto snap = read_state();
   if (snap) {
     for (const auto& v : snap->vnpus) ::unlink(host_path(snap->vnpu_node(v.id).path).c_str());
   }
@@ -324,7 +314,7 @@ Status Emulator::unload() {
 }
 
 Status Emulator::reboot(LoadOptions opts) {
-  ASCEND_ASSIGN(HostState s, snapshot(), "reboot");
+  ASCEND_ASSIGN(HostState s, read_state(), "reboot");
   if (!opts.majors) opts.majors = s.majors;
   opts.keep_vnpus = true;
   opts.force = true;
@@ -333,7 +323,7 @@ Status Emulator::reboot(LoadOptions opts) {
   return load(s, opts).context("reboot");
 }
 
-Result<HostState> Emulator::snapshot() const {
+Result<HostState> Emulator::read_state() const {
   auto text = read_file(state_path(), 16U << 20);
   if (!text) {
     if (text.error().code() == ENOENT) {
@@ -345,12 +335,17 @@ Result<HostState> Emulator::snapshot() const {
   return parse_state(*text).context("state file " + state_path());
 }
 
+Result<DeviceSnapshot> Emulator::snapshot() const {
+  ASCEND_ASSIGN(HostState s, read_state(), "read the emulated host");
+  return to_snapshot(s);
+}
+
 Status Emulator::update(const std::function<Status(HostState&)>& change) {
   if (!loaded())
     return Error::not_found("no emulated host is loaded at " + root_ +
                             " (run 'npu-sim load --profile NAME')");
   ASCEND_ASSIGN(FileLock lock, FileLock::acquire(join(root_, kLock)), "update state");
-  ASCEND_ASSIGN(HostState s, snapshot(), "update state");
+  ASCEND_ASSIGN(HostState s, read_state(), "update state");
   ASCEND_CHECK(change(s), "");
   s.generation++;
   ASCEND_CHECK(atomic_replace(state_path(), serialize(s)), "update state");
@@ -539,7 +534,7 @@ class Watcher final : public Subscription {
   Watcher(const Emulator& emu, DeviceQuery::ChangeCallback cb) : emu_(emu), cb_(std::move(cb)) {
     stop_ = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     ino_ = UniqueFd(::inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
-    auto s = emu_.snapshot();
+    auto s = emu_.read_state();
     last_ = s ? s->generation : 0;
     if (s) majors_ = s->majors;
     arm();
@@ -584,12 +579,12 @@ class Watcher final : public Subscription {
       }
       if (id == seen_) continue;
       seen_ = id;
-      auto s = emu_.snapshot();
+      auto s = emu_.read_state();
       // A reload between two polls restarts the generation: the majors tell that host from the old one.
       if (s && (s->generation != last_ || !same_majors(s->majors, majors_))) {
         last_ = s->generation;
         majors_ = s->majors;
-        cb_(*s);
+        cb_(to_snapshot(*s));
       } else if (!s && last_ != 0) {
         last_ = 0;  // unloaded: report again once a host is back
       }

@@ -11,108 +11,6 @@ namespace ascend::npu {
 
 using nlohmann::json;
 
-std::string_view to_string(Health h) {
-  switch (h) {
-    case Health::kOk:
-      return "OK";
-    case Health::kWarning:
-      return "Warning";
-    case Health::kAlarm:
-      return "Alarm";
-    case Health::kCritical:
-      return "Critical";
-  }
-  return "OK";
-}
-
-namespace {
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-}  // namespace
-
-Result<Health> parse_health(std::string_view s) {
-  std::string l = lower(s);
-  if (l == "ok") return Health::kOk;
-  if (l == "warning") return Health::kWarning;
-  if (l == "alarm") return Health::kAlarm;
-  if (l == "critical") return Health::kCritical;
-  return Error::invalid("unknown severity '" + std::string(s) + "' (use warning, alarm or critical)");
-}
-
-std::string_view to_string(Link l) {
-  switch (l) {
-    case Link::kSelf:
-      return "X";
-    case Link::kSio:
-      return "SIO";
-    case Link::kHccs:
-      return "HCCS";
-    case Link::kHccsSw:
-      return "HCCS_SW";
-    case Link::kPix:
-      return "PIX";
-    case Link::kPxb:
-      return "PXB";
-    case Link::kPhb:
-      return "PHB";
-    case Link::kSys:
-      return "SYS";
-    case Link::kNa:
-      return "NA";
-  }
-  return "NA";
-}
-
-LinkLevel level_of(Link l) {
-  switch (l) {
-    case Link::kSelf:
-    case Link::kSio:
-      return LinkLevel::kSio;
-    case Link::kHccs:
-    case Link::kHccsSw:
-      return LinkLevel::kHccs;
-    default:
-      return LinkLevel::kPcie;
-  }
-}
-
-std::string_view to_string(Family f) {
-  switch (f) {
-    case Family::k910:
-      return "910";
-    case Family::k910B:
-      return "910B";
-    case Family::k910_93:
-      return "910_93";
-    case Family::k310P:
-      return "310P";
-  }
-  return "910B";
-}
-
-Result<Family> parse_family(std::string_view s) {
-  for (Family f : {Family::k910, Family::k910B, Family::k910_93, Family::k310P}) {
-    if (lower(s) == lower(to_string(f))) return f;
-  }
-  return Error::invalid("unknown chip family '" + std::string(s) + "' (use 910, 910B, 910_93 or 310P)");
-}
-
-Health severity_of_code(std::uint32_t code) {
-  unsigned cls = (code >> 24) & 0xFU;
-  if (cls <= 3) return Health::kWarning;
-  if (cls <= 7) return Health::kAlarm;
-  return Health::kCritical;
-}
-
-Health Chip::health() const {
-  Health h = Health::kOk;
-  for (const auto& f : faults) h = std::max(h, f.severity);
-  return h;
-}
-
 const Chip* HostState::chip(int phy_id) const {
   for (const auto& c : chips) {
     if (c.phy_id == phy_id) return &c;
@@ -191,6 +89,35 @@ std::vector<DeviceNode> HostState::control_nodes() const {
   return {{"/dev/davinci_manager", majors.manager, 0, 0660},
           {"/dev/devmm_svm", majors.svm, 0, 0660},
           {"/dev/hisi_hdc", majors.hdc, 0, 0660}};
+}
+
+HostState::operator DeviceSnapshot() const {
+  return to_snapshot(*this);
+}
+
+DeviceSnapshot to_snapshot(const HostState& s) {
+  DeviceSnapshot d;
+  d.backend = "emulator";
+  d.family = s.family;
+  d.chip_type = s.chip_type;
+  d.driver_version = s.driver_version;
+  d.resource_name = s.resource_name;
+  d.vnpu_capacity = s.vnpu_capacity;
+  d.templates = s.templates;
+  d.chips = s.chips;
+  for (const auto& c : s.chips) d.chip_nodes.push_back(s.chip_node(c.phy_id));
+  d.vnpus = s.vnpus;
+  for (const auto& v : s.vnpus) d.vnpu_nodes.push_back(s.vnpu_node(v.id));
+  d.control = s.control_nodes();
+  for (const auto& a : s.chips) {
+    for (const auto& b : s.chips) d.links.push_back(s.link(a.phy_id, b.phy_id));
+  }
+  // The seam numbers HCCS domains from the links (as a DCMI host must), not from the profile's labels.
+  const std::vector<int> domains = hccs_domains(d);
+  for (std::size_t i = 0; i < d.chips.size(); ++i) d.chips[i].hccs_domain = domains[i];
+  d.vnpu_mode = s.vnpu_mode;
+  d.boot_id = s.boot_id;
+  return d;
 }
 
 // ---- JSON ----------------------------------------------------------------------------------------------

@@ -60,13 +60,14 @@ std::string own_pid_ns(const std::string& proc) {
   return read_link(proc + "/self/ns/pid");
 }
 
-std::string boot_of(const HostState& host, const std::string& proc) {
+std::string boot_of(const DeviceSnapshot& host, const std::string& proc) {
   auto kernel = read_file(proc + "/sys/kernel/random/boot_id", 64);
   std::string k = kernel ? kernel->substr(0, kernel->find('\n')) : std::string("?");
   return k + ":" + host.boot_id;
 }
 
-VnpuOwner owner_for_this_process(std::string container_id, std::string state_root, const HostState& host) {
+VnpuOwner owner_for_this_process(std::string container_id, std::string state_root,
+                                 const DeviceSnapshot& host) {
   VnpuOwner o;
   o.boot = boot_of(host, "/proc");
   o.container_id = std::move(container_id);
@@ -121,7 +122,7 @@ Liveness ContainerProbe::check(const VnpuOwner& o, const std::string& boot) cons
   return {S::kGone, "container " + id + " has stopped (init pid " + std::to_string(pid) + " is gone)"};
 }
 
-GcPlan plan_vnpu_gc(const HostState& host, const std::function<Liveness(const VnpuOwner&)>& liveness) {
+GcPlan plan_vnpu_gc(const DeviceSnapshot& host, const std::function<Liveness(const VnpuOwner&)>& liveness) {
   GcPlan plan;
   for (const auto& v : host.vnpus) {
     if (!v.dynamic()) continue;
@@ -132,7 +133,7 @@ GcPlan plan_vnpu_gc(const HostState& host, const std::function<Liveness(const Vn
 }
 
 Result<GcReport> run_vnpu_gc(DeviceQuery& dq, const ContainerProbe& probe, bool dry_run) {
-  ASCEND_ASSIGN(HostState host, dq.snapshot(), "vnpu gc");
+  ASCEND_ASSIGN(DeviceSnapshot host, dq.snapshot(), "vnpu gc");
   const std::string boot = boot_of(host, "/proc");
   GcPlan plan = plan_vnpu_gc(host, [&](const VnpuOwner& o) { return probe.check(o, boot); });
   GcReport report;

@@ -132,7 +132,7 @@ static int run_main(int argc, char** argv) {
     return 0;
   }
   if (*status) {
-    auto s = emu.snapshot();
+    auto s = emu.read_state();
     if (!s) return fail(s.error());
     std::cout << (json ? ascend::npu::format_status_json(*s, emu.root())
                        : ascend::npu::format_status(*s, emu.root()));

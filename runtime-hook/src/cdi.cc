@@ -163,7 +163,7 @@ Status check_edits(const json& e, const std::string& where, std::vector<int>& mi
 
 }  // namespace
 
-ordered_json make_cdi_spec(const npu::HostState& host, const CdiInput& in) {
+ordered_json make_cdi_spec(const npu::DeviceSnapshot& host, const CdiInput& in) {
   ordered_json devices = ordered_json::array();
   ordered_json all_nodes = ordered_json::array();
   for (const auto& c : host.chips) {

@@ -15,7 +15,7 @@ Result<nlohmann::ordered_json> generate_cdi_spec(const Config& config,
                                                  const std::vector<std::string>& mount_lists, bool allow_link,
                                                  const std::string& kind) {
   npu::Emulator dq(config.host_root);
-  ASCEND_ASSIGN(npu::HostState host, dq.snapshot(), "read the NPU host");
+  ASCEND_ASSIGN(npu::DeviceSnapshot host, dq.snapshot(), "read the NPU host");
   Request all;
   for (const auto& c : host.chips) all.ids.push_back(c.phy_id);
   ASCEND_ASSIGN(std::vector<MountList> lists, load_mount_lists(config.mount_list_dir, mount_lists), "");

@@ -75,7 +75,7 @@ Status run_prestart(std::string_view oci_state, const Config& config, const Pres
   }
 
   npu::Emulator dq(config.host_root);
-  ASCEND_ASSIGN(npu::HostState host, dq.snapshot(), "read the NPU host");
+  ASCEND_ASSIGN(npu::DeviceSnapshot host, dq.snapshot(), "read the NPU host");
   ASCEND_ASSIGN(std::optional<Request> request, parse_request(env, host), "");
   if (!request) return {};
   if (!request->vnpu_template.empty()) {

@@ -34,7 +34,7 @@ std::string format_gc_report(const npu::GcReport& report, int static_count, bool
 
 Result<GcOutcome> vnpu_gc(const Config& config, bool dry_run) {
   npu::Emulator dq(config.host_root);
-  ASCEND_ASSIGN(npu::HostState host, dq.snapshot(), "vnpu gc");
+  ASCEND_ASSIGN(npu::DeviceSnapshot host, dq.snapshot(), "vnpu gc");
   const int statics = static_cast<int>(
       std::count_if(host.vnpus.begin(), host.vnpus.end(), [](const npu::Vnpu& v) { return !v.dynamic(); }));
   npu::ContainerProbe probe;
@@ -44,7 +44,7 @@ Result<GcOutcome> vnpu_gc(const Config& config, bool dry_run) {
 
 Result<std::vector<std::string>> create_dev_char_symlinks(const Config& config) {
   npu::Emulator dq(config.host_root);
-  ASCEND_ASSIGN(npu::HostState host, dq.snapshot(), "read the NPU host");
+  ASCEND_ASSIGN(npu::DeviceSnapshot host, dq.snapshot(), "read the NPU host");
   std::vector<npu::DeviceNode> nodes;
   for (const auto& c : host.chips) nodes.push_back(host.chip_node(c.phy_id));
   for (const auto& n : host.control_nodes()) nodes.push_back(n);

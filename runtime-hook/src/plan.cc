@@ -4,7 +4,7 @@
 
 namespace ascend::hook {
 
-InjectionPlan make_plan(const Request& request, const npu::HostState& host,
+InjectionPlan make_plan(const Request& request, const npu::DeviceSnapshot& host,
                         const std::vector<MountList>& lists) {
   InjectionPlan plan;
   for (int id : request.ids) {

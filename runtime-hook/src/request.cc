@@ -50,7 +50,7 @@ bool no_devices(const std::string& v) {
 }
 
 // "Ascend910" for a host whose resource is "huawei.com/Ascend910".
-std::string chip_name_prefix(const npu::HostState& host) {
+std::string chip_name_prefix(const npu::DeviceSnapshot& host) {
   auto slash = host.resource_name.rfind('/');
   std::string p = slash == std::string::npos ? host.resource_name : host.resource_name.substr(slash + 1);
   return p.empty() ? "Ascend" : p;
@@ -58,7 +58,7 @@ std::string chip_name_prefix(const npu::HostState& host) {
 
 class DeviceParser {
  public:
-  DeviceParser(const std::string& value, const npu::HostState& host, bool is_virtual)
+  DeviceParser(const std::string& value, const npu::DeviceSnapshot& host, bool is_virtual)
       : value_(value), host_(host), virtual_(is_virtual) {
     if (virtual_) {
       for (const auto& v : host.vnpus) valid_.insert(v.id);
@@ -131,7 +131,7 @@ class DeviceParser {
   Error fail(const std::string& what) const { return invalid(what); }
 
   const std::string& value_;
-  const npu::HostState& host_;
+  const npu::DeviceSnapshot& host_;
   bool virtual_;
   std::set<int> valid_;
 };
@@ -178,7 +178,7 @@ std::string format_ids(const std::vector<int>& ids) {
 }
 
 Result<std::optional<Request>> parse_request(const std::vector<std::string>& env,
-                                             const npu::HostState& host) {
+                                             const npu::DeviceSnapshot& host) {
   if (!requests_devices(env)) return std::optional<Request>();
   Request r;
 

@@ -218,7 +218,7 @@ Result<bool> prepare_bundle(const RuntimeArgs& args, const Config& config) {
   setup_binary_logging(config);              // only now: a container that asks for nothing pays no log set-up
 
   npu::Emulator dq(config.host_root);
-  ASCEND_ASSIGN(npu::HostState host, dq.snapshot(), "read the NPU host");
+  ASCEND_ASSIGN(npu::DeviceSnapshot host, dq.snapshot(), "read the NPU host");
   ASCEND_ASSIGN(std::optional<Request> parsed, parse_request(env, host), "");
   if (!parsed) return false;
   ASCEND_ASSIGN(std::string rootfs, spec_rootfs(spec, bundle), spec_path);

@@ -594,7 +594,7 @@ void BM_FaultToCallback(benchmark::State& state) {
   std::mutex mu;
   std::condition_variable cv;
   bool faulty = false;
-  auto sub = emu.subscribe([&](const ascend::npu::HostState& s) {
+  auto sub = emu.subscribe([&](const ascend::npu::DeviceSnapshot& s) {
     std::lock_guard lock(mu);
     faulty = s.chip(3)->health() == ascend::npu::Health::kCritical;
     cv.notify_all();

@@ -13,7 +13,7 @@ using namespace ascend;
 
 namespace {
 
-void check_request(const std::vector<std::string>& env, const npu::HostState& host) {
+void check_request(const std::vector<std::string>& env, const npu::DeviceSnapshot& host) {
   auto r = hook::parse_request(env, host);
   if (!r.ok() || !*r) return;
   const hook::Request& req = **r;
@@ -39,8 +39,8 @@ void check_request(const std::vector<std::string>& env, const npu::HostState& ho
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const npu::HostState a2 = fuzz::fuzz_host("atlas800t-a2", true);
-  static const npu::HostState duo = fuzz::fuzz_host("atlas300i-duo", false);
+  static const npu::DeviceSnapshot a2 = npu::to_snapshot(fuzz::fuzz_host("atlas800t-a2", true));
+  static const npu::DeviceSnapshot duo = npu::to_snapshot(fuzz::fuzz_host("atlas300i-duo", false));
   std::vector<std::string> env = fuzz::lines(fuzz::as_text(data, size));
   (void)hook::env_value(env, hook::kEnvVisibleDevices);
   check_request(env, a2);

@@ -122,7 +122,7 @@ void check_edit(const ordered_json& before, const std::string& text, const hook:
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const npu::HostState host = fuzz::fuzz_host("atlas800t-a2", true);
+  static const npu::DeviceSnapshot host = npu::to_snapshot(fuzz::fuzz_host("atlas800t-a2", true));
   static const std::vector<hook::MountList> lists = [] {
     auto l = hook::parse_mount_list(
         "/usr/local/Ascend/driver/lib64\n/usr/local/dcmi\n/usr/local/bin/npu-smi\n/etc/hccn.conf\n", "base");

@@ -32,7 +32,7 @@ class RootTest : public ::testing::TestWithParam<std::string> {
 
 TEST_P(RootTest, LoadCreatesRealDeviceNodes) {
   testing::EmulatedHost h(GetParam(), /*nodes=*/true);
-  auto s = *h.emu().snapshot();
+  auto s = *h.emu().read_state();
   for (const auto& c : s.chips) {
     expect_node(h.root() + "/dev/davinci" + std::to_string(c.phy_id), s.majors.davinci, c.phy_id);
   }
@@ -57,7 +57,7 @@ TEST_P(RootTest, DefaultMajorsAreFreeOnThisKernel) {
   auto opts = testing::test_load_options(true);
   opts.majors.reset();
   ASSERT_TRUE(e.load(*builtin_profile(GetParam()), opts).ok());
-  auto s = *e.snapshot();
+  auto s = *e.read_state();
   std::string devices = *read_file("/proc/devices");
   for (int m : {s.majors.davinci, s.majors.manager, s.majors.svm, s.majors.hdc, s.majors.vdavinci}) {
     std::string line = "\n";  // appended, not "\n" + ...: GCC 12 -O3 warns -Wrestrict inside libstdc++

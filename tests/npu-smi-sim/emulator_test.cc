@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "ascend/common/fs.h"
+#include "ascend/npu/driver_files.h"
 #include "emulator_fixture.h"
 
 namespace ascend::npu {
@@ -59,8 +60,8 @@ TEST(Load, LaysOutTheDriverTreeAndState) {
   EXPECT_NE(hccn.find("address_0=10.100.0.1\n"), std::string::npos);
   EXPECT_NE(hccn.find("address_7=10.107.0.1\n"), std::string::npos);
   // Every driver file the query API lists exists under the root.
-  for (const auto& f : h.emu().driver_files()) EXPECT_TRUE(fs::exists(h.emu().host_path(f))) << f;
-  auto s = h.emu().snapshot();
+  for (const auto& f : driver_files()) EXPECT_TRUE(fs::exists(h.emu().host_path(f))) << f;
+  auto s = h.emu().read_state();
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->profile, "atlas800t-a2");
   EXPECT_EQ(s->majors.davinci, 234);
@@ -77,7 +78,7 @@ TEST(Load, RefusesASecondLoadUnlessForced) {
   auto opts = test_load_options();
   opts.force = true;
   ASSERT_TRUE(h.emu().load(p, opts).ok());
-  EXPECT_EQ(h.emu().snapshot()->chips.size(), 16U);
+  EXPECT_EQ(h.emu().read_state()->chips.size(), 16U);
 }
 
 TEST(Load, MissingNpuSmiBinaryIsAClearError) {
@@ -123,7 +124,7 @@ TEST(Snapshot, NotLoadedSaysWhatToDo) {
 TEST(Snapshot, CorruptStateNamesTheFile) {
   EmulatedHost h;
   ASSERT_TRUE(atomic_replace(h.emu().state_path(), "{\"schema\": 1, \"chips\": [}").ok());
-  auto s = h.emu().snapshot();
+  auto s = h.emu().read_state();
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message().find("state.json"), std::string::npos);
 }
@@ -178,13 +179,13 @@ TEST(Vnpu, CreateAndDestroyThroughTheStateFile) {
   auto v = h.emu().create_vnpu(1, "vir05_1c_16g", std::nullopt, {});
   ASSERT_TRUE(v.ok()) << v.error().message();
   EXPECT_EQ(v->id, 116);
-  auto s = *h.emu().snapshot();
+  auto s = *h.emu().read_state();
   ASSERT_EQ(s.vnpus.size(), 1U);
   EXPECT_TRUE(s.holds_vnpus(1));
   EXPECT_FALSE(s.holds_vnpus(0));
   EXPECT_EQ(h.emu().destroy_vnpu(116, 2, std::nullopt).error().code(), ENOENT);  // wrong chip
   ASSERT_TRUE(h.emu().destroy_vnpu(116, 1, std::nullopt).ok());
-  EXPECT_TRUE(h.emu().snapshot()->vnpus.empty());
+  EXPECT_TRUE(h.emu().read_state()->vnpus.empty());
   auto again = h.emu().destroy_vnpu(116, std::nullopt, std::nullopt);
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.error().message(), "destroy vNPU 116: no vNPU 116");
@@ -204,14 +205,14 @@ TEST(VnpuMode, SwitchRefusedWhileVnpusExist) {
 TEST(Faults, SetAndClearChangeHealth) {
   EmulatedHost h;
   ASSERT_TRUE(h.emu().set_fault(3, 0x80E01801, std::nullopt).ok());
-  EXPECT_EQ(h.emu().snapshot()->chip(3)->health(), Health::kWarning);
+  EXPECT_EQ(h.emu().read_state()->chip(3)->health(), Health::kWarning);
   ASSERT_TRUE(h.emu().set_fault(3, 0x80E01801, Health::kCritical).ok());  // same code: severity replaced
-  auto s = *h.emu().snapshot();
+  auto s = *h.emu().read_state();
   EXPECT_EQ(s.chip(3)->faults.size(), 1U);
   EXPECT_EQ(s.chip(3)->health(), Health::kCritical);
   EXPECT_EQ(s.chip(2)->health(), Health::kOk);
   ASSERT_TRUE(h.emu().clear_faults(3).ok());
-  EXPECT_EQ(h.emu().snapshot()->chip(3)->health(), Health::kOk);
+  EXPECT_EQ(h.emu().read_state()->chip(3)->health(), Health::kOk);
   EXPECT_EQ(h.emu().set_fault(8, 1, std::nullopt).error().code(), ENOENT);
   EXPECT_FALSE(h.emu().set_fault(0, 1, Health::kOk).ok());
 }
@@ -261,7 +262,7 @@ TEST(Concurrency, EightWritersLoseNothingAndNeverOvercommit) {
     ASSERT_LT(WEXITSTATUS(status), 10) << "writer failed with " << WEXITSTATUS(status);
     made_total += WEXITSTATUS(status);
   }
-  auto s = *h.emu().snapshot();
+  auto s = *h.emu().read_state();
   for (int w = 0; w < kWriters; ++w)
     EXPECT_EQ(s.chip(w)->faults.size(), static_cast<std::size_t>(kFaultsEach));
   EXPECT_EQ(made_total, 4);
@@ -275,7 +276,7 @@ TEST(Subscribe, HearsOfAHealthChange) {
   std::mutex mu;
   std::condition_variable cv;
   std::optional<Health> seen;
-  auto sub = h.emu().subscribe([&](const HostState& s) {
+  auto sub = h.emu().subscribe([&](const DeviceSnapshot& s) {
     std::lock_guard<std::mutex> l(mu);
     seen = s.chip(5)->health();
     cv.notify_all();

@@ -148,7 +148,7 @@ TEST(SmiSet, CreateListsAndDestroysThroughTheStateFile) {
   Output o = run(create("3", "1", "vir06_1c_16g"), host.root());
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
   // Card 3 chip 1 is physical chip 7: its first vNPU id is 100 + 16*7.
-  auto s = host.emu().snapshot();
+  auto s = host.emu().read_state();
   ASSERT_TRUE(s.ok());
   ASSERT_EQ(s->vnpus.size(), 1U);
   EXPECT_EQ(s->vnpus[0].id, 212);
@@ -164,7 +164,7 @@ TEST(SmiSet, CreateListsAndDestroysThroughTheStateFile) {
   EXPECT_NE(table.out.find("| 1     7                   | 0000:93:00.0"), std::string::npos) << table.out;
   Output d = run({"set", "-t", "destroy-vnpu", "-i", "3", "-c", "1", "-v", "212"}, host.root());
   EXPECT_EQ(d.exit_code, 0) << d.out << d.err;
-  EXPECT_TRUE(host.emu().snapshot()->vnpus.empty());
+  EXPECT_TRUE(host.emu().read_state()->vnpus.empty());
 }
 
 TEST(SmiSet, ExplicitAndUnspecifiedVnpuIds) {
@@ -175,7 +175,7 @@ TEST(SmiSet, ExplicitAndUnspecifiedVnpuIds) {
   o = run({"set", "-t", "create-vnpu", "-i", "1", "-c", "0", "-f", "vir05_1c_16g", "-v", "4294967295"},
           host.root());
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
-  auto s = *host.emu().snapshot();
+  auto s = *host.emu().read_state();
   ASSERT_EQ(s.vnpus.size(), 2U);
   EXPECT_EQ(s.vnpus[0].id, 116);  // unspecified: the lowest free id of chip 1
   EXPECT_EQ(s.vnpus[1].id, 120);
@@ -201,7 +201,7 @@ TEST_P(SetErrors, AreRefusedWithTheRealMessageAndChangeNothing) {
   EmulatedHost host;
   ASSERT_EQ(run(create("0", "0", "vir10_3c_32g"), host.root()).exit_code, 0);
   ASSERT_EQ(run(create("0", "0", "vir05_1c_16g"), host.root()).exit_code, 0);
-  auto before = *host.emu().snapshot();
+  auto before = *host.emu().read_state();
   const SetErrorCase& c = GetParam();
   Output o = run(c.args, host.root());
   EXPECT_EQ(o.exit_code, c.exit_code) << o.out << o.err;
@@ -211,7 +211,7 @@ TEST_P(SetErrors, AreRefusedWithTheRealMessageAndChangeNothing) {
   } else {
     EXPECT_NE(o.err.find(c.err_has), std::string::npos) << o.err;
   }
-  auto after = *host.emu().snapshot();
+  auto after = *host.emu().read_state();
   EXPECT_EQ(after.generation, before.generation) << "the state must not change";
   EXPECT_EQ(after.vnpus.size(), before.vnpus.size());
 }
@@ -306,7 +306,7 @@ TEST(SmiSet, AicpuOverCommitOn310P) {
   Output o = run(create("0", "0", "vir04_4c_dvpp"), host.root());       // 4 more AICPU: 8 > 7
   EXPECT_EQ(o.exit_code, kExitNotSupported);
   EXPECT_EQ(o.out, "Insufficient number of AICPU available, unallocated AICPU number:3.\n");
-  EXPECT_EQ(host.emu().snapshot()->vnpus.size(), 1U);
+  EXPECT_EQ(host.emu().read_state()->vnpus.size(), 1U);
 }
 
 TEST(SmiSet, MemoryOverCommitIsRefusedByTheEmulator) {
@@ -321,7 +321,7 @@ TEST(SmiSet, MemoryOverCommitIsRefusedByTheEmulator) {
   EXPECT_EQ(o.exit_code, kExitNotSupported);
   EXPECT_EQ(o.out, "create vnpu failed.\n");
   EXPECT_NE(o.err.find("not enough free memory"), std::string::npos) << o.err;
-  EXPECT_TRUE(host.emu().snapshot()->vnpus.empty());
+  EXPECT_TRUE(host.emu().read_state()->vnpus.empty());
 }
 
 TEST(SmiSet, VnpuModeSwitchesWhenNoVnpuExists) {
@@ -332,7 +332,7 @@ TEST(SmiSet, VnpuModeSwitchesWhenNoVnpuExists) {
       o.out,
       "\tStatus                         : OK\n\tMessage                        : Set vnpu vm mode success\n");
   EXPECT_EQ(run({"info", "-t", "vnpu-mode"}, host.root()).out, "\tvnpu-mode                      : vm\n");
-  EXPECT_EQ(host.emu().snapshot()->vnpu_mode, "vm");
+  EXPECT_EQ(host.emu().read_state()->vnpu_mode, "vm");
 }
 
 TEST(SmiSet, UnwritableStateIsAnInternalError) {

@@ -191,7 +191,7 @@ TEST(SmiGoldenExtra, VnpuCreateAndDestroyAsCaptured) {
   Output d = run({"set", "-t", "destroy-vnpu", "-i", "0", "-c", "0", "-v", "100"}, root);
   EXPECT_EQ(d.exit_code, 0) << d.out << d.err;
   EXPECT_EQ(d.out, fixture("k-destroy.txt"));
-  auto snap = emu.snapshot();
+  auto snap = emu.read_state();
   ASSERT_TRUE(snap.ok());
   ASSERT_EQ(snap->vnpus.size(), 1U);
   EXPECT_EQ(snap->vnpus[0].id, 101);

@@ -31,7 +31,7 @@ void node(const std::string& path, int major, int minor) {
 TEST(SmiVisibleRoot, OnlyChipsWithTheirOwnNodeAreShown) {
   REQUIRE_ROOT();
   EmulatedHost host("atlas800t-a2", /*nodes=*/true);
-  auto s = *host.emu().snapshot();
+  auto s = *host.emu().read_state();
   ASSERT_TRUE(s.device_nodes);
   EXPECT_EQ(visible_devices(s, host.root()).chips, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
   const std::string dev = host.root() + "/dev/";
@@ -58,7 +58,7 @@ TEST(SmiVisibleRoot, AVnpuHandedToAContainerIsItsOwnRow) {
   EmulatedHost host("atlas800t-a2", /*nodes=*/true);
   Output made = run({"set", "-t", "create-vnpu", "-i", "3", "-c", "0", "-f", "vir10_3c_32g"}, host.root());
   ASSERT_EQ(made.exit_code, 0) << made.out << made.err;
-  auto s = *host.emu().snapshot();
+  auto s = *host.emu().read_state();
   ASSERT_EQ(s.vnpus.size(), 1U);
   const int id = s.vnpus[0].id;
   ASSERT_EQ(id, 148);

@@ -34,7 +34,7 @@ TEST(VnpuOwner, IsRecordedWithTheVnpuAndMakesItDynamic) {
   ASSERT_TRUE(made.ok()) << made.error().message();
   auto admin = h.emu().create_vnpu(3, "vir05_1c_16g", std::nullopt, {});
   ASSERT_TRUE(admin.ok());
-  auto s = h.emu().snapshot();
+  auto s = h.emu().read_state();
   ASSERT_TRUE(s.ok());
   const Vnpu* v = s->vnpu(made->id);
   ASSERT_NE(v, nullptr);
@@ -76,13 +76,13 @@ TEST(Reboot, RestoresVnpusWithTheirOwnersAndStartsANewBoot) {
   auto v = emu.create_vnpu(1, "vir10_3c_32g", std::nullopt, owner_of("gone-after-reboot", "/run/runc"));
   ASSERT_TRUE(v.ok());
   ASSERT_TRUE(emu.set_fault(2, 0x80E01801, Health::kCritical).ok());
-  const HostState before = *emu.snapshot();
+  const HostState before = *emu.read_state();
 
   LoadOptions again = testing::test_load_options();
   again.majors = DeviceMajors{300, 301, 302, 303, 304};
   auto st = emu.reboot(again);
   ASSERT_TRUE(st.ok()) << st.error().message();
-  auto after = emu.snapshot();
+  auto after = emu.read_state();
   ASSERT_TRUE(after.ok());
   ASSERT_EQ(after->vnpus.size(), 1U);
   EXPECT_EQ(after->vnpus[0].owner.container_id, "gone-after-reboot");
@@ -205,7 +205,7 @@ TEST(PlanGc, StaticVnpusAreNeverListedAndOnlyGoneOnesAreDestroyed) {
   add(102, "alive");
   add(103, "unsure");
   add(104, "gone");
-  GcPlan plan = plan_vnpu_gc(s, [](const VnpuOwner& o) {
+  GcPlan plan = plan_vnpu_gc(to_snapshot(s), [](const VnpuOwner& o) {
     if (o.container_id == "gone") return Liveness{Liveness::State::kGone, "gone"};
     if (o.container_id == "alive") return Liveness{Liveness::State::kHeld, "alive"};
     return Liveness{Liveness::State::kUnsure, "?"};
@@ -241,7 +241,7 @@ TEST(RunGc, DryRunDestroysNothingAndARealRunOnlyTheOrphans) {
   ASSERT_TRUE(dry.ok());
   ASSERT_EQ(dry->destroyed.size(), 1U);
   EXPECT_EQ(dry->destroyed[0].vnpu.id, orphan->id);
-  EXPECT_EQ(h.emu().snapshot()->vnpus.size(), 3U);
+  EXPECT_EQ(h.emu().read_state()->vnpus.size(), 3U);
 
   auto real = run_vnpu_gc(h.emu(), probe, false);
   ASSERT_TRUE(real.ok());
@@ -249,7 +249,7 @@ TEST(RunGc, DryRunDestroysNothingAndARealRunOnlyTheOrphans) {
   ASSERT_EQ(real->destroyed.size(), 1U);
   ASSERT_EQ(real->kept.size(), 1U);
   EXPECT_EQ(real->kept[0].vnpu.id, held->id);
-  auto s = h.emu().snapshot();
+  auto s = h.emu().read_state();
   EXPECT_EQ(s->vnpu(orphan->id), nullptr);
   EXPECT_NE(s->vnpu(held->id), nullptr);
   EXPECT_NE(s->vnpu(admin->id), nullptr);

@@ -25,7 +25,7 @@ ordered_json generated() {
   CdiInput in;
   in.mounts = {"/usr/local/Ascend/driver/lib64", "/usr/local/bin/npu-smi"};
   in.host_path = [](const std::string& p) { return "/srv/host" + p; };
-  return make_cdi_spec(h, in);
+  return make_cdi_spec(npu::to_snapshot(h), in);
 }
 
 TEST(Cdi, GeneratedSpecGolden) {

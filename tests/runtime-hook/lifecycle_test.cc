@@ -58,7 +58,7 @@ class Lifecycle : public ::testing::Test {
   }
 
   npu::Emulator emu() const { return npu::Emulator(tmp_ / "host"); }
-  npu::HostState now() const { return emu().snapshot().value(); }
+  npu::HostState now() const { return emu().read_state().value(); }
   std::string state_root() const { return tmp_ / "runc-state"; }
 
   // A bundle whose container runs `args` and asks for a vNPU of vir05_1c_16g (5 of 20 AICores of a 910B3)

@@ -9,11 +9,11 @@
 namespace ascend::hook {
 namespace {
 
-npu::HostState host() {
+npu::DeviceSnapshot host() {
   npu::HostState h = npu::builtin_profile("atlas800t-a2").value();
   h.majors = {234, 235, 236, 237, 238};
   h.vnpus.push_back({116, 1, "vir05_1c_16g", 0, {}, 0});
-  return h;
+  return npu::to_snapshot(h);
 }
 
 MountList base() {

@@ -7,11 +7,11 @@
 namespace ascend::hook {
 namespace {
 
-npu::HostState host_with_vnpus() {
+npu::DeviceSnapshot host_with_vnpus() {
   npu::HostState h = npu::builtin_profile("atlas800t-a2").value();
   h.vnpus.push_back({100, 0, "vir05_1c_16g", 0, {}, 0});
   h.vnpus.push_back({117, 1, "vir10_3c_32g", 0, {}, 0});
-  return h;
+  return npu::to_snapshot(h);
 }
 
 struct Accepted {
@@ -63,7 +63,7 @@ TEST(RequestParser, AcceptsEveryDocumentedForm) {
        {0},
        true},
   };
-  npu::HostState host = host_with_vnpus();
+  npu::DeviceSnapshot host = host_with_vnpus();
   for (const auto& c : cases) {
     std::string label;
     for (const auto& e : c.env) label += e + " ";
@@ -94,7 +94,7 @@ TEST(RequestParser, NoDeviceMeansNoRequest) {
       {"ASCEND_RUNTIME_OPTIONS=garbage"},  // options alone request nothing and are not checked
       {"XASCEND_VISIBLE_DEVICES=0"},
   };
-  npu::HostState host = host_with_vnpus();
+  npu::DeviceSnapshot host = host_with_vnpus();
   for (const auto& env : cases) {
     SCOPED_TRACE(env.empty() ? "(empty)" : env.back());
     EXPECT_FALSE(requests_devices(env));
@@ -142,7 +142,7 @@ TEST(RequestParser, RejectsWithOneLineNamingTheProblem) {
       {{"ASCEND_VISIBLE_DEVICES=100", "ASCEND_RUNTIME_OPTIONS=VIRTUAL", "ASCEND_VNPU_SPECS=vir05_1c_16g"},
        {"cannot be combined with VIRTUAL"}},
   };
-  npu::HostState host = host_with_vnpus();
+  npu::DeviceSnapshot host = host_with_vnpus();
   for (const auto& c : cases) {
     std::string label;
     for (const auto& e : c.env) label += e + " ";
@@ -156,7 +156,7 @@ TEST(RequestParser, RejectsWithOneLineNamingTheProblem) {
 }
 
 TEST(RequestParser, ValidIdsFollowTheHost) {
-  npu::HostState duo = npu::builtin_profile("atlas300i-duo").value();
+  npu::DeviceSnapshot duo = npu::to_snapshot(npu::builtin_profile("atlas300i-duo").value());
   auto r = parse_request({"ASCEND_VISIBLE_DEVICES=Ascend310P-1"}, duo);
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_EQ((*r)->ids, std::vector<int>{1});

@@ -45,7 +45,7 @@ class RuncFixture : public ::testing::Test {
         tmp_.path(), tmp_ / "host",
         {{"links", "/etc/ascend-link.conf\n"}, {"sparse", "/usr/local/dcmi\n/opt/not-on-this-host\n"}},
         injection(), extra_config());
-    auto s = npu::Emulator(tmp_ / "host").snapshot();
+    auto s = npu::Emulator(tmp_ / "host").read_state();
     ASSERT_TRUE(s.ok()) << s.error().message();
     state_ = *s;
   }
@@ -62,7 +62,7 @@ class RuncFixture : public ::testing::Test {
   std::vector<std::string> shim() const { return {bin("ascend-docker-runtime"), "--config", config_}; }
   Output run(const Bundle& b, const std::string& id) { return runner_.run(shim(), b, id); }
 
-  npu::HostState now() const { return npu::Emulator(tmp_ / "host").snapshot().value(); }
+  npu::HostState now() const { return npu::Emulator(tmp_ / "host").read_state().value(); }
 
   // The exact NPU nodes a container must hold: the chips (or vNPUs) and the three control nodes.
   std::map<std::string, std::string> expected_nodes(const std::vector<int>& ids,

@@ -37,10 +37,14 @@ void expect_golden(const std::string& got_text, const std::string& golden) {
   EXPECT_EQ(got, want) << "got:\n" << got.dump(2);
 }
 
-npu::HostState host() {
+npu::HostState host_state() {
   npu::HostState h = npu::builtin_profile("atlas800t-a2").value();
   h.majors = {234, 235, 236, 237, 238};
   return h;
+}
+
+npu::DeviceSnapshot host() {
+  return npu::to_snapshot(host_state());
 }
 
 HookCommand hook(const std::string& stage) {
@@ -99,8 +103,9 @@ TEST(SpecEdit, DockerSpecWithDriverMountsGolden) {
 TEST(SpecEdit, DynamicVnpuGolden) {
   std::string before = read(fixture("runc.before.json"));
   ASSERT_FALSE(before.empty());
-  npu::HostState h = host();
-  h.vnpus.push_back({116, 1, "vir05_1c_16g", 0, {}, 0});
+  npu::HostState hs = host_state();
+  hs.vnpus.push_back({116, 1, "vir05_1c_16g", 0, {}, 0});
+  const npu::DeviceSnapshot h = npu::to_snapshot(hs);
   Request r;
   r.ids = {116};
   r.is_virtual = true;

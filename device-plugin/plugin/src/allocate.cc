@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include "ascend/npu/driver_files.h"
 
 namespace ascend::plugin {
 
@@ -70,7 +71,7 @@ Result<std::vector<DeviceEntry>> resolve_ids(const std::vector<DeviceEntry>& tab
   return out;
 }
 
-Result<CorePlacement> place_cores(const npu::HostState& host, const Ledger& ledger,
+Result<CorePlacement> place_cores(const npu::DeviceSnapshot& host, const Ledger& ledger,
                                   const std::vector<DeviceEntry>& tokens) {
   const int cores = static_cast<int>(tokens.size());
   const npu::VnpuTemplate* best = nullptr;
@@ -113,7 +114,7 @@ Result<CorePlacement> place_cores(const npu::HostState& host, const Ledger& ledg
   return CorePlacement{pick->phy, best->name};
 }
 
-ContainerAllocation plan_container(const npu::HostState& host, const npu::DeviceQuery& paths,
+ContainerAllocation plan_container(const npu::DeviceSnapshot& host, const npu::DeviceQuery& paths,
                                    AllocateMode mode, const std::vector<DeviceEntry>& devices) {
   ContainerAllocation out;
   const bool virt = std::any_of(devices.begin(), devices.end(),
@@ -143,7 +144,7 @@ ContainerAllocation plan_container(const npu::HostState& host, const npu::Device
       }
       for (const auto& n : host.control_nodes())
         out.devices.push_back({n.path, paths.host_path(n.path), "rw"});
-      for (const auto& f : paths.driver_files()) out.mounts.push_back({f, paths.host_path(f), true});
+      for (const auto& f : npu::driver_files()) out.mounts.push_back({f, paths.host_path(f), true});
       break;
     }
     case AllocateMode::kCdi:
@@ -162,8 +163,9 @@ ContainerAllocation plan_dynamic(const CorePlacement& placement) {
   return out;
 }
 
-Result<std::vector<ContainerAllocation>> allocate(const npu::HostState& host, const npu::DeviceQuery& paths,
-                                                  const Config& cfg, const ResourceSpec& res, Ledger& ledger,
+Result<std::vector<ContainerAllocation>> allocate(const npu::DeviceSnapshot& host,
+                                                  const npu::DeviceQuery& paths, const Config& cfg,
+                                                  const ResourceSpec& res, Ledger& ledger,
                                                   const std::vector<std::vector<std::string>>& requests,
                                                   Clock::time_point now) {
   if (requests.empty()) return Error::invalid("allocate " + res.name + ": no container requests");

@@ -62,10 +62,11 @@ Result<std::string> vnpu_resource_suffix(std::string_view template_name) {
   return out;
 }
 
-Result<std::vector<ResourceSpec>> plan_resources(const npu::HostState& host, const Config& cfg) {
+Result<std::vector<ResourceSpec>> plan_resources(const npu::DeviceSnapshot& host, const Config& cfg) {
   std::string chip_resource = cfg.resource_name.empty() ? host.resource_name : cfg.resource_name;
   if (chip_resource.empty() || chip_resource.find('/') == std::string::npos) {
-    return Error::invalid("the host profile '" + host.profile + "' names no resource; pass --resource-name");
+    return Error::invalid("the host (" + std::string(npu::to_string(host.family)) + ", " + host.backend +
+                          " backend) names no resource; pass --resource-name");
   }
   std::vector<ResourceSpec> out;
   out.push_back({chip_resource, DeviceKind::kChip, ""});
@@ -82,7 +83,7 @@ Result<std::vector<ResourceSpec>> plan_resources(const npu::HostState& host, con
   return out;
 }
 
-std::vector<DeviceEntry> device_table(const npu::HostState& host, const ResourceSpec& res,
+std::vector<DeviceEntry> device_table(const npu::DeviceSnapshot& host, const ResourceSpec& res,
                                       const Ledger& ledger) {
   std::vector<DeviceEntry> out;
   const std::string short_name = res.short_name();

@@ -46,7 +46,7 @@ int Ledger::held_on(int phy) const {
   return n;
 }
 
-ChipRoom Ledger::room(const npu::HostState& host, int phy) const {
+ChipRoom Ledger::room(const npu::DeviceSnapshot& host, int phy) const {
   ChipRoom promised;
   for (const auto& p : promises_) {
     if (p.phy != phy) continue;
@@ -71,7 +71,7 @@ ChipRoom Ledger::room(const npu::HostState& host, int phy) const {
           cap.aicpu - std::max(promised.aicpu, made.aicpu)};
 }
 
-int Ledger::cores_used(const npu::HostState& host, int phy) const {
+int Ledger::cores_used(const npu::DeviceSnapshot& host, int phy) const {
   return host.vnpu_capacity.aicore - room(host, phy).aicore;
 }
 

@@ -67,7 +67,7 @@ struct Metrics::Impl {
 Metrics::Metrics() : impl_(std::make_unique<Impl>()) {}
 Metrics::~Metrics() = default;
 
-void Metrics::update_chips(const npu::HostState& host) {
+void Metrics::update_chips(const npu::DeviceSnapshot& host) {
   std::lock_guard lock(impl_->mu);
   constexpr double kMiB = 1024.0 * 1024.0;
   for (const auto& c : host.chips) {

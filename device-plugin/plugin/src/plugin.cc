@@ -15,7 +15,7 @@ namespace ascend::plugin {
 Result<std::unique_ptr<Plugin>> Plugin::create(npu::DeviceQuery& query, Config cfg, Metrics* metrics,
                                                SchedulerApi* scheduler) {
   ASCEND_CHECK(validate(cfg), "");
-  ASCEND_ASSIGN(npu::HostState host, query.snapshot(), "read the devices");
+  ASCEND_ASSIGN(npu::DeviceSnapshot host, query.snapshot(), "read the devices");
   ASCEND_ASSIGN(auto resources, plan_resources(host, cfg), "");
   if (metrics != nullptr) metrics->update_chips(host);
   return std::unique_ptr<Plugin>(
@@ -23,7 +23,7 @@ Result<std::unique_ptr<Plugin>> Plugin::create(npu::DeviceQuery& query, Config c
 }
 
 Plugin::Plugin(npu::DeviceQuery& query, Config cfg, Metrics* metrics, SchedulerApi* scheduler,
-               npu::HostState host, std::vector<ResourceSpec> resources)
+               npu::DeviceSnapshot host, std::vector<ResourceSpec> resources)
     : query_(query),
       cfg_(std::move(cfg)),
       metrics_(metrics),
@@ -33,16 +33,13 @@ Plugin::Plugin(npu::DeviceQuery& query, Config cfg, Metrics* metrics, SchedulerA
 
 namespace {
 
-bool same_load(const npu::HostState& a, const npu::HostState& b) {
-  const auto& x = a.majors;
-  const auto& y = b.majors;
-  return a.generation == b.generation && a.boot_id == b.boot_id && x.davinci == y.davinci &&
-         x.manager == y.manager && x.svm == y.svm && x.hdc == y.hdc && x.vdavinci == y.vdavinci;
+bool same_load(const npu::DeviceSnapshot& a, const npu::DeviceSnapshot& b) {
+  return a == b;
 }
 
 // What the plugin shows while the driver is away: the last host with every chip failed, so that every
 // device of every resource, the inventory and the metrics say Unhealthy.
-npu::HostState failed_view(npu::HostState host) {
+npu::DeviceSnapshot failed_view(npu::DeviceSnapshot host) {
   for (auto& c : host.chips) c.faults = {{0, npu::Health::kCritical}};
   return host;
 }
@@ -60,7 +57,7 @@ Plugin::~Plugin() {
 }
 
 Status Plugin::watch() {
-  ASCEND_ASSIGN(auto sub, query_.subscribe([this](const npu::HostState& s) { on_host_change(s); }),
+  ASCEND_ASSIGN(auto sub, query_.subscribe([this](const npu::DeviceSnapshot& s) { on_host_change(s); }),
                 "watch device health");
   std::lock_guard lock(mu_);
   subscription_ = std::move(sub);
@@ -100,7 +97,7 @@ std::string Plugin::driver_lost() const {
 
 void Plugin::mark_lost(const std::string& why) {
   std::size_t devices = 0;
-  npu::HostState view;
+  npu::DeviceSnapshot view;
   {
     std::lock_guard lock(mu_);
     if (!lost_.empty()) return;
@@ -304,7 +301,7 @@ InventoryReport Plugin::inventory() const {
   return inventory_report(host_, resources_.front(), ledger_);
 }
 
-void Plugin::on_host_change(const npu::HostState& host) {
+void Plugin::on_host_change(const npu::DeviceSnapshot& host) {
   std::string was_lost;
   {
     std::lock_guard lock(mu_);
@@ -313,13 +310,12 @@ void Plugin::on_host_change(const npu::HostState& host) {
     ++version_;
   }
   if (!was_lost.empty()) {
-    spdlog::info(
-        "NPU driver answers again ({} devices, majors davinci {} vdavinci {}): devices follow its health",
-        host.chips.size(), host.majors.davinci, host.majors.vdavinci);
+    spdlog::info("NPU driver answers again ({} devices, /dev/davinci major {}): devices follow its health",
+                 host.chips.size(), host.chip_nodes.empty() ? 0 : host.chip_nodes.front().major);
   }
   cv_.notify_all();
   if (metrics_ != nullptr) metrics_->update_chips(host);
-  spdlog::debug("device state generation {}", host.generation);
+  spdlog::debug("device state changed ({} chips, {} vNPUs)", host.chips.size(), host.vnpus.size());
 }
 
 int Plugin::reconcile(const std::map<std::string, std::set<std::string>>& in_use,
@@ -338,7 +334,7 @@ int Plugin::reconcile(const std::map<std::string, std::set<std::string>>& in_use
   return ended;
 }
 
-npu::HostState Plugin::host() const {
+npu::DeviceSnapshot Plugin::host() const {
   std::lock_guard lock(mu_);
   return host_;
 }

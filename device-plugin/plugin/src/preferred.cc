@@ -22,7 +22,7 @@ bool by_position(const DeviceEntry* a, const DeviceEntry* b) {
 
 // Tokens: one chip that has at least `size` of the available tokens (and the must-include ones), the
 // tightest such chip first; else the must-include tokens and then the lowest.
-std::vector<const DeviceEntry*> prefer_cores(const npu::HostState& host, const Ledger& ledger,
+std::vector<const DeviceEntry*> prefer_cores(const npu::DeviceSnapshot& host, const Ledger& ledger,
                                              const std::vector<const DeviceEntry*>& avail,
                                              const std::vector<const DeviceEntry*>& must, int size) {
   std::map<int, std::vector<const DeviceEntry*>> by_chip;
@@ -54,8 +54,8 @@ std::vector<const DeviceEntry*> prefer_cores(const npu::HostState& host, const L
 
 }  // namespace
 
-Result<std::vector<std::string>> preferred_allocation(const npu::HostState& host, const ResourceSpec& res,
-                                                      const Ledger& ledger,
+Result<std::vector<std::string>> preferred_allocation(const npu::DeviceSnapshot& host,
+                                                      const ResourceSpec& res, const Ledger& ledger,
                                                       const std::vector<std::string>& available,
                                                       const std::vector<std::string>& must_include,
                                                       int size) {

@@ -6,7 +6,7 @@
 
 namespace ascend::plugin {
 
-InventoryReport inventory_report(const npu::HostState& host, const ResourceSpec& chips,
+InventoryReport inventory_report(const npu::DeviceSnapshot& host, const ResourceSpec& chips,
                                  const Ledger& ledger) {
   InventoryReport out;
   out.resource = chips.name;

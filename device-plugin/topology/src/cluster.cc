@@ -39,13 +39,12 @@ int NodeType::slot_of_phy(int phy_id) const {
 
 namespace detail {
 
-Result<NodeType> make_node_type(const npu::HostState& host, bool with_links) {
+Result<NodeType> make_node_type(const npu::DeviceSnapshot& host, bool with_links, const std::string& name) {
   NodeType t;
-  if (with_links) t.host = host;
   t.family = host.family;
   t.size = static_cast<int>(host.chips.size());
-  if (t.size == 0) return Error::invalid("profile " + host.profile + " has no chips");
-  if (t.size > 64) return Error::invalid("profile " + host.profile + " has more than 64 chips");
+  if (t.size == 0) return Error::invalid(name + " has no chips");
+  if (t.size > 64) return Error::invalid(name + " has more than 64 chips");
   std::vector<int> chip_index(static_cast<std::size_t>(t.size));
   for (const auto& c : host.chips) {
     t.phy.push_back(c.phy_id);
@@ -102,7 +101,10 @@ Result<NodeType> make_node_type(const npu::HostState& host, bool with_links) {
 }  // namespace detail
 
 Result<NodeType> make_node_type(const npu::HostState& host) {
-  return detail::make_node_type(host, true);
+  ASCEND_ASSIGN(NodeType t, detail::make_node_type(npu::to_snapshot(host), true, "profile " + host.profile),
+                "node type");
+  t.host = host;
+  return t;
 }
 
 Level Cluster::level(int node_a, int slot_a, int node_b, int slot_b) const {

@@ -8,8 +8,9 @@
 
 namespace ascend::topology::detail {
 
-// A NodeType; without links it skips the host copy and the level matrix (enough for node-level choice).
-Result<NodeType> make_node_type(const npu::HostState& host, bool with_links);
+// A NodeType of the chips and links a device snapshot shows (NodeType::host stays empty); without links it
+// skips the level matrix (enough for node-level choice). `name` names the host in errors.
+Result<NodeType> make_node_type(const npu::DeviceSnapshot& host, bool with_links, const std::string& name);
 
 // Node-level choice on slot masks (see choose.h for the rules). mask == 0 means no answer; then code is
 // EINVAL or ENOSPC and why says why.

@@ -64,7 +64,7 @@ HostView::HostView(std::string root, HostState state) : root_(std::move(root)), 
 
 Result<std::unique_ptr<const HostView>> HostView::read(const std::string& root) {
   Emulator emu(root);
-  auto snap = emu.snapshot();
+  auto snap = emu.read_state();
   if (!snap) return Error(EIO, snap.error().message());
   // Not make_unique: the constructor is private. The View points into the HostView, so it never moves.
   std::unique_ptr<const HostView> v(new HostView(emu.root(), std::move(*snap)));

@@ -472,7 +472,7 @@ Output run(const std::vector<std::string>& args, const std::string& root) {
     return Reply{}.out(cmd == "set" ? set_help_text() : info_help_text()).code(kExitOk);
   }
   Emulator emu(root);
-  auto snap = emu.snapshot();
+  auto snap = emu.read_state();
   if (!snap) return dcmi_init_failed(snap.error().message());
   const HostState& s = *snap;
   Visible visible = visible_devices(s, root);

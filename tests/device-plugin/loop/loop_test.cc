@@ -18,18 +18,19 @@ namespace ht = ascend::hook::testing;
 using nlohmann::json;
 
 json job_pod(const std::string& job, int index, int chips, const std::string& parallel, int pods) {
-  return {{"metadata",
-           {{"name", job + "-" + std::to_string(index)},
-            {"namespace", "default"},
-            {"uid", "uid-" + job + std::to_string(index)},
-            {"annotations",
-             {{"ascend.huawei.com/job", job},
-              {"ascend.huawei.com/job-pods", std::to_string(pods)},
-              {"ascend.huawei.com/parallel", parallel}}}}},
-          {"spec",
-           {{"containers",
-             json::array({{{"name", "trainer"},
-                           {"resources", {{"limits", {{"huawei.com/Ascend910", std::to_string(chips)}}}}}}})}}}};
+  return {
+      {"metadata",
+       {{"name", job + "-" + std::to_string(index)},
+        {"namespace", "default"},
+        {"uid", "uid-" + job + std::to_string(index)},
+        {"annotations",
+         {{"ascend.huawei.com/job", job},
+          {"ascend.huawei.com/job-pods", std::to_string(pods)},
+          {"ascend.huawei.com/parallel", parallel}}}}},
+      {"spec",
+       {{"containers",
+         json::array({{{"name", "trainer"},
+                       {"resources", {{"limits", {{"huawei.com/Ascend910", std::to_string(chips)}}}}}}})}}}};
 }
 
 json plain_pod(const std::string& name, int chips) {
@@ -40,7 +41,7 @@ json plain_pod(const std::string& name, int chips) {
 }
 
 std::map<std::string, std::string> expected_nodes(const std::string& root, const std::vector<int>& phys) {
-  auto s = npu::Emulator(root).snapshot().value();
+  auto s = npu::Emulator(root).read_state().value();
   auto text = [](int maj, int min) { return "c " + std::to_string(maj) + ":" + std::to_string(min); };
   std::map<std::string, std::string> want;
   for (int id : phys) want["/dev/davinci" + std::to_string(id)] = text(s.majors.davinci, id);
@@ -56,7 +57,8 @@ std::vector<std::pair<int, int>> entries_of(const json& rt, const std::string& n
   for (const auto& s : rt["server_list"]) {
     if (s["server_id"] != node) continue;
     for (const auto& d : s["device"]) {
-      out.emplace_back(std::stoi(d["device_id"].get<std::string>()), std::stoi(d["rank_id"].get<std::string>()));
+      out.emplace_back(std::stoi(d["device_id"].get<std::string>()),
+                       std::stoi(d["rank_id"].get<std::string>()));
     }
   }
   std::sort(out.begin(), out.end());
@@ -68,7 +70,8 @@ class KubernetesLoop : public ::testing::Test {
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root (device nodes, runc)";
     if (!ht::have_program("runc")) FAIL() << "runc is not installed (scripts/deps installs it)";
-    if (::access("/bin/busybox", X_OK) != 0) FAIL() << "busybox-static is not installed (scripts/deps installs it)";
+    if (::access("/bin/busybox", X_OK) != 0)
+      FAIL() << "busybox-static is not installed (scripts/deps installs it)";
   }
   ht::TempDir tmp_{"loop"};
 };
@@ -113,7 +116,8 @@ TEST_F(KubernetesLoop, AFourPodJobGetsExactlyItsReservedChipsAndAMatchingRankTab
     ASSERT_EQ(c.output.exit_code, 0) << c.output.err;
     ASSERT_TRUE(c.probe.started) << c.output.out;
     // Exactly the reserved chips, as device nodes and as npu-smi inside the container sees them.
-    EXPECT_EQ(c.probe.devices, expected_nodes(loop.host_root(loop.node_index(node)), reserved)) << "pod " << i;
+    EXPECT_EQ(c.probe.devices, expected_nodes(loop.host_root(loop.node_index(node)), reserved))
+        << "pod " << i;
     EXPECT_EQ(ht::smi_ids(c.probe.smi), std::set<int>(reserved.begin(), reserved.end())) << c.output.out;
     // Its launch variables: pod i holds ranks 4i .. 4i+3 of 16.
     std::map<std::string, std::string> want_env = {{"ASCEND_JOB", "train"},

@@ -90,7 +90,7 @@ class PluginHookE2E : public ::testing::Test {
   }
 
   std::map<std::string, std::string> expected_nodes(const std::vector<int>& ids, bool is_virtual) const {
-    auto s = npu::Emulator(tmp_ / "host").snapshot().value();
+    auto s = npu::Emulator(tmp_ / "host").read_state().value();
     auto text = [](int maj, int min) { return "c " + std::to_string(maj) + ":" + std::to_string(min); };
     std::map<std::string, std::string> want;
     for (int id : ids) {

@@ -16,6 +16,7 @@
 #include <map>
 #include <thread>
 
+#include "ascend/npu/driver_files.h"
 #include "ascend/npu/emulator.h"
 #include "ascend/npu/profiles.h"
 #include "ascend/plugin/daemon.h"
@@ -388,7 +389,7 @@ TEST_F(PluginE2E, AllocateDeviceSpecMode) {
                       {"/dev/davinci_manager", root + "/dev/davinci_manager"},
                       {"/dev/devmm_svm", root + "/dev/devmm_svm"},
                       {"/dev/hisi_hdc", root + "/dev/hisi_hdc"}}));
-  const auto files = emu.driver_files();
+  const auto files = npu::driver_files();
   ASSERT_EQ(c.mounts_size(), static_cast<int>(files.size()));
   for (int i = 0; i < c.mounts_size(); ++i) {
     EXPECT_EQ(c.mounts(i).container_path(), files[static_cast<std::size_t>(i)]);

@@ -179,7 +179,7 @@ TEST_F(LifecycleE2E, DriverUnloadedTurnsEveryDeviceUnhealthyWithinASecondAndRelo
   // Back with other majors: Healthy again, and Allocate names nodes of the new driver.
   load("atlas800t-a2", {250, 251, 252, 253, 254});
   ASSERT_TRUE(w->wait_for([](const auto& r) { return all_are(r, 8, "Healthy"); }, 2s));
-  EXPECT_EQ(daemon->plugin().host().majors.davinci, 250);
+  EXPECT_EQ(daemon->plugin().host().chip_node(1).major, 250);
   auto resp = allocate("ascend-Ascend910.sock", {{"Ascend910-1"}}, &s);
   ASSERT_TRUE(s.ok()) << s.error_message();
   ASSERT_GE(resp.container_responses(0).devices_size(), 1);
@@ -198,10 +198,10 @@ TEST_F(LifecycleE2E, AReloadBetweenTwoChecksIsNoticedByItsNewMajors) {
   ASSERT_TRUE(emu.unload().ok());
   load("atlas800t-a2", {245, 246, 247, 248, 249});
   const auto deadline = std::chrono::steady_clock::now() + 1s;
-  while (daemon->plugin().host().majors.davinci != 245 && std::chrono::steady_clock::now() < deadline)
+  while (daemon->plugin().host().chip_node(0).major != 245 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(10ms);
-  EXPECT_EQ(daemon->plugin().host().majors.davinci, 245);
-  EXPECT_EQ(daemon->plugin().host().majors.vdavinci, 249);
+  EXPECT_EQ(daemon->plugin().host().chip_node(0).major, 245);
+  EXPECT_EQ(daemon->plugin().host().control_nodes().at(0).major, 246);  // davinci_manager
 }
 
 // ---- Allocate with ids the plugin did not prefer ---------------------------------------------------------
@@ -258,12 +258,11 @@ class FlakyQuery final : public npu::DeviceQuery {
  public:
   explicit FlakyQuery(npu::DeviceQuery& real) : real_(real) {}
   void fail(bool f) { failing_ = f; }
-  Result<npu::HostState> snapshot() const override {
+  Result<npu::DeviceSnapshot> snapshot() const override {
     if (failing_) return Error(EIO, "dcmi_get_card_list failed: -8005");
     return real_.snapshot();
   }
   std::string host_path(const std::string& p) const override { return real_.host_path(p); }
-  std::vector<std::string> driver_files() const override { return real_.driver_files(); }
   Result<npu::Vnpu> create_vnpu(int phy, const std::string& t, std::optional<int> id,
                                 const npu::VnpuOwner& owner) override {
     return real_.create_vnpu(phy, t, id, owner);

@@ -8,6 +8,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "ascend/npu/driver_files.h"
 #include "ascend/npu/emulator.h"
 #include "ascend/npu/profiles.h"
 #include "ascend/plugin/allocate.h"
@@ -292,7 +293,7 @@ TEST_F(PluginAllocate, DeviceSpecModeGivesNodesAndDriverMountsAtHostPaths) {
                                          {"/dev/davinci_manager", "/srv/host/dev/davinci_manager", "rw"},
                                          {"/dev/devmm_svm", "/srv/host/dev/devmm_svm", "rw"},
                                          {"/dev/hisi_hdc", "/srv/host/dev/hisi_hdc", "rw"}}));
-  const auto files = paths.driver_files();
+  const auto files = npu::driver_files();
   ASSERT_EQ(a.mounts.size(), files.size());
   for (std::size_t i = 0; i < files.size(); ++i) {
     EXPECT_EQ(a.mounts[i], (MountSpec{files[i], "/srv/host" + files[i], true}));

@@ -446,10 +446,9 @@ TEST(SchedulerConfig, TheShippedDaemonSetWiresTheSchedulerNodeNameRankTablesAndT
 // A device query over a fixed snapshot: the Plugin's tests change the state with on_host_change.
 class FixedQuery final : public npu::DeviceQuery {
  public:
-  explicit FixedQuery(npu::HostState s) : s_(std::move(s)) {}
-  Result<npu::HostState> snapshot() const override { return s_; }
+  explicit FixedQuery(const npu::HostState& s) : s_(npu::to_snapshot(s)) {}
+  Result<npu::DeviceSnapshot> snapshot() const override { return s_; }
   std::string host_path(const std::string& p) const override { return "/host" + p; }
-  std::vector<std::string> driver_files() const override { return {}; }
   Result<npu::Vnpu> create_vnpu(int, const std::string&, std::optional<int>, const npu::VnpuOwner&) override {
     return Error(ENOSYS, "fixed");
   }
@@ -461,7 +460,7 @@ class FixedQuery final : public npu::DeviceQuery {
   }
 
  private:
-  npu::HostState s_;
+  npu::DeviceSnapshot s_;
 };
 
 class RecordingScheduler final : public SchedulerApi {

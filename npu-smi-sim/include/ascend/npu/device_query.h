@@ -1,7 +1,11 @@
-// The device query seam: the one interface through which the runtime hook, the device plugin and the
-// scheduler learn about NPUs and change them (think of the DCMI library of a real host). The emulator
-// (Emulator, emulator.h) is its one implementation today; a real-hardware backend (dlopen of libdcmi.so)
-// would be another. Implementations are thread-safe: every call may come from any thread.
+// The device query seam: the one interface through which the runtime hook, the device plugin, the scheduler
+// tools and npu-smi learn about NPUs and change them. Backends (open them with open_device_query, backend.h):
+//   - the emulator (Emulator, emulator.h): reads and changes the emulated host's state file directly;
+//   - DCMI (DcmiDeviceQuery, dcmi_query.h): the driver's C library libdcmi.so, loaded with dlopen, as on a
+//     real Atlas host (and on an emulated host, whose libdcmi.so speaks DCMI over the emulator's state);
+//   - the DCMI helper (HelperDeviceQuery, backend.h): for the statically linked tools, which cannot dlopen;
+//     device nodes are read under the host root and everything else asks the dynamically linked helper.
+// Implementations are thread-safe: every call may come from any thread.
 #pragma once
 
 #include <functional>
@@ -11,7 +15,7 @@
 #include <vector>
 
 #include "ascend/common/error.h"
-#include "ascend/npu/state.h"
+#include "ascend/npu/seam.h"
 
 namespace ascend::npu {
 
@@ -26,14 +30,11 @@ class DeviceQuery {
   virtual ~DeviceQuery() = default;
 
   // One consistent snapshot of the host: chips (ids, model, health, HBM, AICore, bus id, NUMA node, HCCS
-  // domain; HostState::link gives the link type between any two), device node majors/minors, vNPUs.
-  virtual Result<HostState> snapshot() const = 0;
+  // domain; DeviceSnapshot::link gives the link type between any two), device nodes, vNPUs, templates.
+  virtual Result<DeviceSnapshot> snapshot() const = 0;
 
   // The host path of an absolute path as the host sees it ("/dev/davinci0" -> "<root>/dev/davinci0").
   virtual std::string host_path(const std::string& abs_path) const = 0;
-
-  // The driver files a container needs (absolute host paths as the host sees them, before host_path).
-  virtual std::vector<std::string> driver_files() const = 0;
 
   // Creates a vNPU of `template_name` on chip `phy_id`; `id` picks the vNPU id (else the lowest free in
   // 100+16*phy .. +15). Refuses over-commit of AICore, memory and AICPU. Creates /dev/vdavinci<id>. A
@@ -47,9 +48,10 @@ class DeviceQuery {
   virtual Status destroy_vnpu(int vnpu_id, std::optional<int> phy_id,
                               const std::optional<VnpuOwner>& holder) = 0;
 
-  // Calls `on_change` with the new snapshot after every committed change (health, vNPUs, mode), within
-  // 100 ms, from a watcher thread. The callback must not block for long.
-  using ChangeCallback = std::function<void(const HostState&)>;
+  // Calls `on_change` with the new snapshot after every change (health, vNPUs, mode), from a watcher thread:
+  // within 100 ms for the emulator (it watches the state file), within the poll interval for DCMI (which has
+  // no notification; default 200 ms). The callback must not block for long.
+  using ChangeCallback = std::function<void(const DeviceSnapshot&)>;
   virtual Result<std::unique_ptr<Subscription>> subscribe(ChangeCallback on_change) const = 0;
 };
 

@@ -66,10 +66,12 @@ class Emulator final : public DeviceQuery {
   Status clear_faults(int phy_id);
   Status set_vnpu_mode(const std::string& mode);  // "docker" | "vm"; refused while vNPUs exist
 
+  // The state file as it is now (the emulator's own view, with what the seam does not carry).
+  Result<HostState> read_state() const;
+
   // DeviceQuery
-  Result<HostState> snapshot() const override;
+  Result<DeviceSnapshot> snapshot() const override;
   std::string host_path(const std::string& abs_path) const override;
-  std::vector<std::string> driver_files() const override;
   Result<Vnpu> create_vnpu(int phy_id, const std::string& template_name, std::optional<int> id,
                            const VnpuOwner& owner) override;
   Status destroy_vnpu(int vnpu_id, std::optional<int> phy_id,

@@ -52,10 +52,11 @@ std::uint64_t process_start(const std::string& proc, int pid);
 // "pid:[4026531836]" of this process; empty when unreadable.
 std::string own_pid_ns(const std::string& proc);
 // "<kernel boot_id>:<host boot_id>": changes when the machine or the emulated host reboots.
-std::string boot_of(const HostState& host, const std::string& proc);
+std::string boot_of(const DeviceSnapshot& host, const std::string& proc);
 // The owner the runtime records for a container it is creating now: this process, its pid namespace, the
 // boot.
-VnpuOwner owner_for_this_process(std::string container_id, std::string state_root, const HostState& host);
+VnpuOwner owner_for_this_process(std::string container_id, std::string state_root,
+                                 const DeviceSnapshot& host);
 
 struct GcItem {
   Vnpu vnpu;
@@ -69,7 +70,7 @@ struct GcPlan {
 };
 
 // Pure: which dynamic vNPUs of `host` to destroy. Static vNPUs appear in neither list.
-GcPlan plan_vnpu_gc(const HostState& host, const std::function<Liveness(const VnpuOwner&)>& liveness);
+GcPlan plan_vnpu_gc(const DeviceSnapshot& host, const std::function<Liveness(const VnpuOwner&)>& liveness);
 
 struct GcReport {
   std::vector<GcItem> destroyed;  // (dry run: would be destroyed)

@@ -26,7 +26,7 @@ struct CdiInput {
   std::function<std::string(const std::string&)> host_path;  // DeviceQuery::host_path
 };
 
-nlohmann::ordered_json make_cdi_spec(const npu::HostState& host, const CdiInput& in);
+nlohmann::ordered_json make_cdi_spec(const npu::DeviceSnapshot& host, const CdiInput& in);
 
 // Checks a CDI document against the specification's rules: required fields, no unknown fields, a known
 // cdiVersion no lower than the features used need, the kind and device-name syntax, unique names, absolute

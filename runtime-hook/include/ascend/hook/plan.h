@@ -42,7 +42,7 @@ struct InjectionPlan {
 
 // `lists` are the mount lists the request names, already read. A VIRTUAL request maps host /dev/vdavinciN to
 // /dev/davinciN in the container.
-InjectionPlan make_plan(const Request& request, const npu::HostState& host,
+InjectionPlan make_plan(const Request& request, const npu::DeviceSnapshot& host,
                         const std::vector<MountList>& lists);
 
 // One line for the log: "devices 0-3 (+3 control), 7 mounts (base), env ASCEND_DOCKER_RUNTIME=True".

@@ -47,7 +47,8 @@ bool requests_devices(const std::vector<std::string>& env);
 // The full request, validated against the host. nullopt when no device is requested. Errors name the
 // variable, its value and what is valid ("ASCEND_VISIBLE_DEVICES=9: no device 9 on this host (valid ids:
 // 0-7)").
-Result<std::optional<Request>> parse_request(const std::vector<std::string>& env, const npu::HostState& host);
+Result<std::optional<Request>> parse_request(const std::vector<std::string>& env,
+                                             const npu::DeviceSnapshot& host);
 
 // "0-3,5" for {0,1,2,3,5}.
 std::string format_ids(const std::vector<int>& ids);

@@ -67,19 +67,20 @@ struct CorePlacement {
   int phy = 0;
   std::string template_name;
 };
-Result<CorePlacement> place_cores(const npu::HostState& host, const Ledger& ledger,
+Result<CorePlacement> place_cores(const npu::DeviceSnapshot& host, const Ledger& ledger,
                                   const std::vector<DeviceEntry>& tokens);
 
 // The response for resolved chips or static vNPUs in `mode`.
-ContainerAllocation plan_container(const npu::HostState& host, const npu::DeviceQuery& paths,
+ContainerAllocation plan_container(const npu::DeviceSnapshot& host, const npu::DeviceQuery& paths,
                                    AllocateMode mode, const std::vector<DeviceEntry>& devices);
 // The response for a dynamic vNPU placement.
 ContainerAllocation plan_dynamic(const CorePlacement& placement);
 
 // One Allocate call: every container request of it, in order. The ledger records dynamic-vNPU promises and,
 // when tracks_whole_chips(cfg), the whole chips handed out; on failure it is left as it was.
-Result<std::vector<ContainerAllocation>> allocate(const npu::HostState& host, const npu::DeviceQuery& paths,
-                                                  const Config& cfg, const ResourceSpec& res, Ledger& ledger,
+Result<std::vector<ContainerAllocation>> allocate(const npu::DeviceSnapshot& host,
+                                                  const npu::DeviceQuery& paths, const Config& cfg,
+                                                  const ResourceSpec& res, Ledger& ledger,
                                                   const std::vector<std::vector<std::string>>& requests,
                                                   Clock::time_point now);
 

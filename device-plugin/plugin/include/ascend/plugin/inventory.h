@@ -42,7 +42,7 @@ Result<std::string> vnpu_resource_suffix(std::string_view template_name);
 
 // The resources to serve, in a fixed order: the whole-chip resource; with --vnpu=static one per vNPU
 // template of the chip; with --vnpu=dynamic huawei.com/npu-core.
-Result<std::vector<ResourceSpec>> plan_resources(const npu::HostState& host, const Config& cfg);
+Result<std::vector<ResourceSpec>> plan_resources(const npu::DeviceSnapshot& host, const Config& cfg);
 
 // One device id of a resource and what it stands for.
 struct DeviceEntry {
@@ -57,7 +57,7 @@ struct DeviceEntry {
 };
 
 // Every device id the resource knows about now (advertised or withheld), sorted by phy, then id.
-std::vector<DeviceEntry> device_table(const npu::HostState& host, const ResourceSpec& res,
+std::vector<DeviceEntry> device_table(const npu::DeviceSnapshot& host, const ResourceSpec& res,
                                       const Ledger& ledger);
 
 }  // namespace ascend::plugin

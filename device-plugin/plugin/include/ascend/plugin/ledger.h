@@ -54,9 +54,9 @@ class Ledger {
 
   // Room left on `phy`: its vNPU capacity minus, per dimension, the larger of what live promises take and
   // what existing vNPUs take (a promise becomes a vNPU when its container starts).
-  ChipRoom room(const npu::HostState& host, int phy) const;
+  ChipRoom room(const npu::DeviceSnapshot& host, int phy) const;
   // AICores of `phy` in use by promises or vNPUs (the same max rule).
-  int cores_used(const npu::HostState& host, int phy) const;
+  int cores_used(const npu::DeviceSnapshot& host, int phy) const;
 
   // The kubelet handed these out again: the promises or whole-chip claims holding them are over.
   void release_tokens(const std::vector<std::string>& tokens);

@@ -50,7 +50,7 @@ class Metrics {
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
-  void update_chips(const npu::HostState& host);
+  void update_chips(const npu::DeviceSnapshot& host);
   AllocateSeries allocate_series(const std::string& resource);
   void observe_allocate(const std::string& resource, std::chrono::nanoseconds took, bool ok);
   void observe_scheduler_call(const std::string& call, bool answered);

@@ -87,16 +87,16 @@ class Plugin {
   InventoryReport inventory() const;
 
   // A new snapshot (the device-query subscription calls this).
-  void on_host_change(const npu::HostState& host);
+  void on_host_change(const npu::DeviceSnapshot& host);
   // Ends promises and whole-chip claims the kubelet no longer lists (resource name -> device ids in use).
   int reconcile(const std::map<std::string, std::set<std::string>>& in_use, std::chrono::milliseconds grace);
 
-  npu::HostState host() const;
+  npu::DeviceSnapshot host() const;
   Ledger ledger() const;
 
  private:
-  Plugin(npu::DeviceQuery& query, Config cfg, Metrics* metrics, SchedulerApi* scheduler, npu::HostState host,
-         std::vector<ResourceSpec> resources);
+  Plugin(npu::DeviceQuery& query, Config cfg, Metrics* metrics, SchedulerApi* scheduler,
+         npu::DeviceSnapshot host, std::vector<ResourceSpec> resources);
   // Tells the scheduler which chips each container got and adds what it answers to `out`.
   Status take_reservations(const std::vector<std::vector<int>>& phys, std::vector<ContainerAllocation>& out);
   // take_reservations' loop; `taken` collects the reservations it took.
@@ -115,7 +115,7 @@ class Plugin {
 
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
-  npu::HostState host_;
+  npu::DeviceSnapshot host_;
   Ledger ledger_;
   std::uint64_t version_ = 1;
   mutable std::uint64_t wakeups_ = 0;

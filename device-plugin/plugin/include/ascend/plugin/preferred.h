@@ -16,8 +16,8 @@ namespace ascend::plugin {
 
 // Fails (EINVAL) naming ids that the resource does not know or a size that cannot be met, and passes the
 // allocator's refusal on (the kubelet then chooses by itself).
-Result<std::vector<std::string>> preferred_allocation(const npu::HostState& host, const ResourceSpec& res,
-                                                      const Ledger& ledger,
+Result<std::vector<std::string>> preferred_allocation(const npu::DeviceSnapshot& host,
+                                                      const ResourceSpec& res, const Ledger& ledger,
                                                       const std::vector<std::string>& available,
                                                       const std::vector<std::string>& must_include, int size);
 

@@ -21,7 +21,8 @@ namespace ascend::plugin {
 // Every chip of the whole-chip resource `chips`, ascending phy id: healthy as the kubelet sees it; in use
 // when Allocate handed it out (the ledger's whole-chip claims) or when it is not allocatable whole (holds
 // vNPUs, or its AICores are promised to dynamic vNPUs).
-InventoryReport inventory_report(const npu::HostState& host, const ResourceSpec& chips, const Ledger& ledger);
+InventoryReport inventory_report(const npu::DeviceSnapshot& host, const ResourceSpec& chips,
+                                 const Ledger& ledger);
 
 // The device ids of `phys` in the whole-chip resource `res`, ascending phy ("Ascend910-<phy>").
 std::vector<std::string> chip_ids(const ResourceSpec& res, std::vector<int> phys);

@@ -22,5 +22,7 @@ namespace ascend::topology {
 // (EINVAL: size not allowed for this family; ENOSPC: no placement) naming why.
 Result<std::vector<int>> choose(const npu::HostState& host, const std::vector<int>& free,
                                 const std::vector<int>& must_include, int size);
+Result<std::vector<int>> choose(const npu::DeviceSnapshot& host, const std::vector<int>& free,
+                                const std::vector<int>& must_include, int size);
 
 }  // namespace ascend::topology

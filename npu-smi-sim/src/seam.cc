@@ -1,0 +1,276 @@
+#include "ascend/npu/seam.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace ascend::npu {
+
+using nlohmann::json;
+
+std::string_view to_string(Health h) {
+  switch (h) {
+    case Health::kOk:
+      return "OK";
+    case Health::kWarning:
+      return "Warning";
+    case Health::kAlarm:
+      return "Alarm";
+    case Health::kCritical:
+      return "Critical";
+  }
+  return "OK";
+}
+
+namespace {
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+}  // namespace
+
+Result<Health> parse_health(std::string_view s) {
+  std::string l = lower(s);
+  if (l == "ok") return Health::kOk;
+  if (l == "warning") return Health::kWarning;
+  if (l == "alarm") return Health::kAlarm;
+  if (l == "critical") return Health::kCritical;
+  return Error::invalid("unknown severity '" + std::string(s) + "' (use warning, alarm or critical)");
+}
+
+std::string_view to_string(Link l) {
+  switch (l) {
+    case Link::kSelf:
+      return "X";
+    case Link::kSio:
+      return "SIO";
+    case Link::kHccs:
+      return "HCCS";
+    case Link::kHccsSw:
+      return "HCCS_SW";
+    case Link::kPix:
+      return "PIX";
+    case Link::kPxb:
+      return "PXB";
+    case Link::kPhb:
+      return "PHB";
+    case Link::kSys:
+      return "SYS";
+    case Link::kNa:
+      return "NA";
+  }
+  return "NA";
+}
+
+LinkLevel level_of(Link l) {
+  switch (l) {
+    case Link::kSelf:
+    case Link::kSio:
+      return LinkLevel::kSio;
+    case Link::kHccs:
+    case Link::kHccsSw:
+      return LinkLevel::kHccs;
+    default:
+      return LinkLevel::kPcie;
+  }
+}
+
+std::string_view to_string(Family f) {
+  switch (f) {
+    case Family::k910:
+      return "910";
+    case Family::k910B:
+      return "910B";
+    case Family::k910_93:
+      return "910_93";
+    case Family::k310P:
+      return "310P";
+  }
+  return "910B";
+}
+
+Result<Family> parse_family(std::string_view s) {
+  for (Family f : {Family::k910, Family::k910B, Family::k910_93, Family::k310P}) {
+    if (lower(s) == lower(to_string(f))) return f;
+  }
+  return Error::invalid("unknown chip family '" + std::string(s) + "' (use 910, 910B, 910_93 or 310P)");
+}
+
+Health severity_of_code(std::uint32_t code) {
+  unsigned cls = (code >> 24) & 0xFU;
+  if (cls <= 3) return Health::kWarning;
+  if (cls <= 7) return Health::kAlarm;
+  return Health::kCritical;
+}
+
+Health Chip::health() const {
+  Health h = Health::kOk;
+  for (const auto& f : faults) h = std::max(h, f.severity);
+  return h;
+}
+const Chip* DeviceSnapshot::chip(int phy_id) const {
+  for (const auto& c : chips) {
+    if (c.phy_id == phy_id) return &c;
+  }
+  return nullptr;
+}
+
+const Vnpu* DeviceSnapshot::vnpu(int id) const {
+  for (const auto& v : vnpus) {
+    if (v.id == id) return &v;
+  }
+  return nullptr;
+}
+
+const VnpuTemplate* DeviceSnapshot::find_template(std::string_view name) const {
+  for (const auto& t : templates) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+namespace {
+std::ptrdiff_t index_of(const std::vector<Chip>& chips, int phy) {
+  for (std::size_t i = 0; i < chips.size(); ++i) {
+    if (chips[i].phy_id == phy) return static_cast<std::ptrdiff_t>(i);
+  }
+  return -1;
+}
+}  // namespace
+
+Link DeviceSnapshot::link(int phy_a, int phy_b) const {
+  const auto a = index_of(chips, phy_a);
+  const auto b = index_of(chips, phy_b);
+  if (a < 0 || b < 0) return Link::kNa;
+  const auto n = static_cast<std::ptrdiff_t>(chips.size());
+  if (static_cast<std::ptrdiff_t>(links.size()) != n * n) return phy_a == phy_b ? Link::kSelf : Link::kNa;
+  return links[static_cast<std::size_t>(a * n + b)];
+}
+
+std::vector<std::vector<int>> DeviceSnapshot::cards() const {
+  std::map<int, std::vector<std::pair<int, int>>> by_card;
+  for (const auto& c : chips) by_card[c.card_id].emplace_back(c.chip_index, c.phy_id);
+  std::vector<std::vector<int>> out;
+  for (auto& [card, list] : by_card) {
+    std::sort(list.begin(), list.end());
+    std::vector<int> phys;
+    for (auto& p : list) phys.push_back(p.second);
+    out.push_back(std::move(phys));
+  }
+  return out;
+}
+
+bool DeviceSnapshot::holds_vnpus(int phy_id) const {
+  return std::any_of(vnpus.begin(), vnpus.end(), [&](const Vnpu& v) { return v.phy_id == phy_id; });
+}
+
+DeviceNode DeviceSnapshot::chip_node(int phy_id) const {
+  const auto i = index_of(chips, phy_id);
+  if (i >= 0 && static_cast<std::size_t>(i) < chip_nodes.size())
+    return chip_nodes[static_cast<std::size_t>(i)];
+  return {"/dev/davinci" + std::to_string(phy_id), 0, 0, 0660};
+}
+
+DeviceNode DeviceSnapshot::vnpu_node(int vnpu_id) const {
+  for (std::size_t i = 0; i < vnpus.size() && i < vnpu_nodes.size(); ++i) {
+    if (vnpus[i].id == vnpu_id) return vnpu_nodes[i];
+  }
+  return {"/dev/vdavinci" + std::to_string(vnpu_id), 0, 0, 0660};
+}
+
+std::vector<int> hccs_domains(const DeviceSnapshot& s) {
+  const std::size_t n = s.chips.size();
+  std::vector<int> domain(n, -1);
+  int next = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (domain[i] >= 0) continue;
+    // Flood the HCCS component of chip i (chips are in phy order, so domains are numbered in phy order).
+    std::vector<std::size_t> todo{i};
+    bool any = false;
+    while (!todo.empty()) {
+      std::size_t a = todo.back();
+      todo.pop_back();
+      for (std::size_t b = 0; b < n; ++b) {
+        if (a == b || domain[b] >= 0 || n * n != s.links.size()) continue;
+        const Link l = s.links[a * n + b];
+        if (l != Link::kHccs && l != Link::kHccsSw) continue;
+        domain[a] = next;
+        domain[b] = next;
+        any = true;
+        todo.push_back(b);
+      }
+    }
+    if (any) ++next;
+  }
+  return domain;
+}
+
+// ---- JSON (the seam's own form; the emulator's state file is state.cc's business) -----------------------
+
+NLOHMANN_JSON_SERIALIZE_ENUM(Health, {{Health::kOk, "OK"},
+                                      {Health::kWarning, "Warning"},
+                                      {Health::kAlarm, "Alarm"},
+                                      {Health::kCritical, "Critical"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(Link, {{Link::kNa, "NA"},
+                                    {Link::kSelf, "X"},
+                                    {Link::kSio, "SIO"},
+                                    {Link::kHccs, "HCCS"},
+                                    {Link::kHccsSw, "HCCS_SW"},
+                                    {Link::kPix, "PIX"},
+                                    {Link::kPxb, "PXB"},
+                                    {Link::kPhb, "PHB"},
+                                    {Link::kSys, "SYS"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(Family, {{Family::k910B, "910B"},
+                                      {Family::k910, "910"},
+                                      {Family::k910_93, "910_93"},
+                                      {Family::k310P, "310P"}})
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(VnpuTemplate, name, aicore, memory_mb, aicpu, vpc, venc, vdec, jpegd,
+                                   jpege, pngd)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(VnpuCapacity, aicore, memory_gb, aicpu, vpc, venc, vdec, jpegd, jpege,
+                                   pngd)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Process, pid, name, memory_mb, container_pid)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Fault, code, severity)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Chip, phy_id, logic_id, card_id, chip_index, name, bus_id, numa_node,
+                                   cpu_affinity, hccs_domain, device_ip, aicore_count, hbm_total_mb,
+                                   hbm_used_mb, mem_total_mb, mem_used_mb, power_w, power_na, temp_c,
+                                   aicore_usage_pct, hugepages_used, hugepages_total, processes, faults)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(VnpuOwner, container_id, state_root, pid, pid_start, pid_ns, boot)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Vnpu, id, phy_id, template_name, vgroup, owner, status)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceNode, path, major, minor, mode)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceSnapshot, backend, family, chip_type, driver_version, resource_name,
+                                   vnpu_capacity, templates, chips, chip_nodes, vnpus, vnpu_nodes, control,
+                                   links, vnpu_mode, boot_id)
+
+namespace {
+template <typename T>
+Result<T> parse_as(const json& j, const char* what) {
+  try {
+    return j.get<T>();
+  } catch (const json::exception& e) {
+    return Error::invalid(std::string("malformed ") + what + ": " + e.what());
+  }
+}
+}  // namespace
+
+json snapshot_to_json(const DeviceSnapshot& s) {
+  return s;
+}
+Result<DeviceSnapshot> snapshot_from_json(const json& j) {
+  return parse_as<DeviceSnapshot>(j, "device snapshot");
+}
+json vnpu_to_json(const Vnpu& v) {
+  return v;
+}
+Result<Vnpu> vnpu_from_json(const json& j) {
+  return parse_as<Vnpu>(j, "vNPU");
+}
+json owner_to_json(const VnpuOwner& o) {
+  return o;
+}
+Result<VnpuOwner> owner_from_json(const json& j) {
+  return parse_as<VnpuOwner>(j, "vNPU owner");
+}
+
+}  // namespace ascend::npu
