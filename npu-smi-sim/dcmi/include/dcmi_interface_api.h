@@ -172,6 +172,141 @@ struct dcmi_create_vdev_out {
   unsigned char reserved[DCMI_VDEV_FOR_RESERVE];
 };
 
+/* ---- dcmi_get_device_info ----------------------------------------------------------------------------- */
+
+/* The module a dcmi_get_device_info query addresses (values as the 910B reference's enum numbers them; the
+ * emulation answers DCMI_MAIN_CMD_VDEV_MNG only). */
+enum dcmi_main_cmd {
+  DCMI_MAIN_CMD_DVPP = 0,
+  DCMI_MAIN_CMD_ISP = 1,
+  DCMI_MAIN_CMD_TS_GROUP_NUM = 2,
+  DCMI_MAIN_CMD_CAN = 3,
+  DCMI_MAIN_CMD_UART = 4,
+  DCMI_MAIN_CMD_UPGRADE = 5,
+  DCMI_MAIN_CMD_UFS = 6,
+  DCMI_MAIN_CMD_OS_POWER = 7,
+  DCMI_MAIN_CMD_LP = 8,
+  DCMI_MAIN_CMD_MEMORY = 9,
+  DCMI_MAIN_CMD_RECOVERY = 10,
+  DCMI_MAIN_CMD_TS = 11,
+  DCMI_MAIN_CMD_CHIP_INF = 12,
+  DCMI_MAIN_CMD_QOS = 13,
+  DCMI_MAIN_CMD_SOC_INFO = 14,
+  DCMI_MAIN_CMD_SILS = 15,
+  DCMI_MAIN_CMD_HCCS = 16,
+  DCMI_MAIN_CMD_TEMP = 50,
+  DCMI_MAIN_CMD_SVM = 51,
+  DCMI_MAIN_CMD_VDEV_MNG = 52, /* vNPU management: the DCMI_VMNG_SUB_CMD_* below */
+  DCMI_MAIN_CMD_SEC = 53,
+  DCMI_MAIN_CMD_PCIE = 55,
+  DCMI_MAIN_CMD_SIO = 56,
+  DCMI_MAIN_CMD_EX_COMPUTING = 0x8000,
+  DCMI_MAIN_CMD_DEVICE_SHARE = 0x8001,
+  DCMI_MAIN_CMD_EX_CERT = 0x8003,
+  DCMI_MAIN_CMD_MAX
+};
+
+/* sub_cmd of DCMI_MAIN_CMD_VDEV_MNG, and the buffer each one fills. */
+typedef enum {
+  DCMI_VMNG_SUB_CMD_GET_VDEV_RESOURCE = 0,  /* struct dcmi_vdev_query_stru: one vNPU (vdev_id is the input) */
+  DCMI_VMNG_SUB_CMD_GET_TOTAL_RESOURCE = 1, /* struct dcmi_soc_total_resource: the chip's vNPUs and totals  */
+  DCMI_VMNG_SUB_CMD_GET_FREE_RESOURCE = 2,  /* struct dcmi_soc_free_resource: what is left for new vNPUs    */
+  DCMI_VMNG_SUB_CMD_SET_SRIOV_SWITCH = 3    /* dcmi_set_device_info only (not emulated)                    */
+} DCMI_VDEV_MNG_SUB_CMD;
+
+#define DCMI_VDEV_RES_NAME_LEN 16 /* dcmi_vdev_query_info.name, NUL-terminated                          */
+#define DCMI_SOC_SPLIT_MAX 32     /* capacity of dcmi_soc_total_resource.vdev_id                         */
+#define DCMI_VDEV_SIZE 20         /* bytes of the vNPU fields at the end of dcmi_computing_resource     */
+
+/* Scheduling resources of a vNPU (or of the chip). Not modelled by the emulation except vfg_id. */
+struct dcmi_base_resource {
+  unsigned long long token;
+  unsigned long long token_max;
+  unsigned long long task_timeout;
+  unsigned int vfg_id; /* the vNPU's group (npu-smi info -t info-vnpu "Vgroup ID")           */
+  unsigned char vip_mode;
+  unsigned char reserved[DCMI_VDEV_FOR_RESERVE - 1];
+};
+
+/* Computing resources. A chip-wide value that the chip cannot report is "NA": -1.0 for the floats,
+ * all bits set for memory_size and the unsigned shorts. */
+struct dcmi_computing_resource {
+  float aic; /* AI Cores                                                                */
+  float aiv;
+  unsigned short dsa;
+  unsigned short rtsq;
+  unsigned short acsq;
+  unsigned short cdqm;
+  unsigned short c_core;
+  unsigned short ffts;
+  unsigned short sdma;
+  unsigned short pcie_dma;
+  unsigned long long memory_size; /* MB                                                      */
+  unsigned int event_id;
+  unsigned int notify_id;
+  unsigned int stream_id;
+  unsigned int model_id;
+  unsigned short topic_schedule_aicpu;
+  unsigned short host_ctrl_cpu;
+  unsigned short host_aicpu;
+  unsigned short device_aicpu; /* AI CPUs                                                   */
+  unsigned short topic_ctrl_cpu_slot;
+  unsigned int vdev_aicore_utilization; /* newer drivers; older ones keep these 20 bytes reserved */
+  unsigned long long vdev_memory_total;
+  unsigned long long vdev_memory_free;
+  unsigned char reserved[DCMI_VDEV_FOR_RESERVE - DCMI_VDEV_SIZE];
+};
+
+/* Media (DVPP) units; NA is -1.0. */
+struct dcmi_media_resource {
+  float jpegd;
+  float jpege;
+  float vpc;
+  float vdec;
+  float pngd;
+  float venc;
+  unsigned char reserved[DCMI_VDEV_FOR_RESERVE];
+};
+
+/* One vNPU, as DCMI_VMNG_SUB_CMD_GET_VDEV_RESOURCE reports it. */
+struct dcmi_vdev_query_info {
+  char name[DCMI_VDEV_RES_NAME_LEN]; /* the template it was made from, e.g. "vir10_3c_16g"    */
+  unsigned int status;
+  unsigned int is_container_used; /* 1: a container holds it (npu-smi info-vnpu "Status") */
+  unsigned int vfid;
+  unsigned int vfg_id;
+  unsigned long long container_id; /* npu-smi prints it as %012llx ("Container ID")        */
+  struct dcmi_base_resource base;
+  struct dcmi_computing_resource computing;
+  struct dcmi_media_resource media;
+};
+
+/* DCMI_VMNG_SUB_CMD_GET_VDEV_RESOURCE: set vdev_id, then call; query_info is filled. */
+struct dcmi_vdev_query_stru {
+  unsigned int vdev_id;
+  struct dcmi_vdev_query_info query_info;
+};
+
+/* DCMI_VMNG_SUB_CMD_GET_FREE_RESOURCE: what the chip still has for new vNPUs. */
+struct dcmi_soc_free_resource {
+  unsigned int vfg_num;
+  unsigned int vfg_bitmap;
+  struct dcmi_base_resource base;
+  struct dcmi_computing_resource computing;
+  struct dcmi_media_resource media;
+};
+
+/* DCMI_VMNG_SUB_CMD_GET_TOTAL_RESOURCE: the chip's vNPUs (vdev_id[0 .. vdev_num-1]) and its totals. */
+struct dcmi_soc_total_resource {
+  unsigned int vdev_num;
+  unsigned int vdev_id[DCMI_SOC_SPLIT_MAX];
+  unsigned int vfg_num;
+  unsigned int vfg_bitmap;
+  struct dcmi_base_resource base;
+  struct dcmi_computing_resource computing;
+  struct dcmi_media_resource media;
+};
+
 /* ---- functions ---------------------------------------------------------------------------------------- */
 
 /* Opens the library on the host. Fails with DCMI_ERR_CODE_INNER_ERR when no host (or no device) is there. */
@@ -237,6 +372,11 @@ DCMIDLLEXPORT int dcmi_create_vdevice(int card_id, int device_id, struct dcmi_cr
 
 /* Destroys vNPU vdevid of the chip (DCMI_VDEV_ID_ALL: every vNPU of the chip). */
 DCMIDLLEXPORT int dcmi_set_destroy_vdevice(int card_id, int device_id, unsigned int vdevid);
+
+/* The generic query: main_cmd names the module, sub_cmd the item; buf receives it. *size is buf's size
+ * on input (at least the item's size) and the size written on output. */
+DCMIDLLEXPORT int dcmi_get_device_info(int card_id, int device_id, enum dcmi_main_cmd main_cmd,
+                                       unsigned int sub_cmd, void* buf, unsigned int* size);
 
 #ifdef __cplusplus
 }

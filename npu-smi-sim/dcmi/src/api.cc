@@ -132,6 +132,56 @@ Status destroy_vnpu(const HostView& host, const smi::Device& d, unsigned int vde
   return emu.destroy_vnpu(static_cast<int>(vdevid), phy, std::nullopt);
 }
 
+// The layouts a vendor tool built against the reference header expects (LP64), pinned so that an edit of
+// the header that moves a field fails here rather than in a caller.
+#if defined(__LP64__)
+static_assert(sizeof(dcmi_base_resource) == 64 && sizeof(dcmi_computing_resource) == 96 &&
+              sizeof(dcmi_media_resource) == 56);
+static_assert(sizeof(dcmi_vdev_query_stru) == 264 && sizeof(dcmi_soc_free_resource) == 224 &&
+              sizeof(dcmi_soc_total_resource) == 360);
+#endif
+
+// Whether the caller's buffer (*size bytes) holds a T: EINVAL when it is smaller.
+template <typename T>
+Status fits(unsigned int size) {
+  if (size >= sizeof(T)) return {};
+  return Error::invalid("size " + std::to_string(size) + " is below the " + std::to_string(sizeof(T)) +
+                        " bytes of the answer");
+}
+
+// Copies `item` into the caller's buffer and reports its size there.
+template <typename T>
+Status answer(const T& item, void* buf, unsigned int* size) {
+  ASCEND_CHECK(fits<T>(*size), "");
+  std::memcpy(buf, &item, sizeof item);
+  *size = static_cast<unsigned int>(sizeof item);
+  return {};
+}
+
+Status vdev_info(const HostView& host, const smi::Device& d, unsigned int sub_cmd, void* buf,
+                 unsigned int* size) {
+  if (d.vnpu != nullptr) return Error(EOPNOTSUPP, "a vNPU holds no vNPUs");
+  const HostState& s = host.state();
+  if (s.templates.empty()) return Error(EOPNOTSUPP, d.name + " has no vNPU templates");
+  const int phy = d.chip->phy_id;
+  switch (sub_cmd) {
+    case DCMI_VMNG_SUB_CMD_GET_VDEV_RESOURCE: {
+      ASCEND_CHECK(fits<dcmi_vdev_query_stru>(*size), "");
+      dcmi_vdev_query_stru q{};
+      std::memcpy(&q.vdev_id, buf, sizeof q.vdev_id);  // the input: the caller's vdev_id
+      ASCEND_ASSIGN(q.query_info, vdev_query(s, phy, q.vdev_id), "");
+      return answer(q, buf, size);
+    }
+    case DCMI_VMNG_SUB_CMD_GET_TOTAL_RESOURCE:
+      return answer(vdev_total(s, phy), buf, size);
+    case DCMI_VMNG_SUB_CMD_GET_FREE_RESOURCE:
+      return answer(vdev_free(s, phy), buf, size);
+    default:
+      return Error(EOPNOTSUPP,
+                   "DCMI_MAIN_CMD_VDEV_MNG sub_cmd " + std::to_string(sub_cmd) + " is not supported");
+  }
+}
+
 }  // namespace
 }  // namespace ascend::npu::dcmi
 
@@ -343,6 +393,18 @@ int dcmi_create_vdevice(int card_id, int device_id, struct dcmi_create_vdev_res_
 int dcmi_set_destroy_vdevice(int card_id, int device_id, unsigned int vdevid) {
   return on_device("dcmi_set_destroy_vdevice", card_id, device_id, true,
                    [&](const HostView& h, const smi::Device& d) { return dcmi::destroy_vnpu(h, d, vdevid); });
+}
+
+int dcmi_get_device_info(int card_id, int device_id, enum dcmi_main_cmd main_cmd, unsigned int sub_cmd,
+                         void* buf, unsigned int* size) {
+  return on_device("dcmi_get_device_info", card_id, device_id, buf != nullptr && size != nullptr,
+                   [&](const HostView& h, const smi::Device& d) -> Status {
+                     if (main_cmd != DCMI_MAIN_CMD_VDEV_MNG) {
+                       return Error(EOPNOTSUPP, "main_cmd " + std::to_string(static_cast<int>(main_cmd)) +
+                                                    " is not supported (only DCMI_MAIN_CMD_VDEV_MNG)");
+                     }
+                     return dcmi::vdev_info(h, d, sub_cmd, buf, size);
+                   });
 }
 
 }  // extern "C"

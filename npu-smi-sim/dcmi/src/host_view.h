@@ -67,6 +67,13 @@ dcmi_get_memory_info_stru memory_info(const HostState& s, const smi::Device& d);
 Result<dcmi_pcie_info_all> pcie_info(const HostState& s, const smi::Device& d);
 Result<unsigned int> utilization(const HostState& s, const smi::Device& d, int input_type);
 
+// dcmi_get_device_info, DCMI_MAIN_CMD_VDEV_MNG, for physical chip `phy_id`: its vNPUs in id order with the
+// totals, and the free resources, both exactly as `npu-smi info -t info-vnpu` prints them
+// (smi::vnpu_resources); one vNPU from its template (ENOENT when the chip has no vNPU `vdev_id`).
+dcmi_soc_total_resource vdev_total(const HostState& s, int phy_id);
+dcmi_soc_free_resource vdev_free(const HostState& s, int phy_id);
+Result<dcmi_vdev_query_info> vdev_query(const HostState& s, int phy_id, unsigned int vdev_id);
+
 struct IpAndMask {
   dcmi_ip_addr ip{};
   dcmi_ip_addr mask{};

@@ -2,6 +2,7 @@
 // vendor tool and npu-smi agree on every number (see REFERENCE.md for the npu-smi field behind each).
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -37,7 +38,80 @@ Result<dcmi_ip_addr> parse_ipv4(const std::string& text, const std::string& what
   return a;
 }
 
+// NA as the DCMI reports it (and npu-smi's info-vnpu tests it): -1.0 for a float unit count, all bits set
+// for memory and for the unsigned short counts.
+constexpr float kNaUnits = -1.0F;
+constexpr unsigned long long kNaMemory = ~0ULL;
+constexpr unsigned short kNaCount = 0xFFFF;
+
+float units(const smi::Resource& r, bool free) {
+  return r.na ? kNaUnits : static_cast<float>(free ? r.free : r.total);
+}
+
+// The chip-wide resources of `r`: its free or its total column.
+void chip_resources(const smi::VnpuResources& r, bool free, dcmi_computing_resource& c,
+                    dcmi_media_resource& m) {
+  c.aic = units(r.aicore, free);
+  c.memory_size = r.memory_gb.na
+                      ? kNaMemory
+                      : static_cast<unsigned long long>(free ? r.memory_free_mb : r.memory_usable_mb);
+  c.device_aicpu = r.aicpu.na ? kNaCount : static_cast<unsigned short>(free ? r.aicpu.free : r.aicpu.total);
+  m.vpc = units(r.vpc, free);
+  m.venc = units(r.venc, free);
+  m.vdec = units(r.vdec, free);
+  m.jpegd = units(r.jpegd, free);
+  m.jpege = units(r.jpege, free);
+  m.pngd = units(r.pngd, free);
+}
+
 }  // namespace
+
+dcmi_soc_total_resource vdev_total(const HostState& s, int phy_id) {
+  dcmi_soc_total_resource out{};
+  for (const Vnpu& v : s.vnpus) {  // sorted by id
+    if (v.phy_id != phy_id || out.vdev_num >= DCMI_SOC_SPLIT_MAX) continue;
+    out.vdev_id[out.vdev_num++] = static_cast<unsigned int>(v.id);
+  }
+  chip_resources(smi::vnpu_resources(s, phy_id), false, out.computing, out.media);
+  return out;
+}
+
+dcmi_soc_free_resource vdev_free(const HostState& s, int phy_id) {
+  dcmi_soc_free_resource out{};
+  chip_resources(smi::vnpu_resources(s, phy_id), true, out.computing, out.media);
+  return out;
+}
+
+Result<dcmi_vdev_query_info> vdev_query(const HostState& s, int phy_id, unsigned int vdev_id) {
+  const Vnpu* v = nullptr;
+  for (const Vnpu& x : s.vnpus) {
+    if (x.phy_id == phy_id && static_cast<unsigned int>(x.id) == vdev_id) v = &x;
+  }
+  if (v == nullptr) {
+    return Error(ENOENT, "device " + std::to_string(phy_id) + " has no vNPU " + std::to_string(vdev_id));
+  }
+  dcmi_vdev_query_info out{};
+  std::memcpy(out.name, v->template_name.data(), std::min(v->template_name.size(), sizeof out.name - 1));
+  // npu-smi's "Container ID" / "Status" of a held vNPU: ffffffffffff / 1 (the driver does not know the id).
+  const bool held = v->dynamic() || v->status != 0;
+  out.status = held ? 1U : 0U;
+  out.is_container_used = held ? 1U : 0U;
+  out.container_id = held ? 0xFFFFFFFFFFFFULL : 0ULL;
+  out.vfg_id = static_cast<unsigned int>(v->vgroup);
+  out.base.vfg_id = out.vfg_id;  // what npu-smi prints as "Vgroup ID"
+  if (const VnpuTemplate* t = s.find_template(v->template_name)) {
+    out.computing.aic = static_cast<float>(t->aicore);
+    out.computing.memory_size = static_cast<unsigned long long>(t->memory_mb);
+    out.computing.device_aicpu = static_cast<unsigned short>(t->aicpu);
+    out.media.vpc = static_cast<float>(t->vpc);
+    out.media.venc = static_cast<float>(t->venc);
+    out.media.vdec = static_cast<float>(t->vdec);
+    out.media.jpegd = static_cast<float>(t->jpegd);
+    out.media.jpege = static_cast<float>(t->jpege);
+    out.media.pngd = static_cast<float>(t->pngd);
+  }
+  return out;
+}
 
 unsigned int health_code(Health h) {
   switch (h) {

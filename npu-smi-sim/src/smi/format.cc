@@ -648,8 +648,9 @@ VnpuResources vnpu_resources(const HostState& s, int phy_id) {
   if (cap.memory_gb < 0) {
     r.memory_gb = Resource{0, 0, true};
   } else {
-    long long usable = static_cast<long long>(cap.memory_gb) * 1024 - reserve_mb - mem_mb;
-    r.memory_gb = Resource{static_cast<int>(std::max(0LL, usable) / 1024), cap.memory_gb, false};
+    r.memory_usable_mb = std::max(0LL, static_cast<long long>(cap.memory_gb) * 1024 - reserve_mb);
+    r.memory_free_mb = std::max(0LL, r.memory_usable_mb - mem_mb);
+    r.memory_gb = Resource{static_cast<int>(r.memory_free_mb / 1024), cap.memory_gb, false};
   }
   const int extra_aicpu = (s.family == Family::k910B && count > 0 && cap.aicpu >= 0) ? 1 : 0;
   r.aicpu = res(cap.aicpu + extra_aicpu, aicpu);

@@ -293,6 +293,44 @@ TEST_F(DcmiApiTest, DestroyAllRemovesEveryVnpuOfTheDeviceOnly) {
 
 // DCMI and npu-smi creating on one chip at once: the state lock and one capacity rule let exactly four
 // vir05_1c_16g (5 of 20 AICore each) through, whoever asks.
+// dcmi_get_device_info answers per chip: a vNPU of another chip is not found on this one, a destroyed one
+// leaves the listing, and a refused call leaves *size as the caller gave it.
+TEST_F(DcmiApiTest, VnpuQueriesArePerChip) {
+  ASSERT_EQ(api_.init(), DCMI_OK);
+  auto req = vdev_request("vir10_3c_32g");
+  dcmi_create_vdev_out out{};
+  ASSERT_EQ(api_.create_vdevice(1, 0, &req, &out), DCMI_OK);
+  ASSERT_EQ(out.vdev_id, 116U);  // reference vNPU table: phy 1's range starts at 116
+
+  dcmi_vdev_query_stru q{};
+  q.vdev_id = 116;
+  unsigned int size = sizeof q;
+  EXPECT_EQ(api_.device_info(0, 0, DCMI_MAIN_CMD_VDEV_MNG, DCMI_VMNG_SUB_CMD_GET_VDEV_RESOURCE, &q, &size),
+            DCMI_ERR_CODE_DEVICE_NOT_EXIST);
+  EXPECT_EQ(size, sizeof q);
+  ASSERT_EQ(api_.device_info(1, 0, DCMI_MAIN_CMD_VDEV_MNG, DCMI_VMNG_SUB_CMD_GET_VDEV_RESOURCE, &q, &size),
+            DCMI_OK);
+  EXPECT_STREQ(q.query_info.name, "vir10_3c_32g");
+  EXPECT_EQ(q.vdev_id, 116U);
+
+  dcmi_soc_total_resource total{};
+  size = sizeof total + 16;  // a larger buffer is fine; *size then says what was written
+  ASSERT_EQ(
+      api_.device_info(1, 0, DCMI_MAIN_CMD_VDEV_MNG, DCMI_VMNG_SUB_CMD_GET_TOTAL_RESOURCE, &total, &size),
+      DCMI_OK);
+  EXPECT_EQ(size, sizeof total);
+  EXPECT_EQ(total.vdev_num, 1U);
+  EXPECT_EQ(total.vdev_id[0], 116U);
+  ASSERT_EQ(api_.destroy_vdevice(1, 0, 116), DCMI_OK);
+  ASSERT_EQ(
+      api_.device_info(1, 0, DCMI_MAIN_CMD_VDEV_MNG, DCMI_VMNG_SUB_CMD_GET_TOTAL_RESOURCE, &total, &size),
+      DCMI_OK);
+  EXPECT_EQ(total.vdev_num, 0U);
+  size = sizeof q;
+  EXPECT_EQ(api_.device_info(1, 0, DCMI_MAIN_CMD_VDEV_MNG, DCMI_VMNG_SUB_CMD_GET_VDEV_RESOURCE, &q, &size),
+            DCMI_ERR_CODE_DEVICE_NOT_EXIST);
+}
+
 TEST_F(DcmiApiTest, ConcurrentCreatesWithNpuSmiNeverOverCommit) {
   ASSERT_EQ(api_.init(), DCMI_OK);
   std::atomic<int> made{0};
@@ -348,7 +386,7 @@ TEST(DcmiLibraryTest, ExportsOnlyTheDcmiApiAndNeedsOnlyTheCRuntime) {
     EXPECT_EQ(name.rfind("dcmi_", 0), 0U) << line;
     exported++;
   }
-  EXPECT_EQ(exported, 20);  // the functions of dcmi_interface_api.h
+  EXPECT_EQ(exported, 21);  // the functions of dcmi_interface_api.h
   ASSERT_EQ(readelf.exit_code, 0) << readelf.err;
   std::istringstream dynamic(readelf.out);
   while (std::getline(dynamic, line)) {

@@ -75,7 +75,8 @@ struct DcmiApi {
         topo(l.fn<decltype(&dcmi_get_topo_info_by_device_id)>("dcmi_get_topo_info_by_device_id")),
         ip(l.fn<decltype(&dcmi_get_device_ip)>("dcmi_get_device_ip")),
         create_vdevice(l.fn<decltype(&dcmi_create_vdevice)>("dcmi_create_vdevice")),
-        destroy_vdevice(l.fn<decltype(&dcmi_set_destroy_vdevice)>("dcmi_set_destroy_vdevice")) {}
+        destroy_vdevice(l.fn<decltype(&dcmi_set_destroy_vdevice)>("dcmi_set_destroy_vdevice")),
+        device_info(l.fn<decltype(&dcmi_get_device_info)>("dcmi_get_device_info")) {}
 
   decltype(&dcmi_init) init;
   decltype(&dcmi_get_card_num_list) card_num_list;
@@ -97,6 +98,7 @@ struct DcmiApi {
   decltype(&dcmi_get_device_ip) ip;
   decltype(&dcmi_create_vdevice) create_vdevice;
   decltype(&dcmi_set_destroy_vdevice) destroy_vdevice;
+  decltype(&dcmi_get_device_info) device_info;
 };
 
 // A create request as a vendor tool fills it: `id` DCMI_VDEV_ID_AUTO for the lowest free id.

@@ -66,6 +66,10 @@ struct Resource {
 };
 struct VnpuResources {
   Resource aicore, memory_gb, aicpu, vpc, venc, vdec, jpegd, jpege, pngd;
+  // The same memory in MB, as DCMI reports it: what vNPUs can take on an empty chip (the capacity less
+  // the driver's reserve) and what is still free. Both 0 when memory_gb is NA.
+  long long memory_usable_mb = 0;
+  long long memory_free_mb = 0;
 };
 VnpuResources vnpu_resources(const HostState& s, int phy_id);
 
