@@ -64,5 +64,21 @@ function(ascend_sanitize_fixups)
       set_target_properties(${t} PROPERTIES EXCLUDE_FROM_ALL ON)
     endif()
   endforeach()
+  # What CI runs under the sanitizers (scripts/test --sanitize): the tests of common/, npu-smi-sim/ and
+  # runtime-hook/, the code that runs on every container start and handles the container's input. The
+  # device plugin's and the scheduler's parsers are covered by the fuzz targets; their other tests run in
+  # this tree with `cmake --build build-asan` (all) and ctest, at twice the build time.
+  set(ascend_sanitize_tests)
+  foreach(dir common npu-smi-sim runtime-hook)
+    get_property(targets DIRECTORY ${CMAKE_SOURCE_DIR}/tests/${dir} PROPERTY BUILDSYSTEM_TARGETS)
+    foreach(t ${targets})
+      get_target_property(type ${t} TYPE)
+      get_target_property(excluded ${t} EXCLUDE_FROM_ALL)
+      if(type STREQUAL "EXECUTABLE" AND NOT excluded)
+        list(APPEND ascend_sanitize_tests ${t})
+      endif()
+    endforeach()
+  endforeach()
+  add_custom_target(sanitize_tests DEPENDS ${ascend_sanitize_tests})
 endfunction()
 cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL ascend_sanitize_fixups)
