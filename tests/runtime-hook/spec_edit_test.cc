@@ -171,8 +171,8 @@ TEST(SpecEdit, KeepsEntriesWhosePathIsNotAString) {
   Request r;
   r.ids = {0};
   SpecEdit edit = make_spec_edit(make_plan(r, host(), {}), hook("prestart"));
-  for (const char* spec : {R"({"linux":{"devices":[{"path":7}]}})",
-                           R"({"hooks":{"prestart":[{"path":["x"],"args":[]}]}})"}) {
+  for (const char* spec :
+       {R"({"linux":{"devices":[{"path":7}]}})", R"({"hooks":{"prestart":[{"path":["x"],"args":[]}]}})"}) {
     SCOPED_TRACE(spec);
     auto after = apply_spec_edit(spec, edit);
     ASSERT_TRUE(after.ok()) << after.error().message();
