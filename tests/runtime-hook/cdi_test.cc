@@ -86,6 +86,13 @@ TEST(Cdi, ValidatorRejectsWhatTheSpecificationForbids) {
        "unknown field 'bogus'"},
       {R"({"cdiVersion":"0.5.0","kind":"a.com/b","extra":1,"devices":[{"name":"x","containerEdits":{}}]})",
        "unknown field 'extra'"},
+      // Wrong types where a name is read for the message: an error, never an exception.
+      {R"({"cdiVersion":"0.5.0","kind":"a.com/b","devices":[{"name":"x","containerEdits":{"deviceNodes":[5]}}]})",
+       "deviceNodes[?]: expected an object"},
+      {R"({"cdiVersion":"0.5.0","kind":"a.com/b","devices":[{"name":"x","containerEdits":{"mounts":[{"containerPath":7}]}}]})",
+       "mounts[?]"},
+      {R"({"cdiVersion":"0.5.0","kind":"a.com/b","devices":[{"name":"x","containerEdits":{"hooks":["h"]}}]})",
+       "hooks"},
       // Features newer than the declared version.
       {R"({"cdiVersion":"0.4.0","kind":"a.com/b","devices":[{"name":"0","containerEdits":{}}]})",
        "lower than"},
