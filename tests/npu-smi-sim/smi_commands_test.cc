@@ -89,7 +89,7 @@ TEST(SmiCommands, HelpNeedsNoHostAndDocumentsExitCodes) {
     EXPECT_NE(o.out.find("Usage: npu-smi <Command|-h|-v> [Options...]"), std::string::npos);
     for (int code : {kExitInvalidParameter, kExitNotSupported, kExitResourceOccupied, kExitInnerError,
                      kExitDcmiInitFailed}) {
-      EXPECT_NE(o.out.find("\t" + std::to_string(code) + " "), std::string::npos) << code;
+      EXPECT_NE(o.out.find(std::string("\t") + std::to_string(code) + " "), std::string::npos) << code;
     }
   }
   Output info = run({"info", "-h"}, empty.path());
