@@ -4,7 +4,7 @@
 // write and the rename, the rename and the unlock), then at random moments while four of them run at once.
 // After each kill the state file must parse and be exactly the old version (same generation, same bytes) or
 // the new one (the next generation, with the change); the lock must not stay held by the dead process (a
-// non-blocking flock succeeds at once and the next writer succeeds within a second); every vNPU of the state
+// non-blocking flock succeeds at once and the next writer succeeds within 5 s); every vNPU of the state
 // has its /dev/vdavinci node. What a dead writer may leave, a node without a vNPU (create makes the node
 // before its commit, destroy removes it after) and a temporary state file, the next change removes (before
 // this test they stayed for good, and a destroy killed before its commit left a vNPU without its node).
@@ -230,13 +230,15 @@ class Kill : public ::testing::Test {
     return out;
   }
 
-  // Runs `argv` unkilled; it must succeed within a second (no dead writer's lock in its way).
+  // Runs `argv` unkilled; it must succeed promptly. A lock left held would block it for good (lock_free()
+  // checks that exactly); the bound is wide because under the sanitizers, on a loaded 2-core machine, one
+  // start of an instrumented npu-sim took up to 1.7 s.
   void promptly(const std::vector<std::string>& argv, const std::string& why) {
     const auto t0 = Clock::now();
     auto o = run_command(argv);
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
     ASSERT_EQ(o.exit_code, 0) << why << ": " << argv[0] << " " << argv[3] << ": " << o.out << o.err;
-    EXPECT_LT(ms, 1000) << why << ": the next writer waited " << ms << " ms";
+    EXPECT_LT(ms, 5000) << why << ": the next writer waited " << ms << " ms";
   }
 
   ascend::testing::TempDir dir_;
