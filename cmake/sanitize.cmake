@@ -57,6 +57,9 @@ function(ascend_sanitize_fixups)
   target_link_libraries(ascend_npu_core_plain PUBLIC ascend_common_core_plain nlohmann_json::nlohmann_json
                                                      Threads::Threads)
   set_target_properties(npu-smi PROPERTIES LINK_LIBRARIES ascend_npu_core_plain)
+  # That replaced the -static-pie that cmake/hardening.cmake puts with the libraries: put it back, or the
+  # npu-smi that containers run is dynamic and finds no libc in a busybox image (no NPU rows in its output).
+  ascend_link_static(npu-smi)
   # The LD_PRELOAD canary (tests/runtime-hook) is loaded into uninstrumented programs too.
   foreach(t npu-smi ascend_driver_stub hook_preload_canary)
     target_compile_options(${t} PRIVATE ${plain})
