@@ -10,7 +10,8 @@
 #    `npu-sim load` copies it into the emulated host and containers run it, where no sanitizer runtime
 #    exists; its code is checked in-process by the npu-smi unit and golden tests, which link the
 #    instrumented libraries;
-#  - the driver stub (a file the emulated driver tree carries, never loaded by the tests) is not instrumented.
+#  - the driver stub (a file the emulated driver tree carries, never loaded by the tests) and the LD_PRELOAD
+#    canary of the hook tests are not instrumented.
 if(ASCEND_FUZZ)
   set(ASCEND_SANITIZE ON)
 endif()
@@ -35,8 +36,15 @@ function(ascend_sanitize_fixups)
       get_target_property(opts ${tool} LINK_OPTIONS)
       list(REMOVE_ITEM opts -static)
       set_target_properties(${tool} PROPERTIES LINK_OPTIONS "${opts}")
+      # cmake/hardening.cmake's ascend_link_static puts -static-pie (or -static) with the libraries: an
+      # ASan program linked so crashes before main (SIGSEGV at its first instruction, exit 139).
+      get_target_property(libs ${tool} LINK_LIBRARIES)
+      list(REMOVE_ITEM libs -static-pie -static)
+      set_target_properties(${tool} PROPERTIES LINK_LIBRARIES "${libs}")
     endif()
   endforeach()
+  # Leak checking cannot run at the hook's exit (tests/sanitize/hook_sanitizer_options.cc says why).
+  target_sources(ascend-docker-hook PRIVATE ${CMAKE_SOURCE_DIR}/tests/sanitize/hook_sanitizer_options.cc)
   set(plain -fno-sanitize=all)
   foreach(lib ascend_common_core ascend_npu_core)
     get_target_property(srcs ${lib} SOURCES)
@@ -49,16 +57,40 @@ function(ascend_sanitize_fixups)
   target_link_libraries(ascend_npu_core_plain PUBLIC ascend_common_core_plain nlohmann_json::nlohmann_json
                                                      Threads::Threads)
   set_target_properties(npu-smi PROPERTIES LINK_LIBRARIES ascend_npu_core_plain)
-  foreach(t npu-smi ascend_driver_stub)
+  # That replaced the -static-pie that cmake/hardening.cmake puts with the libraries: put it back, or the
+  # npu-smi that containers run is dynamic and finds no libc in a busybox image (no NPU rows in its output).
+  ascend_link_static(npu-smi)
+  # The LD_PRELOAD canary (tests/runtime-hook) is loaded into uninstrumented programs too.
+  foreach(t npu-smi ascend_driver_stub hook_preload_canary)
     target_compile_options(${t} PRIVATE ${plain})
     target_link_options(${t} PRIVATE ${plain})
   endforeach()
   # Benchmarks, the docker tests and the real-browser test are not run under the sanitizers (scripts/test).
   set_property(DIRECTORY ${CMAKE_SOURCE_DIR}/tests/bench PROPERTY EXCLUDE_FROM_ALL ON)
-  foreach(t hook_docker_test packaging_docker_test dashboard_test)
+  # Nor the churn and kill tests (tests/runtime-hook/churn_test.cc, tests/npu-smi-sim/kill_test.cc): they
+  # test the state's locking and commit protocol by running the tools thousands of times, which the
+  # sanitizers do not change but slow down tenfold (the exhaustive kill test alone ran for over 10 minutes);
+  # the code they run is covered here by the emulator, runc and lifecycle tests.
+  foreach(t hook_docker_test packaging_docker_test dashboard_test hook_churn_test npu_kill_test)
     if(TARGET ${t})
       set_target_properties(${t} PROPERTIES EXCLUDE_FROM_ALL ON)
     endif()
   endforeach()
+  # What CI runs under the sanitizers (scripts/test --sanitize): the tests of common/, npu-smi-sim/ and
+  # runtime-hook/, the code that runs on every container start and handles the container's input. The
+  # device plugin's and the scheduler's parsers are covered by the fuzz targets; their other tests run in
+  # this tree with `cmake --build build-asan` (all) and ctest, at twice the build time.
+  set(ascend_sanitize_tests)
+  foreach(dir common npu-smi-sim runtime-hook)
+    get_property(targets DIRECTORY ${CMAKE_SOURCE_DIR}/tests/${dir} PROPERTY BUILDSYSTEM_TARGETS)
+    foreach(t ${targets})
+      get_target_property(type ${t} TYPE)
+      get_target_property(excluded ${t} EXCLUDE_FROM_ALL)
+      if(type STREQUAL "EXECUTABLE" AND NOT excluded)
+        list(APPEND ascend_sanitize_tests ${t})
+      endif()
+    endforeach()
+  endforeach()
+  add_custom_target(sanitize_tests DEPENDS ${ascend_sanitize_tests})
 endfunction()
 cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL ascend_sanitize_fixups)

@@ -340,16 +340,57 @@ Result<DeviceSnapshot> Emulator::snapshot() const {
   return to_snapshot(s);
 }
 
-Status Emulator::update(const std::function<Status(HostState&)>& change) {
-  if (!loaded())
-    return Error::not_found("no emulated host is loaded at " + root_ +
+namespace {
+
+// What a writer SIGKILLed inside its change leaves behind (tests/npu-smi-sim/kill_test.cc): a temporary
+// state file that never replaced the state, and the node of a vNPU it had not committed yet (create makes
+// the node first) or had just committed away (destroy removes the node after). Only a writer holding the
+// lock makes either, so under the lock both are a dead writer's: removed before the next change. Only
+// character devices with this host's vNPU major go.
+void remove_dead_writers_leftovers(const std::string& root, const HostState& s) {
+  std::error_code ec;
+  const std::string state_file = std::filesystem::path(kStateFile).filename().string() + ".tmp.";
+  for (const auto& e : std::filesystem::directory_iterator(join(root, kStateDir), ec)) {
+    if (e.path().filename().string().rfind(state_file, 0) == 0) ::unlink(e.path().c_str());
+  }
+  if (!s.device_nodes) return;
+  for (const auto& e : std::filesystem::directory_iterator(join(root, "dev"), ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("vdavinci", 0) != 0) continue;
+    const char* digits = name.c_str() + 8;
+    char* end = nullptr;
+    const long id = std::strtol(digits, &end, 10);
+    struct stat st {};
+    if (end == digits || *end != '\0' || s.vnpu(static_cast<int>(id)) != nullptr ||
+        ::lstat(e.path().c_str(), &st) != 0 || !S_ISCHR(st.st_mode) ||
+        static_cast<int>(major(st.st_rdev)) != s.majors.vdavinci) {
+      continue;
+    }
+    ::unlink(e.path().c_str());
+  }
+}
+
+// Every change: under the lock, read, put right what a dead writer left, change, commit, then `after_commit`
+// (still under the lock).
+Status locked_update(const Emulator& emu, const std::function<void()>& after_commit,
+                     const std::function<Status(HostState&)>& change) {
+  if (!emu.loaded())
+    return Error::not_found("no emulated host is loaded at " + emu.root() +
                             " (run 'npu-sim load --profile NAME')");
-  ASCEND_ASSIGN(FileLock lock, FileLock::acquire(join(root_, kLock)), "update state");
-  ASCEND_ASSIGN(HostState s, read_state(), "update state");
+  ASCEND_ASSIGN(FileLock lock, FileLock::acquire(join(emu.root(), kLock)), "update state");
+  ASCEND_ASSIGN(HostState s, emu.read_state(), "update state");
+  remove_dead_writers_leftovers(emu.root(), s);
   ASCEND_CHECK(change(s), "");
   s.generation++;
-  ASCEND_CHECK(atomic_replace(state_path(), serialize(s)), "update state");
+  ASCEND_CHECK(atomic_replace(join(emu.root(), kStateFile), serialize(s)), "update state");
+  if (after_commit) after_commit();
   return {};
+}
+
+}  // namespace
+
+Status Emulator::update(const std::function<Status(HostState&)>& change) {
+  return locked_update(*this, nullptr, change);
 }
 
 Status Emulator::set_fault(int phy_id, std::uint32_t code, std::optional<Health> severity) {
@@ -502,26 +543,33 @@ Result<Vnpu> Emulator::create_vnpu(int phy_id, const std::string& template_name,
 
 Status Emulator::destroy_vnpu(int vnpu_id, std::optional<int> phy_id,
                               const std::optional<VnpuOwner>& holder) {
-  return update([&](HostState& s) -> Status {
-           auto it =
-               std::find_if(s.vnpus.begin(), s.vnpus.end(), [&](const Vnpu& v) { return v.id == vnpu_id; });
-           if (it == s.vnpus.end() || (phy_id && it->phy_id != *phy_id)) {
-             return Error::not_found("no vNPU " + std::to_string(vnpu_id) +
-                                     (phy_id ? " on device " + std::to_string(*phy_id) : std::string()));
-           }
-           if (holder && !held_by(*it, *holder)) {
-             std::string now = it->dynamic() ? "container " + it->owner.container_id : "no container";
-             return Error(ESTALE, "vNPU " + std::to_string(vnpu_id) + " is now held by " + now + ", not " +
-                                      (holder->container_id.empty() ? "the expected owner"
-                                                                    : "container " + holder->container_id));
-           }
-           std::string path = host_path(s.vnpu_node(vnpu_id).path);
-           if (s.device_nodes && ::unlink(path.c_str()) != 0 && errno != ENOENT) {
-             return Error::from_errno(errno, "remove " + path);
-           }
-           s.vnpus.erase(it);
-           return {};
-         })
+  // The node goes after the commit (under the lock still): a writer killed in between leaves a node without
+  // a vNPU, which the next change removes, never a vNPU without its node. When it fails, the next change
+  // retries.
+  std::string node;
+  auto remove_node = [&] {
+    if (!node.empty()) ::unlink(node.c_str());
+  };
+  return locked_update(
+             *this, remove_node,
+             [&](HostState& s) -> Status {
+               auto it = std::find_if(s.vnpus.begin(), s.vnpus.end(),
+                                      [&](const Vnpu& v) { return v.id == vnpu_id; });
+               if (it == s.vnpus.end() || (phy_id && it->phy_id != *phy_id)) {
+                 return Error::not_found("no vNPU " + std::to_string(vnpu_id) +
+                                         (phy_id ? " on device " + std::to_string(*phy_id) : std::string()));
+               }
+               if (holder && !held_by(*it, *holder)) {
+                 std::string now = it->dynamic() ? "container " + it->owner.container_id : "no container";
+                 return Error(ESTALE,
+                              "vNPU " + std::to_string(vnpu_id) + " is now held by " + now + ", not " +
+                                  (holder->container_id.empty() ? "the expected owner"
+                                                                : "container " + holder->container_id));
+               }
+               if (s.device_nodes) node = host_path(s.vnpu_node(vnpu_id).path);
+               s.vnpus.erase(it);
+               return {};
+             })
       .context("destroy vNPU " + std::to_string(vnpu_id));
 }
 

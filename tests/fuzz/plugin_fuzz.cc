@@ -50,7 +50,7 @@ struct World {
     auto st = emu.load(*profile, o);
     fuzz::check(st.ok(), "load the emulated host: " + (st.ok() ? "" : st.error().message()));
     for (int i = 0; i < 2; ++i)
-      fuzz::check(emu.create_vnpu(6, profile->templates.front().name, std::nullopt).ok(), "vNPU");
+      fuzz::check(emu.create_vnpu(6, profile->templates.front().name, std::nullopt, {}).ok(), "vNPU");
 
     const std::pair<plugin::AllocateMode, plugin::VnpuMode> modes[] = {
         {plugin::AllocateMode::kRuntime, plugin::VnpuMode::kOff},

@@ -13,6 +13,7 @@
 #include "ascend/common/fs.h"
 #include "ascend/npu/driver_files.h"
 #include "emulator_fixture.h"
+#include "run_command.h"
 
 namespace ascend::npu {
 namespace {
@@ -282,16 +283,12 @@ TEST(Subscribe, HearsOfAHealthChange) {
     cv.notify_all();
   });
   ASSERT_TRUE(sub.ok());
-  // Another process (npu-sim fault set) raises the fault.
-  pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    Emulator e(h.root());
-    ::_exit(e.set_fault(5, 0x8C084E00, std::nullopt).ok() ? 0 : 1);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+  // Another process (npu-sim fault set) raises the fault. Exec'd, not a forked copy of this process: a
+  // child of a multithreaded process that allocates can deadlock on a lock another thread held at the fork
+  // (it did under ASan, scripts/test --sanitize).
+  auto r = ascend::testing::run_command({std::string(ASCEND_BIN_DIR) + "/npu-sim", "fault", "set", "--device",
+                                         "5", "--code", "0x8C084E00", "--root", h.root()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   std::unique_lock<std::mutex> l(mu);
   ASSERT_TRUE(cv.wait_for(l, std::chrono::seconds(2), [&] { return seen.has_value(); }));
   EXPECT_EQ(*seen, Health::kCritical);

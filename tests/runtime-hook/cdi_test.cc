@@ -93,6 +93,11 @@ TEST(Cdi, ValidatorRejectsWhatTheSpecificationForbids) {
        "deviceNodes[?]: expected an object"},
       {R"({"cdiVersion":"0.5.0","kind":"a.com/b","devices":[{"name":"x","containerEdits":{"mounts":["/a"]}}]})",
        "mounts[?]: expected an object"},
+      // Wrong types where a name is read for the message: an error, never an exception.
+      {R"({"cdiVersion":"0.5.0","kind":"a.com/b","devices":[{"name":"x","containerEdits":{"mounts":[{"containerPath":7}]}}]})",
+       "mounts[?]"},
+      {R"({"cdiVersion":"0.5.0","kind":"a.com/b","devices":[{"name":"x","containerEdits":{"hooks":["h"]}}]})",
+       "hooks"},
       // Features newer than the declared version.
       {R"({"cdiVersion":"0.4.0","kind":"a.com/b","devices":[{"name":"0","containerEdits":{}}]})",
        "lower than"},

@@ -53,15 +53,15 @@ Result<std::vector<DeviceEntry>> resolve_ids(const std::vector<DeviceEntry>& tab
   }
   if (!unknown.empty() || !dup.empty()) {
     std::string msg = "allocate " + res.name + ":";
-    if (!unknown.empty()) msg += " unknown device ids " + join(unknown, ", ") + ";";
-    if (!dup.empty()) msg += " duplicate device ids " + join(dup, ", ") + ";";
+    if (!unknown.empty()) msg += " " + name_ids("unknown device ids", unknown) + ";";
+    if (!dup.empty()) msg += " " + name_ids("duplicate device ids", dup) + ";";
     msg.pop_back();
     return Error::invalid(msg);
   }
   if (!unhealthy.empty() || !withheld.empty()) {
     std::string msg = "allocate " + res.name + ":";
-    if (!unhealthy.empty()) msg += " unhealthy devices " + join(unhealthy, ", ") + ";";
-    if (!withheld.empty()) msg += " unavailable devices " + join(withheld, ", ") + ";";
+    if (!unhealthy.empty()) msg += " " + name_ids("unhealthy devices", unhealthy) + ";";
+    if (!withheld.empty()) msg += " " + name_ids("unavailable devices", withheld) + ";";
     msg.pop_back();
     return Error(EBUSY, msg);
   }

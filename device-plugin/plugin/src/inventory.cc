@@ -5,6 +5,24 @@
 
 namespace ascend::plugin {
 
+std::string name_ids(std::string_view what, const std::vector<std::string>& ids) {
+  constexpr std::size_t kNamed = 8;
+  constexpr std::size_t kIdBytes = 64;
+  std::string out = ids.size() > kNamed ? std::to_string(ids.size()) + " " : "";
+  out += what;
+  for (std::size_t i = 0; i < ids.size() && i < kNamed; ++i) {
+    out += i == 0 ? " " : ", ";
+    const std::string& id = ids[i];
+    for (std::size_t k = 0; k < id.size() && k < kIdBytes; ++k) {
+      const auto c = static_cast<unsigned char>(id[k]);
+      out += c >= 0x20 && c < 0x7f ? static_cast<char>(c) : '?';
+    }
+    if (id.size() > kIdBytes) out += "...";
+  }
+  if (ids.size() > kNamed) out += " and " + std::to_string(ids.size() - kNamed) + " more";
+  return out;
+}
+
 bool is_healthy(npu::Health h) {
   return h == npu::Health::kOk || h == npu::Health::kWarning;
 }

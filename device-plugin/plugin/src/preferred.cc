@@ -10,12 +10,6 @@ namespace ascend::plugin {
 
 namespace {
 
-std::string join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
 bool by_position(const DeviceEntry* a, const DeviceEntry* b) {
   return std::tie(a->phy, a->vnpu_id, a->core) < std::tie(b->phy, b->vnpu_id, b->core);
 }
@@ -77,7 +71,7 @@ Result<std::vector<std::string>> preferred_allocation(const npu::DeviceSnapshot&
   };
   auto avail = lookup(available);
   auto must = lookup(must_include);
-  if (!unknown.empty()) return Error::invalid(what + ": unknown device ids " + join(unknown));
+  if (!unknown.empty()) return Error::invalid(what + ": " + name_ids("unknown device ids", unknown));
   for (const auto* m : must) {
     if (std::find(avail.begin(), avail.end(), m) == avail.end()) {
       return Error::invalid(what + ": must-include id " + m->id + " is not among the available ids");

@@ -354,6 +354,27 @@ TEST_F(PluginAllocate, ErrorsNameTheIds) {
   EXPECT_TRUE(run(Config{}, chips, {{"Ascend910-2"}}).ok());
 }
 
+TEST(NameIds, AtMostEightNamedEachCutAndPrintable) {
+  // A hostile kubelet's request becomes one bounded line (issue 12).
+  std::vector<std::string> many;
+  for (int i = 0; i < 100000; ++i) many.push_back("Ascend910-" + std::to_string(i));
+  struct Case {
+    std::vector<std::string> ids;
+    std::string want;
+  };
+  const Case cases[] = {
+      {{"a"}, "unknown ids a"},
+      {{"a", "b", "c", "d", "e", "f", "g", "h"}, "unknown ids a, b, c, d, e, f, g, h"},
+      {{"a", "b", "c", "d", "e", "f", "g", "h", "i"}, "9 unknown ids a, b, c, d, e, f, g, h and 1 more"},
+      {many,
+       "100000 unknown ids Ascend910-0, Ascend910-1, Ascend910-2, Ascend910-3, Ascend910-4, Ascend910-5, "
+       "Ascend910-6, Ascend910-7 and 99992 more"},
+      {{std::string(100, 'x')}, "unknown ids " + std::string(64, 'x') + "..."},
+      {{"a\nb\x01\xff"}, "unknown ids a?b??"},
+  };
+  for (const auto& c : cases) EXPECT_EQ(name_ids("unknown ids", c.ids), c.want);
+}
+
 TEST_F(PluginAllocate, OneResponsePerContainerRequest) {
   auto r = run(Config{}, chips, {{"Ascend910-0"}, {"Ascend910-1", "Ascend910-2"}});
   ASSERT_TRUE(r.ok()) << r.error().message();

@@ -138,7 +138,7 @@ class Oracle {
           room += static_cast<int>(classes_[static_cast<std::size_t>(id)].slots.size()) -
                   used_[static_cast<std::size_t>(id)];
           touched = touched || used_[static_cast<std::size_t>(id)] > 0;
-          sig += "/" + std::to_string(classes_[static_cast<std::size_t>(id)].key);
+          sig += std::string("/") + std::to_string(classes_[static_cast<std::size_t>(id)].key);
         }
         if (room < pod_) continue;
         if (!touched) {
@@ -247,8 +247,9 @@ TEST(Oracle, TopoIsNearOptimalOnSmallInstances) {
         if (p_busy > 0 && static_cast<int>(rng() % 4) < p_busy) busy.push_back(k);
       }
       int leaf = i % leaves;
-      specs.push_back(node("n" + std::to_string(i), prof, "l" + std::to_string(leaf),
-                           two_spines ? "s" + std::to_string(leaf) : "s0", busy));
+      specs.push_back(node(std::string("n") + std::to_string(i), prof,
+                           std::string("l") + std::to_string(leaf),
+                           two_spines ? std::string("s") + std::to_string(leaf) : "s0", busy));
     }
     Cluster c = make(specs);
     ClusterState s = ClusterState::initial(c);

@@ -41,8 +41,9 @@ TEST(Place, InvariantsOnRandomClusters) {
         if (rng() % 40 == 0) bad.push_back(s);
       }
       int leaf = i / (1 + static_cast<int>(rng() % 4));
-      specs.push_back(node("n" + std::to_string(i), prof, "leaf-" + std::to_string(leaf),
-                           "spine-" + std::to_string(leaf / 2), busy, bad));
+      specs.push_back(node(std::string("n") + std::to_string(i), prof,
+                           std::string("leaf-") + std::to_string(leaf),
+                           std::string("spine-") + std::to_string(leaf / 2), busy, bad));
     }
     auto cluster = make_cluster("r", {}, specs, builtin_profiles());
     if (!cluster.ok()) continue;  // a leaf drawn under two spines
@@ -135,8 +136,10 @@ TEST(Place, TopoPutsThePodsOfATpGroupOnOneNode) {
 TEST(Place, TopoKeepsADpGroupInsideALeaf) {
   std::vector<NodeSpec> specs;
   specs.reserve(7);
-  for (int i = 0; i < 3; ++i) specs.push_back(node("x" + std::to_string(i), "atlas800t-a2", "l0"));
-  for (int i = 0; i < 4; ++i) specs.push_back(node("y" + std::to_string(i), "atlas800t-a2", "l1"));
+  for (int i = 0; i < 3; ++i)
+    specs.push_back(node(std::string("x") + std::to_string(i), "atlas800t-a2", "l0"));
+  for (int i = 0; i < 4; ++i)
+    specs.push_back(node(std::string("y") + std::to_string(i), "atlas800t-a2", "l1"));
   Cluster c = make(specs);
   ClusterState s = ClusterState::initial(c);
   Job j = job(32, 8, 1, 4);

@@ -36,7 +36,7 @@ inline Cluster make(const std::vector<NodeSpec>& specs, const Bandwidth& bw = {}
 inline Job job(int npus, int tp, int pp, int dp, int per_pod = 0, CommBytes comm = {1e9, 2e8, 4.4e9},
                RankOrder order = RankOrder::kTpDpPp) {
   Job j;
-  j.name = "j" + std::to_string(npus);
+  j.name = std::string("j") + std::to_string(npus);
   j.npus = npus;
   j.tp = tp;
   j.pp = pp;

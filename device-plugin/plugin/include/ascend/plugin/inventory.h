@@ -60,4 +60,9 @@ struct DeviceEntry {
 std::vector<DeviceEntry> device_table(const npu::DeviceSnapshot& host, const ResourceSpec& res,
                                       const Ledger& ledger);
 
+// Ids from a request, named in an error message: "<what> A, B" when there are at most 8, else "<n> <what>
+// A, ..., H and <n-8> more"; an id longer than 64 bytes is cut ("..."), bytes outside printable ASCII become
+// '?'. A hostile kubelet's 100 000 ids (or one id of 3 MiB) make a line, not a status of megabytes.
+std::string name_ids(std::string_view what, const std::vector<std::string>& ids);
+
 }  // namespace ascend::plugin
