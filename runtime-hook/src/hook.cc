@@ -114,6 +114,10 @@ Status run_poststop(std::string_view oci_state, const Config& config, int destro
   // Only while this container still holds it: after a `vnpu gc` the id may belong to another container.
   npu::VnpuOwner holder;
   holder.container_id = id;
+  // The node's numbers are read before the destroy: afterwards the seam no longer knows the vNPU.
+  std::optional<npu::DeviceNode> node;
+  if (auto host = dq.snapshot(); host && host->vnpu(destroy_vnpu) != nullptr)
+    node = host->vnpu_node(destroy_vnpu);
   auto st = dq.destroy_vnpu(destroy_vnpu, std::nullopt, holder);
   if (!st) {
     if (st.error().code() == ENOENT || st.error().code() == ESTALE) {
@@ -123,9 +127,8 @@ Status run_poststop(std::string_view oci_state, const Config& config, int destro
     return st.error().context("container " + id);
   }
   spdlog::info("container {}: destroyed vNPU {}", id, destroy_vnpu);
-  if (auto host = dq.snapshot()) {
-    auto node = host->vnpu_node(destroy_vnpu);
-    if (auto r = remove_stale_dev_char_link(dq.host_path("/"), node.path, node.major, node.minor); !r)
+  if (node) {
+    if (auto r = remove_stale_dev_char_link(dq.host_path("/"), node->path, node->major, node->minor); !r)
       spdlog::warn("container {}: {}", id, r.error().message());
   }
   return {};

@@ -63,14 +63,14 @@ class VnpuGuard {
   VnpuGuard& operator=(const VnpuGuard&) = delete;
   ~VnpuGuard() {
     if (dismissed_) return;
+    // The node's numbers are read before the destroy: afterwards the seam no longer knows the vNPU.
+    std::optional<npu::DeviceNode> node;
+    if (auto host = dq_.snapshot(); host && host->vnpu(vnpu_.id) != nullptr) node = host->vnpu_node(vnpu_.id);
     if (auto st = dq_.destroy_vnpu(vnpu_.id, std::nullopt, vnpu_.owner); !st) {
       spdlog::error("could not destroy vNPU {} after a failure: {}", vnpu_.id, st.error().message());
       return;
     }
-    if (auto host = dq_.snapshot()) {
-      auto node = host->vnpu_node(vnpu_.id);
-      (void)remove_stale_dev_char_link(dq_.host_path("/"), node.path, node.major, node.minor);
-    }
+    if (node) (void)remove_stale_dev_char_link(dq_.host_path("/"), node->path, node->major, node->minor);
   }
   void dismiss() { dismissed_ = true; }
 
