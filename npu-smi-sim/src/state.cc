@@ -5,38 +5,28 @@
 #include <cctype>
 #include <map>
 #include <nlohmann/json.hpp>
+
 #include <set>
+#include "lookup.h"
 
 namespace ascend::npu {
 
 using nlohmann::json;
 
 const Chip* HostState::chip(int phy_id) const {
-  for (const auto& c : chips) {
-    if (c.phy_id == phy_id) return &c;
-  }
-  return nullptr;
+  return detail::find_by_id(chips, phy_id, &Chip::phy_id);
 }
 
 Chip* HostState::chip(int phy_id) {
-  for (auto& c : chips) {
-    if (c.phy_id == phy_id) return &c;
-  }
-  return nullptr;
+  return detail::find_by_id(chips, phy_id, &Chip::phy_id);
 }
 
 const Vnpu* HostState::vnpu(int id) const {
-  for (const auto& v : vnpus) {
-    if (v.id == id) return &v;
-  }
-  return nullptr;
+  return detail::find_by_id(vnpus, id, &Vnpu::id);
 }
 
 const VnpuTemplate* HostState::find_template(std::string_view name) const {
-  for (const auto& t : templates) {
-    if (t.name == name) return &t;
-  }
-  return nullptr;
+  return detail::find_template(templates, name);
 }
 
 Link HostState::link(int phy_a, int phy_b) const {
@@ -61,20 +51,11 @@ Link HostState::link(int phy_a, int phy_b) const {
 }
 
 std::vector<std::vector<int>> HostState::cards() const {
-  std::map<int, std::vector<std::pair<int, int>>> by_card;
-  for (const auto& c : chips) by_card[c.card_id].emplace_back(c.chip_index, c.phy_id);
-  std::vector<std::vector<int>> out;
-  for (auto& [card, list] : by_card) {
-    std::sort(list.begin(), list.end());
-    std::vector<int> phys;
-    for (auto& p : list) phys.push_back(p.second);
-    out.push_back(std::move(phys));
-  }
-  return out;
+  return detail::cards_of(chips);
 }
 
 bool HostState::holds_vnpus(int phy_id) const {
-  return std::any_of(vnpus.begin(), vnpus.end(), [&](const Vnpu& v) { return v.phy_id == phy_id; });
+  return detail::holds_vnpus(vnpus, phy_id);
 }
 
 DeviceNode HostState::chip_node(int phy_id) const {
