@@ -242,6 +242,10 @@ Status Emulator::load(const HostState& profile, const LoadOptions& opts) {
     return Error::not_found("npu-smi binary not found at " + smi + " (build it, or pass --npu-smi)");
   if (!exists(stub))
     return Error::not_found("driver stub library not found at " + stub + " (build the project)");
+  // The emulated libdcmi.so (npu-smi-sim/dcmi/): the build puts it in lib/ beside bin/.
+  const std::string dcmi = smi.substr(0, smi.rfind('/') + 1) + "../lib/libdcmi.so";
+  if (!exists(dcmi))
+    return Error::not_found("emulated DCMI library not found at " + dcmi + " (build the project)");
 
   Layout l(root_);
   if (opts.make_nodes) {
@@ -263,16 +267,17 @@ Status Emulator::load(const HostState& profile, const LoadOptions& opts) {
   const std::string drv = "usr/local/Ascend/driver/";
   ASCEND_CHECK(l.file(drv + "version.info", version_info(s)), "driver tree");
   for (const char* so : {"lib64/driver/libascend_hal.so", "lib64/driver/libdrvdsmi_host.so",
-                         "lib64/driver/libdcmi.so", "lib64/common/libc_sec.so", "lib64/common/libmmpa.so"}) {
+                         "lib64/common/libc_sec.so", "lib64/common/libmmpa.so"}) {
     ASCEND_CHECK(l.copy(drv + so, stub, 0755), "driver tree");
   }
+  ASCEND_CHECK(l.copy(drv + "lib64/driver/libdcmi.so", dcmi, 0755), "driver tree");
   ASCEND_CHECK(l.file(drv + "include/dsmi_common_interface.h",
                       "/* emulated Ascend driver: see npu-sim --help */\n#pragma once\n"),
                "driver tree");
   ASCEND_CHECK(l.file(drv + "tools/hccn_tool",
                       "#!/bin/sh\necho 'hccn_tool: emulated host, no NIC' >&2\nexit 1\n", 0755),
                "driver tree");
-  ASCEND_CHECK(l.copy("usr/local/dcmi/libdcmi.so", stub, 0755), "dcmi");
+  ASCEND_CHECK(l.copy("usr/local/dcmi/libdcmi.so", dcmi, 0755), "dcmi");
   ASCEND_CHECK(l.file("usr/local/dcmi/dcmi_interface_api.h", "/* emulated DCMI */\n#pragma once\n"), "dcmi");
   ASCEND_CHECK(l.copy("usr/local/bin/npu-smi", smi, 0755), "npu-smi");
   ASCEND_CHECK(l.file("etc/ascend_install.info", kInstallInfo), "etc");

@@ -28,6 +28,20 @@ TEST(DcmiClientTest, SeesWhatNpuSmiShowsOnAnA2Host) {
   EXPECT_TRUE(host.emu().snapshot()->vnpus.empty());
 }
 
+// What `npu-sim load` installs: the emulated library at the driver's paths, which finds its host from its own
+// location (no $ASCEND_SIM_ROOT), as a vendor tool on the host would load it.
+TEST(DcmiClientTest, TheInstalledLibraryFindsItsHostFromWhereItIs) {
+  testing::EmulatedHost host("atlas800t-a2");
+  for (const char* at : {"/usr/local/dcmi/libdcmi.so", "/usr/local/Ascend/driver/lib64/driver/libdcmi.so"}) {
+    SCOPED_TRACE(at);
+    auto r = testing::run_client("", "", host.root() + at);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    ClientOutput out(r.out);
+    EXPECT_EQ(out.after("init"), std::vector<std::string>{"0"});
+    testing::expect_client_matches_npu_smi(out, kNpuSmi, host.root());
+  }
+}
+
 // The other families: the client and npu-smi agree on every host the emulator ships.
 class DcmiClientProfileTest : public ::testing::TestWithParam<std::string> {};
 
