@@ -1,10 +1,7 @@
-// The device query seam: the one interface through which the runtime hook, the device plugin, the scheduler
-// tools and npu-smi learn about NPUs and change them. Backends (open them with open_device_query, backend.h):
-//   - the emulator (Emulator, emulator.h): reads and changes the emulated host's state file directly;
-//   - DCMI (DcmiDeviceQuery, dcmi_query.h): the driver's C library libdcmi.so, loaded with dlopen, as on a
-//     real Atlas host (and on an emulated host, whose libdcmi.so speaks DCMI over the emulator's state);
-//   - the DCMI helper (HelperDeviceQuery, backend.h): for the statically linked tools, which cannot dlopen;
-//     device nodes are read under the host root and everything else asks the dynamically linked helper.
+// The device query seam: the one interface through which the runtime hook, the device plugin and the
+// scheduler tools learn about NPUs and change them, in the seam's own types (seam.h). The emulator (Emulator,
+// emulator.h) is its one implementation today; a DCMI backend (dlopen of the driver's libdcmi.so) is still
+// to come (issue 11), and the emulated host already installs a libdcmi.so that speaks DCMI.
 // Implementations are thread-safe: every call may come from any thread.
 #pragma once
 

@@ -1,7 +1,7 @@
 // The device seam's types: what every component may know about the NPUs of a host, whichever backend
 // answers (the emulator's state file, or the driver's DCMI library on a real Atlas host). Nothing here is
-// specific to a backend: the emulator's file format (state.h) is built from these types, and the DCMI
-// backend (dcmi_query.h) fills them from DCMI calls. DeviceSnapshot is a plain value: copy it freely, share
+// specific to a backend: the emulator's file format (state.h) is built from these types, and a DCMI backend
+// would fill them from DCMI calls. DeviceSnapshot is a plain value: copy it freely, share
 // it read-only between threads.
 #pragma once
 
@@ -192,8 +192,8 @@ struct DeviceSnapshot {
 // through others) share a domain, numbered from 0 in phy order; a chip with no such link has -1.
 std::vector<int> hccs_domains(const DeviceSnapshot& s);
 
-// The seam's JSON form (the DCMI helper's wire format, the differential test's dump). from_json checks
-// types and reports one line (EINVAL) instead of throwing.
+// The seam's JSON form (for a process boundary and for dumps; tests/npu-smi-sim/seam_test.cc). from_json
+// checks types and reports one line (EINVAL) instead of throwing.
 nlohmann::json snapshot_to_json(const DeviceSnapshot& s);
 Result<DeviceSnapshot> snapshot_from_json(const nlohmann::json& j);
 nlohmann::json vnpu_to_json(const Vnpu& v);
