@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -282,6 +283,17 @@ Status Emulator::load(const HostState& profile, const LoadOptions& opts) {
   ASCEND_CHECK(l.copy("usr/local/bin/npu-smi", smi, 0755), "npu-smi");
   ASCEND_CHECK(l.file("etc/ascend_install.info", kInstallInfo), "etc");
   ASCEND_CHECK(l.file("etc/hccn.conf", hccn_conf(s)), "etc");
+  // Each chip's PCI function in sysfs, as far as the DCMI backend reads it there: its NUMA node
+  // (/sys/bus/pci/devices/<bus id, lower case>/numa_node), which DCMI itself does not report. Not on the
+  // real root, whose /sys is the kernel's.
+  if (root_ != "/") {
+    for (const auto& c : s.chips) {
+      std::string bdf = c.bus_id;
+      for (char& ch : bdf) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      ASCEND_CHECK(l.file("sys/bus/pci/devices/" + bdf + "/numa_node", std::to_string(c.numa_node) + "\n"),
+                   "sysfs");
+    }
+  }
   ASCEND_CHECK(l.dir(kStateDir), "state");
   ASCEND_ASSIGN(FileLock lock, FileLock::acquire(join(root_, kLock)), "state");
   ASCEND_CHECK(atomic_replace(join(root_, kManifest), l.manifest()), "state");
@@ -507,13 +519,6 @@ Result<Vnpu> plan_vnpu(const HostState& s, int phy_id, const std::string& templa
 namespace {
 
 // Whether `v` is held by `want`: every field `want` gives must match.
-bool held_by(const Vnpu& v, const VnpuOwner& want) {
-  const VnpuOwner& o = v.owner;
-  return (want.container_id.empty() || want.container_id == o.container_id) &&
-         (want.state_root.empty() || want.state_root == o.state_root) &&
-         (want.pid == 0 || want.pid == o.pid) && (want.pid_start == 0 || want.pid_start == o.pid_start) &&
-         (want.pid_ns.empty() || want.pid_ns == o.pid_ns);
-}
 
 }  // namespace
 

@@ -24,7 +24,7 @@ HostState a2() {
   s.family = Family::k910B;
   s.smi_version = s.driver_version = "24.1.rc1.b030";
   s.firmware_version = "7.5.0.1.129";
-  s.resource_name = "huawei.com/Ascend910";
+  s.resource_name = resource_name_for(s.family);
   const std::array<ChipSeed, 8> seeds = {{{"0000:C1:00.0", 101.8, 43, 3318, 0, 0},
                                           {"0000:C2:00.0", 92.0, 39, 3314, 0, 0},
                                           {"0000:81:00.0", 102.0, 40, 3314, 0, 0},
@@ -61,7 +61,7 @@ HostState a1() {
   s.family = Family::k910;
   s.smi_version = s.driver_version = "24.1.0";
   s.firmware_version = "7.1.0.7.220";
-  s.resource_name = "huawei.com/Ascend910";
+  s.resource_name = resource_name_for(s.family);
   const std::array<ChipSeed, 8> seeds = {{{"0000:C1:00.0", 78.0, 38, 18, 2387, 13553},
                                           {"0000:81:00.0", 75.8, 38, 8, 1840, 15665},
                                           {"0000:41:00.0", 78.2, 39, 5, 2512, 15665},
@@ -99,7 +99,7 @@ HostState a3() {
   s.family = Family::k910_93;
   s.smi_version = s.driver_version = "25.2.0";
   s.firmware_version = "7.7.0.6.236";
-  s.resource_name = "huawei.com/Ascend910";
+  s.resource_name = resource_name_for(s.family);
   const std::array<const char*, 16> bus = {"0000:9D:00.0", "0000:9F:00.0", "0000:99:00.0", "0000:9B:00.0",
                                            "0000:95:00.0", "0000:97:00.0", "0000:91:00.0", "0000:93:00.0",
                                            "0000:8D:00.0", "0000:8F:00.0", "0000:89:00.0", "0000:8B:00.0",
@@ -137,7 +137,7 @@ HostState duo() {
   s.family = Family::k310P;
   s.smi_version = s.driver_version = "25.2.0";
   s.firmware_version = "7.7.0.6.236";
-  s.resource_name = "huawei.com/Ascend310P";
+  s.resource_name = resource_name_for(s.family);
   const std::array<const char*, 4> bus = {"0000:01:00.0", "0000:41:00.0", "0000:81:00.0", "0000:C1:00.0"};
   const std::array<int, 8> used = {1529, 1412, 1530, 1415, 1528, 1411, 1529, 1414};
   const std::array<int, 8> temp = {45, 43, 44, 42, 46, 44, 45, 43};
@@ -167,6 +167,22 @@ VnpuTemplate tmpl(const char* name, int aicore, int mem_mb, double aicpu, int vp
 }
 
 }  // namespace
+
+int vnpu_memory_basis_mb(const Chip& c) { return c.hbm_total_mb > 0 ? c.hbm_total_mb : 24576; }
+
+std::string resource_name_for(Family family) {
+  return family == Family::k310P ? "huawei.com/Ascend310P" : "huawei.com/Ascend910";
+}
+
+Result<Family> family_of_chip_name(std::string_view n) {
+  auto starts = [&](std::string_view p) { return n.substr(0, p.size()) == p; };
+  if (starts("310P")) return Family::k310P;
+  if (n == "Ascend910" || starts("910_93") || starts("910C")) return Family::k910_93;
+  // 910B1 .. 910B4 (a digit after "910B"); the A1's own "910B" variant has none.
+  if (starts("910B") && n.size() > 4 && n[4] >= '0' && n[4] <= '9') return Family::k910B;
+  if (starts("910")) return Family::k910;
+  return Error(ENOTSUP, "chip '" + std::string(n) + "' is of no known family (910, 910B, 910_93, 310P)");
+}
 
 std::vector<VnpuTemplate> templates_for(Family family, int hbm_mb) {
   switch (family) {
@@ -247,7 +263,7 @@ Result<HostState> builtin_profile(std::string_view name) {
                             "; or give a YAML file)");
   }
   const Chip& c0 = s.chips.front();
-  int mem = c0.hbm_total_mb > 0 ? c0.hbm_total_mb : 24576;
+  const int mem = vnpu_memory_basis_mb(c0);
   s.templates = templates_for(s.family, mem);
   s.vnpu_capacity = vnpu_capacity_for(s.family, c0.aicore_count, mem);
   assign_device_ips(s, 0);

@@ -100,6 +100,14 @@ Result<Family> parse_family(std::string_view s) {
   return Error::invalid("unknown chip family '" + std::string(s) + "' (use 910, 910B, 910_93 or 310P)");
 }
 
+bool held_by(const Vnpu& v, const VnpuOwner& want) {
+  const VnpuOwner& o = v.owner;
+  return (want.container_id.empty() || want.container_id == o.container_id) &&
+         (want.state_root.empty() || want.state_root == o.state_root) &&
+         (want.pid == 0 || want.pid == o.pid) && (want.pid_start == 0 || want.pid_start == o.pid_start) &&
+         (want.pid_ns.empty() || want.pid_ns == o.pid_ns);
+}
+
 Health severity_of_code(std::uint32_t code) {
   unsigned cls = (code >> 24) & 0xFU;
   if (cls <= 3) return Health::kWarning;

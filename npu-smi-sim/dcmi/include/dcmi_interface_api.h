@@ -329,6 +329,15 @@ DCMIDLLEXPORT int dcmi_get_device_logic_id(int* device_logic_id, int card_id, in
 /* The logical id of the chip whose physical id (/dev/davinci<phyid>) is phyid. */
 DCMIDLLEXPORT int dcmi_get_device_logicid_from_phyid(unsigned int phyid, unsigned int* logicid);
 
+/* The physical id (/dev/davinci<phyid>) of the chip whose logical id is logicid. */
+DCMIDLLEXPORT int dcmi_get_device_phyid_from_logicid(unsigned int logicid, unsigned int* phyid);
+
+/* The driver's version, NUL-terminated (the reference passes 64 bytes). */
+DCMIDLLEXPORT int dcmi_get_driver_version(char* driver_ver, unsigned int len);
+
+/* The vNPU (AVI) mode of the host: 0 container mode, 1 virtual-machine mode. */
+DCMIDLLEXPORT int dcmi_get_vdevice_mode(int* mode);
+
 DCMIDLLEXPORT int dcmi_get_device_chip_info(int card_id, int device_id, struct dcmi_chip_info* chip_info);
 
 /* DCMI_HEALTH_OK .. DCMI_HEALTH_CRITICAL: the most severe alarm the chip has. */

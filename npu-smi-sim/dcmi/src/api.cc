@@ -263,6 +263,44 @@ int dcmi_get_device_logicid_from_phyid(unsigned int phyid, unsigned int* logicid
   });
 }
 
+int dcmi_get_device_phyid_from_logicid(unsigned int logicid, unsigned int* phyid) {
+  return dcmi::guarded("dcmi_get_device_phyid_from_logicid", [&]() -> Status {
+    ASCEND_CHECK(dcmi::need(phyid != nullptr, "phyid is NULL"), "");
+    ASCEND_ASSIGN(auto host, dcmi::current(), "");
+    for (const smi::Card& c : host->view().cards) {
+      for (const smi::Device& d : c.devices) {
+        if (static_cast<unsigned int>(d.logic_id) == logicid) {
+          *phyid = static_cast<unsigned int>(d.phy_id);
+          return {};
+        }
+      }
+    }
+    return Error(ENODEV, "no visible device with logical id " + std::to_string(logicid));
+  });
+}
+
+int dcmi_get_driver_version(char* driver_ver, unsigned int len) {
+  return dcmi::guarded("dcmi_get_driver_version", [&]() -> Status {
+    ASCEND_CHECK(dcmi::need(driver_ver != nullptr && len > 0, "driver_ver is NULL or len is 0"), "");
+    ASCEND_ASSIGN(auto host, dcmi::current(), "");
+    const std::string& v = host->state().driver_version;
+    if (v.size() >= len) {
+      return Error::invalid("len " + std::to_string(len) + " cannot hold the version '" + v + "'");
+    }
+    std::memcpy(driver_ver, v.c_str(), v.size() + 1);
+    return {};
+  });
+}
+
+int dcmi_get_vdevice_mode(int* mode) {
+  return dcmi::guarded("dcmi_get_vdevice_mode", [&]() -> Status {
+    ASCEND_CHECK(dcmi::need(mode != nullptr, "mode is NULL"), "");
+    ASCEND_ASSIGN(auto host, dcmi::current(), "");
+    *mode = host->state().vnpu_mode == "vm" ? 1 : 0;
+    return {};
+  });
+}
+
 int dcmi_get_device_chip_info(int card_id, int device_id, struct dcmi_chip_info* chip_info) {
   return on_device("dcmi_get_device_chip_info", card_id, device_id, chip_info != nullptr,
                    [&](const HostView& h, const smi::Device& d) -> Status {

@@ -146,6 +146,10 @@ struct Vnpu {
   bool operator==(const Vnpu&) const = default;
 };
 
+// Whether `v` is held by `want`: every non-empty field of `want` equals the owner's (a holder check before a
+// destroy, so that a cleanup never destroys a vNPU that another container got since).
+bool held_by(const Vnpu& v, const VnpuOwner& want);
+
 struct DeviceNode {
   std::string path;  // absolute, as seen on the host (and in a container): "/dev/davinci3"
   int major = 0;

@@ -1,0 +1,61 @@
+#include "ascend/npu/backend.h"
+
+#include <unistd.h>
+
+#include "ascend/npu/emulator.h"
+
+namespace ascend::npu {
+
+std::string_view to_string(Backend b) {
+  switch (b) {
+    case Backend::kAuto:
+      return "auto";
+    case Backend::kEmulator:
+      return "emulator";
+    case Backend::kDcmi:
+      return "dcmi";
+  }
+  return "auto";
+}
+
+Result<Backend> parse_backend(std::string_view s) {
+  for (Backend b : {Backend::kAuto, Backend::kEmulator, Backend::kDcmi}) {
+    if (s == to_string(b)) return b;
+  }
+  return Error::invalid("backend '" + std::string(s) + "' (use auto, emulator or dcmi)");
+}
+
+std::vector<std::string> dcmi_library_candidates(const std::string& root) {
+  const std::string prefix = root == "/" ? "" : root;
+  return {prefix + "/usr/local/dcmi/libdcmi.so", prefix + "/usr/local/Ascend/driver/lib64/driver/libdcmi.so"};
+}
+
+std::string find_dcmi_library(const BackendOptions& opts) {
+  if (!opts.dcmi_library.empty()) return opts.dcmi_library;
+  for (const std::string& c : dcmi_library_candidates(opts.root)) {
+    if (::access(c.c_str(), R_OK) == 0) return c;
+  }
+  // On a real host the loader's path may hold it (ldconfig); an emulated root never relies on that.
+  return opts.root == "/" ? "libdcmi.so" : "";
+}
+
+Result<std::unique_ptr<DeviceQuery>> open_device_query(const BackendOptions& opts) {
+  switch (opts.backend) {
+    case Backend::kEmulator:
+      return std::unique_ptr<DeviceQuery>(std::make_unique<Emulator>(opts.root));
+    case Backend::kDcmi:
+      return open_dcmi(opts);
+    case Backend::kAuto: {
+      const std::string lib = find_dcmi_library(opts);
+      if (!lib.empty()) {
+        auto dq = open_dcmi(opts);
+        // The loader's search path is only a guess: without a library there, the emulator answers.
+        if (dq || !opts.dcmi_library.empty() || lib != "libdcmi.so" || dq.error().code() != ENOENT) return dq;
+      }
+      return std::unique_ptr<DeviceQuery>(std::make_unique<Emulator>(opts.root));
+    }
+  }
+  return Error::invalid("unknown backend");
+}
+
+}  // namespace ascend::npu
