@@ -11,7 +11,7 @@ umask 022
 readonly VERSION_FILE_NAME=VERSION
 readonly DEFAULT_INSTALL_PATH=/usr/local/Ascend/Ascend-Docker-Runtime
 readonly DEFAULT_CONFIG_DIR=/etc/ascend-docker-runtime.d
-readonly BINARIES=(ascend-docker-runtime ascend-docker-hook ascend-ctk)
+readonly BINARIES=(ascend-docker-runtime ascend-docker-hook ascend-ctk ascend-dcmi-query)
 readonly CDI_FILE_NAME=huawei.com-npu.json
 readonly RUNTIME_NAME=ascend
 # containerd's runc shim passes no arguments to the runtime: with a config folder other than the default, its

@@ -659,8 +659,12 @@ Result<std::unique_ptr<Subscription>> DcmiDeviceQuery::subscribe(ChangeCallback 
 }  // namespace
 
 Result<std::unique_ptr<DeviceQuery>> open_dcmi(const BackendOptions& opts) {
-  std::string lib = opts.dcmi_library.empty() ? find_dcmi_library(opts) : opts.dcmi_library;
-  if (lib.empty()) lib = "libdcmi.so";
+  const std::string lib = opts.dcmi_library.empty() ? find_dcmi_library(opts) : opts.dcmi_library;
+  if (lib.empty()) {
+    const auto tried = dcmi_library_candidates(opts.root);
+    return Error(ENOENT, "backend dcmi: no libdcmi.so under " + opts.root + " (tried " + tried[0] + " and " +
+                             tried[1] + "; set the library's path, or use backend emulator)");
+  }
   ASCEND_ASSIGN(Api api, load_api(lib), "backend dcmi");
   ASCEND_CHECK(check(api.init(), "dcmi_init"), "backend dcmi (" + lib + ")");
   return std::unique_ptr<DeviceQuery>(std::make_unique<DcmiDeviceQuery>(opts, lib, api));

@@ -1,5 +1,6 @@
 #include "ascend/npu/emulator.h"
 #include "ascend/npu/profiles.h"
+#include "ascend/npu/vnpu_load.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -459,35 +460,24 @@ Result<Vnpu> plan_vnpu(const HostState& s, int phy_id, const std::string& templa
     return Error::invalid("unknown vNPU template '" + template_name + "' for " + c->name +
                           " (valid: " + names + ")");
   }
-  int aicore = t->aicore;
-  int mem = t->memory_mb;
-  double aicpu = t->aicpu;
   std::set<int> used_ids;
   std::set<int> used_groups;
   for (const auto& v : s.vnpus) {
     used_ids.insert(v.id);
-    if (v.phy_id != phy_id) continue;
-    used_groups.insert(v.vgroup);
-    if (const VnpuTemplate* vt = s.find_template(v.template_name)) {
-      aicore += vt->aicore;
-      mem += vt->memory_mb;
-      aicpu += vt->aicpu;
-    }
+    if (v.phy_id == phy_id) used_groups.insert(v.vgroup);
   }
+  const VnpuLoad load = vnpu_load(s.vnpus, s.templates, phy_id);
   const auto& cap = s.vnpu_capacity;
-  if (aicore > cap.aicore) {
+  const std::string short_of = vnpu_shortfall(load, *t, cap);
+  if (short_of == "AICore") {
     return Error(ENOSPC, "device " + std::to_string(phy_id) + " has not enough free AICore for " +
-                             template_name + " (" + std::to_string(aicore - t->aicore) + " of " +
+                             template_name + " (" + std::to_string(load.aicore) + " of " +
                              std::to_string(cap.aicore) + " in use, needs " + std::to_string(t->aicore) +
                              ")");
   }
-  if (mem > cap.memory_gb * 1024) {
-    return Error(ENOSPC,
-                 "device " + std::to_string(phy_id) + " has not enough free memory for " + template_name);
-  }
-  if (aicpu > cap.aicpu + 1e-9) {
-    return Error(ENOSPC,
-                 "device " + std::to_string(phy_id) + " has not enough free AICPU for " + template_name);
+  if (!short_of.empty()) {
+    return Error(ENOSPC, "device " + std::to_string(phy_id) + " has not enough free " + short_of + " for " +
+                             template_name);
   }
   int lo = 100 + 16 * phy_id;
   int hi = lo + 15;

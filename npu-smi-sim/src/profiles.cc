@@ -223,7 +223,9 @@ VnpuCapacity vnpu_capacity_for(Family family, int aicore, int hbm_mb) {
     case Family::k310P:
       return {aicore, hbm_mb > 24576 ? 48 : 24, 7, 12, 3, 12, 16, 8, -1};
     case Family::k910:
-      return {aicore, hbm_mb / 1024, 14, 8, 0, 8, 8, 4, -1};
+      // 14 AICPU ("2 CtrlCPU 14 AICPU"); the media units are twice those of vir16, the 1/2 template (no
+      // capture shows an A1's totals), so that two vir16 fill a chip as its spec says.
+      return {aicore, hbm_mb / 1024, 14, 16, 0, 16, 16, 8, -1};
     case Family::k910_93:
       return {aicore, hbm_mb / 1024, 6, 10, 0, 2, 28, 4, -1};
     case Family::k910B:

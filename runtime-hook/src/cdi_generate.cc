@@ -7,14 +7,15 @@
 #include "ascend/hook/executor.h"
 #include "ascend/hook/mount_list.h"
 #include "ascend/hook/plan.h"
-#include "ascend/npu/emulator.h"
+#include "ascend/hook/devices.h"
 
 namespace ascend::hook {
 
 Result<nlohmann::ordered_json> generate_cdi_spec(const Config& config,
                                                  const std::vector<std::string>& mount_lists, bool allow_link,
                                                  const std::string& kind) {
-  npu::Emulator dq(config.host_root);
+  ASCEND_ASSIGN(std::unique_ptr<npu::DeviceQuery> devices, open_devices(config, false), "");
+  const npu::DeviceQuery& dq = *devices;
   ASCEND_ASSIGN(npu::DeviceSnapshot host, dq.snapshot(), "read the NPU host");
   Request all;
   for (const auto& c : host.chips) all.ids.push_back(c.phy_id);

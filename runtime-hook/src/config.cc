@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ascend/common/fs.h"
+#include "ascend/npu/backend.h"
 #include "ascend/npu/yaml_json.h"
 #include "strcat.h"
 
@@ -37,6 +38,7 @@ std::string self_exe_dir() {
 Result<Config> load_config(const std::string& path, const ConfigDefaults& defaults) {
   Config c;
   c.hook_path = defaults.exe_dir + "/" + kHookName;
+  c.dcmi_helper = defaults.exe_dir + "/" + kDcmiHelperName;
   // The installed lists live in the config folder; a build tree has them next to the binaries.
   c.mount_list_dir = is_dir(defaults.config_dir) ? defaults.config_dir : defaults.exe_dir;
   if (!defaults.log_name.empty()) c.log_file = std::string(kDefaultLogDir) + "/" + defaults.log_name;
@@ -67,7 +69,8 @@ Result<Config> load_config(const std::string& path, const ConfigDefaults& defaul
   const Key keys[] = {{"host-root", &c.host_root, true}, {"runtime-path", &c.runtime_path, false},
                       {"hook-path", &c.hook_path, true}, {"mount-list-dir", &c.mount_list_dir, true},
                       {"log-file", &c.log_file, false},  {"log-level", &c.log_level, false},
-                      {"injection", &c.injection, false}};
+                      {"injection", &c.injection, false}, {"backend", &c.backend, false},
+                      {"dcmi-library", &c.dcmi_library, true}, {"dcmi-helper", &c.dcmi_helper, true}};
   for (const auto& [k, v] : doc.items()) {
     const Key* key = nullptr;
     for (const auto& candidate : keys) {
@@ -81,7 +84,8 @@ Result<Config> load_config(const std::string& path, const ConfigDefaults& defaul
     if (key == nullptr) {
       return Error::invalid(cat("config ", file, ": unknown key '", k,
                                 "' (known: host-root, runtime-path, hook-path, mount-list-dir, log-file, "
-                                "log-level, injection, accept-env-when-unprivileged)"));
+                                "log-level, injection, accept-env-when-unprivileged, backend, dcmi-library, "
+                                "dcmi-helper)"));
     }
     if (k == "log-file" && v.is_null()) {  // "log-file:" with no value: no log file
       c.log_file.clear();
@@ -98,6 +102,7 @@ Result<Config> load_config(const std::string& path, const ConfigDefaults& defaul
     if (k == "injection" && value != "spec" && value != "hook") {
       return Error::invalid(cat("config ", file, ": 'injection' must be spec or hook, not '", value, "'"));
     }
+    if (k == "backend") ASCEND_CHECK(npu::parse_backend(value), cat("config ", file, ": 'backend'"));
     if (k == "runtime-path" && value.empty())
       return Error::invalid("config " + file + ": 'runtime-path' is empty");
     *key->field = value;

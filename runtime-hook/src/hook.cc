@@ -13,7 +13,7 @@
 #include "ascend/hook/request.h"
 #include "ascend/hook/spec_edit.h"
 #include "ascend/hook/trust.h"
-#include "ascend/npu/emulator.h"
+#include "ascend/hook/devices.h"
 
 namespace ascend::hook {
 
@@ -74,7 +74,8 @@ Status run_prestart(std::string_view oci_state, const Config& config, const Pres
     return {};
   }
 
-  npu::Emulator dq(config.host_root);
+  ASCEND_ASSIGN(std::unique_ptr<npu::DeviceQuery> devices, open_devices(config, needs_full_snapshot(env)), "");
+  npu::DeviceQuery& dq = *devices;
   ASCEND_ASSIGN(npu::DeviceSnapshot host, dq.snapshot(), "read the NPU host");
   ASCEND_ASSIGN(std::optional<Request> request, parse_request(env, host), "");
   if (!request) return {};
@@ -110,7 +111,8 @@ Status run_poststop(std::string_view oci_state, const Config& config, int destro
     return Error::invalid("OCI state has no container id: vNPU " + std::to_string(destroy_vnpu) +
                           " is left to 'ascend-ctk vnpu gc'");
   }
-  npu::Emulator dq(config.host_root);
+  ASCEND_ASSIGN(std::unique_ptr<npu::DeviceQuery> devices, open_devices(config, true), "");
+  npu::DeviceQuery& dq = *devices;
   // Only while this container still holds it: after a `vnpu gc` the id may belong to another container.
   npu::VnpuOwner holder;
   holder.container_id = id;

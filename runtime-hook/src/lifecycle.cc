@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "ascend/common/dev_char.h"
-#include "ascend/npu/emulator.h"
+#include "ascend/hook/devices.h"
 
 namespace ascend::hook {
 
@@ -33,7 +33,8 @@ std::string format_gc_report(const npu::GcReport& report, int static_count, bool
 }
 
 Result<GcOutcome> vnpu_gc(const Config& config, bool dry_run) {
-  npu::Emulator dq(config.host_root);
+  ASCEND_ASSIGN(std::unique_ptr<npu::DeviceQuery> devices, open_devices(config, true), "vnpu gc");
+  npu::DeviceQuery& dq = *devices;
   ASCEND_ASSIGN(npu::DeviceSnapshot host, dq.snapshot(), "vnpu gc");
   const int statics = static_cast<int>(
       std::count_if(host.vnpus.begin(), host.vnpus.end(), [](const npu::Vnpu& v) { return !v.dynamic(); }));
@@ -43,7 +44,8 @@ Result<GcOutcome> vnpu_gc(const Config& config, bool dry_run) {
 }
 
 Result<std::vector<std::string>> create_dev_char_symlinks(const Config& config) {
-  npu::Emulator dq(config.host_root);
+  ASCEND_ASSIGN(std::unique_ptr<npu::DeviceQuery> devices, open_devices(config, false), "");
+  const npu::DeviceQuery& dq = *devices;
   ASCEND_ASSIGN(npu::DeviceSnapshot host, dq.snapshot(), "read the NPU host");
   std::vector<npu::DeviceNode> nodes;
   for (const auto& c : host.chips) nodes.push_back(host.chip_node(c.phy_id));

@@ -10,6 +10,6 @@ if(TARGET hook_test_support AND TARGET ascend-docker-runtime)
   target_link_options(hook_bench_exec_floor PRIVATE -static)
   target_compile_definitions(hook_bench PRIVATE
                              ASCEND_EXEC_FLOOR="$<TARGET_FILE:hook_bench_exec_floor>")
-  add_dependencies(hook_bench ascend-docker-runtime ascend-docker-hook npu-sim npu-smi ascend_driver_stub
+  add_dependencies(hook_bench ascend-docker-runtime ascend-docker-hook ascend-dcmi-query ascend_dcmi npu-sim npu-smi ascend_driver_stub
                    hook_bench_exec_floor)
 endif()

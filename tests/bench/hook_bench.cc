@@ -6,6 +6,11 @@
 //                them; no hook process)
 //   ascend_hook  the same with injection "hook": ascend-docker-hook mounts the driver files at prestart
 //   passthrough  ascend-docker-runtime, no request (what every other container pays)
+//   ascend_dcmi  `ascend` with the DCMI backend (backend: dcmi): the shim reads the device nodes under the
+//                host root instead of the emulator's state file (node_query.h), its fast path
+//   ascend_dcmi_named  the same backend with the chips named (Ascend910-0 .. Ascend910-7): a request the
+//                nodes cannot answer, so the shim runs the DCMI helper (ascend-dcmi-query, which dlopens the
+//                emulated libdcmi.so): the slow path
 // and two floors that say what no shim can avoid on this machine:
 //   runc_edited  plain runc on the config.json the shim writes for `ascend` (runc's own work: 11 device
 //   nodes,
@@ -50,6 +55,9 @@ struct Setup {
   std::string run;          // a tmpfs: bundles and runc's state
   std::string config;       // injection: spec (the default)
   std::string hook_config;  // injection: hook
+  std::string dcmi_config;  // injection: spec, backend: dcmi
+  std::unique_ptr<Bundle> named;
+  std::string named_spec;
   std::unique_ptr<Bundle> plain;
   std::unique_ptr<Bundle> ascend;
   std::string plain_spec;
@@ -121,6 +129,14 @@ void BM_AscendHook(benchmark::State& s) {
   run_container(s, "ascend_hook", {bin("ascend-docker-runtime"), "--config", g_setup->hook_config},
                 *g_setup->ascend, g_setup->ascend_spec);
 }
+void BM_AscendDcmi(benchmark::State& s) {
+  run_container(s, "ascend_dcmi", {bin("ascend-docker-runtime"), "--config", g_setup->dcmi_config},
+                *g_setup->ascend, g_setup->ascend_spec);
+}
+void BM_AscendDcmiNamed(benchmark::State& s) {
+  run_container(s, "ascend_dcmi_named", {bin("ascend-docker-runtime"), "--config", g_setup->dcmi_config},
+                *g_setup->named, g_setup->named_spec);
+}
 void BM_RuncEdited(benchmark::State& s) {
   run_container(s, "runc_edited", {"runc"}, *g_setup->ascend, g_setup->edited_spec);
 }
@@ -159,6 +175,20 @@ BENCHMARK(BM_Ascend)
     ->ReportAggregatesOnly(true);
 BENCHMARK(BM_AscendHook)
     ->Name("runc_run/ascend_0-7_base_by_hook")
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->Repetitions(kRuns)
+    ->ReportAggregatesOnly(true);
+BENCHMARK(BM_AscendDcmi)
+    ->Name("runc_run/ascend_0-7_base_dcmi")
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->Repetitions(kRuns)
+    ->ReportAggregatesOnly(true);
+BENCHMARK(BM_AscendDcmiNamed)
+    ->Name("runc_run/ascend_named_0-7_base_dcmi_helper")
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1)
@@ -216,6 +246,13 @@ int main(int argc, char** argv) {
   };
   setup.config = config(setup.tmp / "spec", "spec");
   setup.hook_config = config(setup.tmp / "hook", "hook");
+  setup.dcmi_config = config(setup.tmp / "dcmi", "spec");
+  {
+    std::string cfg = slurp(setup.dcmi_config);
+    const auto at = cfg.find("backend: ");
+    cfg.replace(at, cfg.find('\n', at) - at, "backend: dcmi");
+    spit(setup.dcmi_config, cfg);
+  }
   setup.run = setup.tmp / "run";
   ::mkdir(setup.run.c_str(), 0755);
   if (::mount("tmpfs", setup.run.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0) {
@@ -231,6 +268,13 @@ int main(int argc, char** argv) {
   setup.ascend->add_env("ASCEND_VISIBLE_DEVICES=0-7");
   setup.ascend->save();
   setup.ascend_spec = setup.ascend->spec().dump();
+  setup.named = std::make_unique<Bundle>(setup.run + "/named");
+  setup.named->set_args({"/bin/true"});
+  setup.named->add_env(
+      "ASCEND_VISIBLE_DEVICES=Ascend910-0,Ascend910-1,Ascend910-2,Ascend910-3,Ascend910-4,Ascend910-5,"
+      "Ascend910-6,Ascend910-7");
+  setup.named->save();
+  setup.named_spec = setup.named->spec().dump();
   {  // The spec the shim writes, captured by running it with /bin/true as the runtime.
     std::string cfg_dir = setup.tmp / "capture";
     std::string cfg = config(cfg_dir, "spec");
@@ -267,6 +311,8 @@ int main(int argc, char** argv) {
               plain_cpu);
   const std::pair<const char*, const char*> variants[] = {{"ascend", "shim, 0-7, base.list (spec)"},
                                                           {"ascend_hook", "shim+hook, 0-7, base.list"},
+                                                          {"ascend_dcmi", "shim, 0-7, base.list, dcmi"},
+                                                          {"ascend_dcmi_named", "shim, named 0-7, dcmi helper"},
                                                           {"passthrough", "shim, no request"},
                                                           {"runc_edited", "floor: runc on the edited spec"},
                                                           {"exec_floor", "floor: exec-only static shim"}};

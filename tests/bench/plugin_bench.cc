@@ -22,6 +22,9 @@
 //   BM_FaultToUnhealthy       Emulator::set_fault(critical) until the ListAndWatch stream shows the device
 //                             Unhealthy (target <= 500 ms); manual time, one fault per iteration.
 //   BM_FaultToCallback        the same fault until a DeviceQuery subscription fires: the baseline.
+// The device backend is $ASCEND_BENCH_BACKEND (emulator, the default, or dcmi): the plugin runs with
+// --backend of that name and the callback baseline subscribes to the same backend; scripts/bench runs this
+// program once per backend (DCMI polls, every 200 ms; the emulator watches its state file).
 //   BM_RssAfter10kAllocate    the plugin's VmRSS after 10 000 more Allocate calls (target <= 20 MB);
 //                             rss_idle_mb (just started) and rss_before_mb (before these calls, after
 //                             whichever benchmarks ran first) are the baselines; also the plugin's CPU time
@@ -46,6 +49,7 @@
 #include <sstream>
 #include <thread>
 
+#include "ascend/npu/backend.h"
 #include "ascend/npu/emulator.h"
 #include "ascend/npu/profiles.h"
 #include "ascend/plugin/metrics.h"
@@ -120,8 +124,18 @@ class Setup {
     if (auto st = emu_->load(*ascend::npu::builtin_profile("atlas800t-a2"), o); !st)
       die(st.error().message());
     std::filesystem::create_directories(dir_ + "/dp");
+    const char* b = std::getenv("ASCEND_BENCH_BACKEND");
+    backend_ = b != nullptr && *b != '\0' ? b : "emulator";
+    ascend::npu::BackendOptions bo;
+    bo.backend = *ascend::npu::parse_backend(backend_);
+    bo.root = dir_ + "/root";
+    auto q = ascend::npu::open_device_query(bo);
+    if (!q) die(q.error().message());
+    query_ = std::move(*q);
+    std::printf("plugin_bench: device backend %s\n", backend_.c_str());
     pid_ = spawn({std::string(ASCEND_BIN_DIR) + "/ascend-device-plugin", "--kubelet-socket-dir", dir_ + "/dp",
-                  "--host-root", dir_ + "/root", "--log-level", "info", "--log-file", dir_ + "/plugin.log"});
+                  "--host-root", dir_ + "/root", "--backend", backend_, "--log-level", "info", "--log-file",
+                  dir_ + "/plugin.log"});
     floor_pid_ = spawn({"/proc/self/exe", kFloorFlag, dir_ + "/floor.sock"});
     wait_for_socket(dir_ + "/dp/ascend-Ascend910.sock", "the plugin");
     wait_for_socket(dir_ + "/floor.sock", "the floor server");
@@ -144,6 +158,7 @@ class Setup {
   std::unique_ptr<Stub> stub() const { return v1beta1::DevicePlugin::NewStub(channel_); }
   std::unique_ptr<Stub> floor_stub() const { return v1beta1::DevicePlugin::NewStub(floor_channel_); }
   ascend::npu::Emulator& emu() { return *emu_; }
+  ascend::npu::DeviceQuery& query() { return *query_; }  // the backend under measurement
   double idle_rss_mb() const { return idle_rss_mb_; }
   // A field of /proc/<plugin>/status in MB: VmRSS (all), RssAnon (heap, stacks), RssFile (mapped libraries).
   double status_mb(const std::string& field = "VmRSS") const {
@@ -173,6 +188,8 @@ class Setup {
  private:
   std::string dir_;
   std::unique_ptr<ascend::npu::Emulator> emu_;
+  std::string backend_;
+  std::unique_ptr<ascend::npu::DeviceQuery> query_;
   pid_t pid_ = -1;
   pid_t floor_pid_ = -1;
   std::shared_ptr<grpc::Channel> channel_;
@@ -594,7 +611,7 @@ void BM_FaultToCallback(benchmark::State& state) {
   std::mutex mu;
   std::condition_variable cv;
   bool faulty = false;
-  auto sub = emu.subscribe([&](const ascend::npu::DeviceSnapshot& s) {
+  auto sub = setup().query().subscribe([&](const ascend::npu::DeviceSnapshot& s) {
     std::lock_guard lock(mu);
     faulty = s.chip(3)->health() == ascend::npu::Health::kCritical;
     cv.notify_all();

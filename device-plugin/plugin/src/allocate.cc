@@ -96,12 +96,11 @@ Result<CorePlacement> place_cores(const npu::DeviceSnapshot& host, const Ledger&
   std::vector<Candidate> candidates;
   for (const auto& c : host.chips) {
     if (!is_healthy(c.health()) || ledger.whole(c.phy_id)) continue;
-    ChipRoom room = ledger.room(host, c.phy_id);
-    if (room.aicore < best->aicore || room.memory_mb < best->memory_mb || room.aicpu + 1e-9 < best->aicpu)
-      continue;
+    const npu::VnpuLoad load = ledger.load(host, c.phy_id);
+    if (!npu::vnpu_shortfall(load, *best, host.vnpu_capacity).empty()) continue;
     int held = static_cast<int>(
         std::count_if(tokens.begin(), tokens.end(), [&](const DeviceEntry& t) { return t.phy == c.phy_id; }));
-    candidates.push_back({held, room.aicore - best->aicore, c.phy_id});
+    candidates.push_back({held, host.vnpu_capacity.aicore - load.aicore - best->aicore, c.phy_id});
   }
   if (candidates.empty()) {
     return Error(ENOSPC, "no healthy chip has room for a " + best->name + " vNPU (" +

@@ -84,6 +84,8 @@ Result<Config> load_config_file(const std::string& path, Config base) {
   const std::map<std::string, Setter> setters = {
       {"kubelet-socket-dir", str(base.kubelet_socket_dir)},
       {"host-root", str(base.host_root)},
+      {"backend", str(base.backend)},
+      {"dcmi-library", str(base.dcmi_library)},
       {"resource-name", str(base.resource_name)},
       {"metrics-addr", str(base.metrics_addr)},
       {"pod-resources-socket", str(base.pod_resources_socket)},

@@ -46,34 +46,16 @@ int Ledger::held_on(int phy) const {
   return n;
 }
 
-ChipRoom Ledger::room(const npu::DeviceSnapshot& host, int phy) const {
-  ChipRoom promised;
+npu::VnpuLoad Ledger::load(const npu::DeviceSnapshot& host, int phy) const {
+  npu::VnpuLoad promised;
   for (const auto& p : promises_) {
     if (p.phy != phy) continue;
-    if (const auto* t = host.find_template(p.template_name)) {
-      promised.aicore += t->aicore;
-      promised.memory_mb += t->memory_mb;
-      promised.aicpu += t->aicpu;
-    }
+    if (const auto* t = host.find_template(p.template_name)) promised.add(*t);
   }
-  ChipRoom made;
-  for (const auto& v : host.vnpus) {
-    if (v.phy_id != phy) continue;
-    if (const auto* t = host.find_template(v.template_name)) {
-      made.aicore += t->aicore;
-      made.memory_mb += t->memory_mb;
-      made.aicpu += t->aicpu;
-    }
-  }
-  const auto& cap = host.vnpu_capacity;
-  return {cap.aicore - std::max(promised.aicore, made.aicore),
-          cap.memory_gb * 1024 - std::max(promised.memory_mb, made.memory_mb),
-          cap.aicpu - std::max(promised.aicpu, made.aicpu)};
+  return npu::VnpuLoad::larger(promised, npu::vnpu_load(host.vnpus, host.templates, phy));
 }
 
-int Ledger::cores_used(const npu::DeviceSnapshot& host, int phy) const {
-  return host.vnpu_capacity.aicore - room(host, phy).aicore;
-}
+int Ledger::cores_used(const npu::DeviceSnapshot& host, int phy) const { return load(host, phy).aicore; }
 
 void Ledger::release_tokens(const std::vector<std::string>& tokens) {
   std::erase_if(promises_, [&](const CorePromise& p) {

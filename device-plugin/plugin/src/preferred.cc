@@ -28,7 +28,7 @@ std::vector<const DeviceEntry*> prefer_cores(const npu::DeviceSnapshot& host, co
   for (const auto& [phy, tokens] : by_chip) {
     if (must_chips.size() > 1 || (must_chips.size() == 1 && *must_chips.begin() != phy)) continue;
     if (static_cast<int>(tokens.size()) < size) continue;
-    int left = ledger.room(host, phy).aicore;
+    int left = host.vnpu_capacity.aicore - ledger.load(host, phy).aicore;
     if (best < 0 || left < best_left) {
       best = phy;
       best_left = left;

@@ -1,6 +1,7 @@
 // ascend-device-plugin: the kubelet device plugin for Ascend NPUs (Device Plugin API v1beta1 over gRPC).
 #include <malloc.h>
 #include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
 
 #include <csignal>
 #include <cstdio>
@@ -8,6 +9,7 @@
 
 #include "ascend/common/log.h"
 #include "ascend/common/main_guard.h"
+#include "ascend/npu/backend.h"
 #include "ascend/npu/emulator.h"
 #include "ascend/plugin/daemon.h"
 
@@ -22,7 +24,10 @@ Resources: the whole-chip resource (huawei.com/Ascend910, huawei.com/Ascend310P,
   --vnpu=static adds one resource per vNPU template (huawei.com/Ascend910-10c.3cpu.32g for vir10_3c_32g);
   --vnpu=dynamic adds huawei.com/npu-core (one device per AICore).
 Sockets: <kubelet-socket-dir>/ascend-<resource>.sock, registered on <kubelet-socket-dir>/kubelet.sock.
-Devices: the emulated host under --host-root (else $ASCEND_SIM_ROOT, else /).
+Devices: the host under --host-root (else $ASCEND_SIM_ROOT, else /), read through --backend: dcmi loads the
+  driver's libdcmi.so (--dcmi-library, else <root>/usr/local/dcmi/libdcmi.so or the driver tree's) and polls
+  it every 200 ms; emulator reads the emulated host's state file; auto (the default) is dcmi when that
+  library is there, else the emulator.
 Scheduler (--scheduler-url, the ascend-scheduler serve extender; without it the plugin works alone):
   inventory    PUT <url>/v1/nodes/<node-name> with every whole chip (healthy, in use) at start, within a
                second of each change, every 30 s anyway; retried with backoff while the scheduler is away.
@@ -72,6 +77,10 @@ static int run_main(int argc, char** argv) {
       app.add_option("--kubelet-socket-dir", cfg.kubelet_socket_dir, "the kubelet's device-plugins folder")
           ->capture_default_str();
   auto* o_root = app.add_option("--host-root", cfg.host_root, "root of the (emulated) host");
+  auto* o_backend =
+      app.add_option("--backend", cfg.backend, "device backend: auto | emulator | dcmi")->capture_default_str();
+  auto* o_dcmi = app.add_option("--dcmi-library", cfg.dcmi_library,
+                                "libdcmi.so for --backend dcmi (default: the driver's under --host-root)");
   auto* o_res =
       app.add_option("--resource-name", cfg.resource_name, "whole-chip resource (default: from the chip)");
   auto* o_mode =
@@ -121,6 +130,8 @@ static int run_main(int argc, char** argv) {
     cfg = *from_file;
     if (o_dir->count() > 0) cfg.kubelet_socket_dir = flags.kubelet_socket_dir;
     if (o_root->count() > 0) cfg.host_root = flags.host_root;
+    if (o_backend->count() > 0) cfg.backend = flags.backend;
+    if (o_dcmi->count() > 0) cfg.dcmi_library = flags.dcmi_library;
     if (o_res->count() > 0) cfg.resource_name = flags.resource_name;
     if (o_metrics->count() > 0) cfg.metrics_addr = flags.metrics_addr;
     if (o_pr->count() > 0) cfg.pod_resources_socket = flags.pod_resources_socket;
@@ -151,9 +162,16 @@ static int run_main(int argc, char** argv) {
   log.file = cfg.log_file;
   if (auto st = ascend::setup_logging(log); !st) return fail(st.error());
 
-  ascend::npu::Emulator query(
-      ascend::npu::resolve_root(cfg.host_root.empty() ? std::nullopt : std::optional(cfg.host_root)));
-  auto daemon = ascend::plugin::Daemon::create(cfg, query);
+  ascend::npu::BackendOptions backend;
+  auto b = ascend::npu::parse_backend(cfg.backend);
+  if (!b) return fail(b.error().context("--backend"));
+  backend.backend = *b;
+  backend.root = ascend::npu::resolve_root(cfg.host_root.empty() ? std::nullopt : std::optional(cfg.host_root));
+  backend.dcmi_library = cfg.dcmi_library;
+  auto query = ascend::npu::open_device_query(backend);
+  if (!query) return fail(query.error());
+  if (auto first = (*query)->snapshot()) spdlog::info("devices: {} backend, root {}", first->backend, backend.root);
+  auto daemon = ascend::plugin::Daemon::create(cfg, **query);
   if (!daemon) return fail(daemon.error());
   g_daemon = daemon->get();
   struct sigaction sa {};

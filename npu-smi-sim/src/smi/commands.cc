@@ -15,6 +15,7 @@
 #include "ascend/npu/emulator.h"
 #include "ascend/npu/smi/format.h"
 #include "ascend/npu/smi/view.h"
+#include "ascend/npu/vnpu_load.h"
 
 namespace ascend::npu::smi {
 
@@ -312,11 +313,7 @@ Output run_set(const std::vector<std::string>& args, const HostState& s, const V
                     static_cast<double>(res.aicore.free));
       return Reply{}.out(buf).code(kExitNotSupported);
     }
-    double aicpu_used = 0;
-    for (const Vnpu& v : s.vnpus) {
-      const VnpuTemplate* vt = v.phy_id == chip.phy_id ? s.find_template(v.template_name) : nullptr;
-      if (vt != nullptr) aicpu_used += vt->aicpu;
-    }
+    const double aicpu_used = vnpu_load(s.vnpus, s.templates, chip.phy_id).aicpu;
     const int aicpu_free =
         std::max(0, s.vnpu_capacity.aicpu - static_cast<int>(std::ceil(aicpu_used - 1e-9)));
     if (tmpl->aicpu > aicpu_free + 1e-9) {

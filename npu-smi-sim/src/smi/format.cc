@@ -8,6 +8,8 @@
 #include <map>
 #include <vector>
 
+#include "ascend/npu/vnpu_load.h"
+
 namespace ascend::npu::smi {
 
 namespace {
@@ -619,22 +621,12 @@ VnpuResources vnpu_resources(const HostState& s, int phy_id) {
   const VnpuCapacity& cap = s.vnpu_capacity;
   const bool reserve = s.family == Family::k910B || s.family == Family::k910_93;
   const long long reserve_mb = reserve ? 4096 : 0;
-  int aicore = 0, vpc = 0, venc = 0, vdec = 0, jpegd = 0, jpege = 0, count = 0;
-  double aicpu = 0, pngd = 0;
+  const VnpuLoad load = vnpu_load(s.vnpus, s.templates, phy_id);
+  // Memory as npu-smi shows it: each vNPU's template less its share of the reserve.
   long long mem_mb = 0;
   for (const Vnpu& v : s.vnpus) {
-    if (v.phy_id != phy_id) continue;
-    ++count;
-    const VnpuTemplate* t = s.find_template(v.template_name);
+    const VnpuTemplate* t = v.phy_id == phy_id ? s.find_template(v.template_name) : nullptr;
     if (t == nullptr) continue;
-    aicore += t->aicore;
-    aicpu += t->aicpu;
-    vpc += t->vpc;
-    venc += t->venc;
-    vdec += t->vdec;
-    jpegd += t->jpegd;
-    jpege += t->jpege;
-    pngd += t->pngd;
     const long long share = cap.aicore > 0 ? reserve_mb * t->aicore / cap.aicore : 0;
     mem_mb += t->memory_mb - share;
   }
@@ -644,7 +636,7 @@ VnpuResources vnpu_resources(const HostState& s, int phy_id) {
     return Resource{static_cast<int>(std::max(0LL, free)), static_cast<int>(total), false};
   };
   VnpuResources r;
-  r.aicore = res(cap.aicore, aicore);
+  r.aicore = res(cap.aicore, load.aicore);
   if (cap.memory_gb < 0) {
     r.memory_gb = Resource{0, 0, true};
   } else {
@@ -652,14 +644,14 @@ VnpuResources vnpu_resources(const HostState& s, int phy_id) {
     r.memory_free_mb = std::max(0LL, r.memory_usable_mb - mem_mb);
     r.memory_gb = Resource{static_cast<int>(r.memory_free_mb / 1024), cap.memory_gb, false};
   }
-  const int extra_aicpu = (s.family == Family::k910B && count > 0 && cap.aicpu >= 0) ? 1 : 0;
-  r.aicpu = res(cap.aicpu + extra_aicpu, aicpu);
-  r.vpc = res(cap.vpc, vpc);
-  r.venc = res(cap.venc, venc);
-  r.vdec = res(cap.vdec, vdec);
-  r.jpegd = res(cap.jpegd, jpegd);
-  r.jpege = res(cap.jpege, jpege);
-  r.pngd = res(cap.pngd, pngd);
+  const int extra_aicpu = (s.family == Family::k910B && load.count > 0 && cap.aicpu >= 0) ? 1 : 0;
+  r.aicpu = res(cap.aicpu + extra_aicpu, load.aicpu);
+  r.vpc = res(cap.vpc, load.vpc);
+  r.venc = res(cap.venc, load.venc);
+  r.vdec = res(cap.vdec, load.vdec);
+  r.jpegd = res(cap.jpegd, load.jpegd);
+  r.jpege = res(cap.jpege, load.jpege);
+  r.pngd = res(cap.pngd, load.pngd);
   return r;
 }
 

@@ -14,6 +14,7 @@
 #include "ascend/plugin/daemon.h"
 #include "fake_kubelet.h"
 #include "support.h"
+#include "test_query.h"
 
 namespace ascend::plugin {
 namespace {
@@ -43,7 +44,9 @@ class PluginHookE2E : public ::testing::Test {
     cfg.host_root = tmp_ / "host";
     cfg.vnpu = vnpu;
     cfg.pod_resources_socket.clear();
-    auto d = Daemon::create(cfg, emu_);
+    query_ = ascend::testing::open_test_query(tmp_ / "host");
+    ASSERT_TRUE(query_);
+    auto d = Daemon::create(cfg, *query_);
     ASSERT_TRUE(d.ok()) << d.error().message();
     daemon_ = std::move(d).value();
     runner_ = std::thread([this] { (void)daemon_->run(); });
@@ -109,6 +112,7 @@ class PluginHookE2E : public ::testing::Test {
   ht::TempDir tmp_{"plugin-e2e"};
   std::unique_ptr<ht::EmulatedHost> host_;
   npu::Emulator emu_{tmp_ / "host"};
+  std::unique_ptr<npu::DeviceQuery> query_;  // what the plugin reads: the backend under test
   std::string hook_config_;
   std::unique_ptr<testing::FakeKubelet> kubelet_;
   std::unique_ptr<Daemon> daemon_;

@@ -28,6 +28,7 @@
 
 #include "fake_kubelet.h"
 #include "test_dir.h"
+#include "test_backend.h"
 
 extern char** environ;
 
@@ -76,6 +77,7 @@ class HostileKubelet : public ::testing::Test {
     {
       std::ofstream f(tmp_ / "plugin.yaml");
       f << "kubelet-socket-dir: " << dir_ << "\nhost-root: " << root_ << "\nlog-level: warn\n"
+        << "backend: " << ascend::testing::test_backend() << "\n"
         << "pod-resources-socket: " << (tmp_ / "none.sock") << "\n";
     }
     pid_ = spawn({bin("ascend-device-plugin"), "--config", tmp_ / "plugin.yaml"}, tmp_ / "plugin.log");

@@ -23,6 +23,7 @@
 #include "ascend/plugin/plugin.h"
 #include "fake_kubelet.h"
 #include "test_dir.h"
+#include "test_query.h"
 
 extern char** environ;
 
@@ -59,6 +60,7 @@ class PluginE2E : public ::testing::Test {
   std::string dir = tmp / "device-plugins";
   std::string root = tmp / "host";
   npu::Emulator emu{root};
+  std::unique_ptr<npu::DeviceQuery> query;  // what the plugin reads: the backend under test
   std::unique_ptr<FakeKubelet> kubelet;
   std::unique_ptr<Daemon> daemon;
   std::thread runner;
@@ -90,7 +92,9 @@ class PluginE2E : public ::testing::Test {
   }
 
   void start_plugin(const Config& cfg) {
-    auto d = Daemon::create(cfg, emu);
+    query = ascend::testing::open_test_query(root);
+    ASSERT_TRUE(query);
+    auto d = Daemon::create(cfg, *query);
     ASSERT_TRUE(d.ok()) << d.error().message();
     daemon = std::move(d).value();
     runner = std::thread([this] { run_status = daemon->run(); });
@@ -612,7 +616,7 @@ TEST_F(PluginE2E, BinaryServesFromAConfigFileAndDeregistersOnSigterm) {
   start_kubelet();
   {
     std::ofstream f(tmp / "plugin.yaml");
-    f << "kubelet-socket-dir: " << dir << "\nhost-root: " << root
+    f << "kubelet-socket-dir: " << dir << "\nhost-root: " << root << "\nbackend: " << ascend::testing::test_backend()
       << "\nallocate-mode: cdi\nlog-level: debug\n";
   }
   const std::string bin = std::string(ASCEND_BIN_DIR) + "/ascend-device-plugin";

@@ -22,6 +22,7 @@
 #include "ascend/plugin/plugin.h"
 #include "fake_kubelet.h"
 #include "test_dir.h"
+#include "test_query.h"
 
 namespace ascend::plugin {
 namespace {
@@ -68,6 +69,7 @@ class LifecycleE2E : public ::testing::Test {
   std::string dir = tmp / "device-plugins";
   std::string root = tmp / "host";
   npu::Emulator emu{root};
+  std::unique_ptr<npu::DeviceQuery> query;  // what the plugin reads: the backend under test
   std::unique_ptr<FakeKubelet> kubelet;
   std::unique_ptr<Daemon> daemon;
   std::thread runner;
@@ -98,7 +100,9 @@ class LifecycleE2E : public ::testing::Test {
     load("atlas800t-a2", {240, 241, 242, 243, 244});
     kubelet = std::make_unique<FakeKubelet>(dir, tmp / "pod-resources.sock");
     kubelet->start();
-    auto d = Daemon::create(cfg, emu);
+    query = ascend::testing::open_test_query(root);
+    ASSERT_TRUE(query);
+    auto d = Daemon::create(cfg, *query);
     ASSERT_TRUE(d.ok()) << d.error().message();
     daemon = std::move(d).value();
     runner = std::thread([this] { run_status = daemon->run(); });
@@ -337,14 +341,17 @@ TEST_F(LifecycleE2E, PeriodicGcDestroysOnlyVnpusWhoseContainerIsGone) {
     o.boot = boot;
     return o;
   };
-  auto gone = emu.create_vnpu(0, "vir05_1c_16g", std::nullopt, owner("gone"));
-  auto alive = emu.create_vnpu(1, "vir05_1c_16g", std::nullopt, owner("alive"));
-  auto admin = emu.create_vnpu(2, "vir05_1c_16g", std::nullopt, {});
+  // Made through the backend under test, which records the owners (DCMI: in its owner file).
+  query = ascend::testing::open_test_query(root);
+  ASSERT_TRUE(query);
+  auto gone = query->create_vnpu(0, "vir05_1c_16g", std::nullopt, owner("gone"));
+  auto alive = query->create_vnpu(1, "vir05_1c_16g", std::nullopt, owner("alive"));
+  auto admin = query->create_vnpu(2, "vir05_1c_16g", std::nullopt, {});
   ASSERT_TRUE(gone.ok() && alive.ok() && admin.ok());
 
   kubelet = std::make_unique<FakeKubelet>(dir, tmp / "pod-resources.sock");
   kubelet->start();
-  auto d = Daemon::create(cfg, emu);
+  auto d = Daemon::create(cfg, *query);
   ASSERT_TRUE(d.ok()) << d.error().message();
   daemon = std::move(d).value();
   runner = std::thread([this] { run_status = daemon->run(); });

@@ -26,6 +26,7 @@
 #include "fake_scheduler.h"
 #include "run_command.h"
 #include "test_dir.h"
+#include "test_query.h"
 
 extern char** environ;
 
@@ -75,6 +76,7 @@ class SchedulerE2E : public ::testing::Test {
   std::string dir = tmp / "device-plugins";
   std::string root = tmp / "host";
   npu::Emulator emu{root};
+  std::unique_ptr<npu::DeviceQuery> query;  // what the plugin reads: the backend under test
   FakeScheduler sched;
   std::unique_ptr<FakeKubelet> kubelet;
   std::unique_ptr<Daemon> daemon;
@@ -113,7 +115,9 @@ class SchedulerE2E : public ::testing::Test {
   void up(const Config& cfg) {
     kubelet = std::make_unique<FakeKubelet>(dir, tmp / "pod-resources.sock");
     kubelet->start();
-    auto d = Daemon::create(cfg, emu);
+    query = ascend::testing::open_test_query(root);
+    ASSERT_TRUE(query);
+    auto d = Daemon::create(cfg, *query);
     ASSERT_TRUE(d.ok()) << d.error().message();
     daemon = std::move(d).value();
     runner = std::thread([this] { run_status = daemon->run(); });

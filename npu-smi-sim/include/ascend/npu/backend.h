@@ -40,6 +40,8 @@ std::vector<std::string> dcmi_library_candidates(const std::string& root);
 // the bare name for the loader's search path); empty when `auto` should fall back to the emulator.
 std::string find_dcmi_library(const BackendOptions& opts);
 
+// ---- in ascend_npu_backend (dynamically linked programs only: it uses dlopen) ----
+
 // Opens the backend `opts` asks for. Errors are one line naming the backend, the library or the root.
 Result<std::unique_ptr<DeviceQuery>> open_device_query(const BackendOptions& opts);
 

@@ -14,6 +14,7 @@ inline constexpr const char* kDefaultConfigDir = "/etc/ascend-docker-runtime.d";
 inline constexpr const char* kDefaultConfigFile = "/etc/ascend-docker-runtime.d/config.yaml";
 inline constexpr const char* kDefaultLogDir = "/var/log/ascend-docker-runtime";
 inline constexpr const char* kHookName = "ascend-docker-hook";
+inline constexpr const char* kDcmiHelperName = "ascend-dcmi-query";
 
 struct Config {
   std::string config_file;            // the file this was read from; empty: defaults only
@@ -30,6 +31,11 @@ struct Config {
   // Whether ASCEND_VISIBLE_DEVICES in the environment of an unprivileged container is a request (trust.h).
   // false on shared Kubernetes nodes: only the device plugin's marker mounts (or a privileged container) ask.
   bool accept_env_when_unprivileged = true;
+  // The device seam's backend (devices.h): auto | emulator | dcmi; the DCMI library (empty: the driver's under
+  // host-root); the helper that loads it for these static binaries (default: next to the executable).
+  std::string backend = "auto";
+  std::string dcmi_library;
+  std::string dcmi_helper;
 };
 
 // Where the defaults come from, so that tests can point them elsewhere.
@@ -45,7 +51,7 @@ std::string self_exe_dir();
 // Reads `path` (or, when empty, the default config file if it exists) over the defaults. Unknown keys, wrong
 // types and relative paths are errors naming the file and the key.
 //   host-root, runtime-path, hook-path, mount-list-dir, log-file, log-level, injection (spec | hook),
-//   accept-env-when-unprivileged (true | false)
+//   accept-env-when-unprivileged (true | false), backend (auto | emulator | dcmi), dcmi-library, dcmi-helper
 Result<Config> load_config(const std::string& path, const ConfigDefaults& defaults);
 
 }  // namespace ascend::hook

@@ -19,6 +19,7 @@
 
 #include "ascend/common/error.h"
 #include "ascend/npu/state.h"
+#include "ascend/npu/vnpu_load.h"
 
 namespace ascend::plugin {
 
@@ -29,13 +30,6 @@ struct CorePromise {
   std::string template_name;        // ASCEND_VNPU_SPECS
   std::vector<std::string> tokens;  // the huawei.com/npu-core ids the kubelet handed out for it
   Clock::time_point made{};
-};
-
-// What one chip has left for new vNPUs.
-struct ChipRoom {
-  int aicore = 0;
-  int memory_mb = 0;
-  double aicpu = 0;
 };
 
 class Ledger {
@@ -52,9 +46,10 @@ class Ledger {
   bool held(const std::string& token) const;
   int held_on(int phy) const;
 
-  // Room left on `phy`: its vNPU capacity minus, per dimension, the larger of what live promises take and
-  // what existing vNPUs take (a promise becomes a vNPU when its container starts).
-  ChipRoom room(const npu::DeviceSnapshot& host, int phy) const;
+  // What `phy` carries: per resource, the larger of what live promises take and what existing vNPUs take
+  // (a promise becomes a vNPU when its container starts). A template fits next to it when
+  // npu::vnpu_shortfall(load(...), template, host.vnpu_capacity) is empty: the rule the driver applies.
+  npu::VnpuLoad load(const npu::DeviceSnapshot& host, int phy) const;
   // AICores of `phy` in use by promises or vNPUs (the same max rule).
   int cores_used(const npu::DeviceSnapshot& host, int phy) const;
 

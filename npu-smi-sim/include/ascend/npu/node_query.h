@@ -1,0 +1,40 @@
+// The DCMI backend for statically linked programs (the shim, the hook, ascend-ctk), which cannot dlopen
+// libdcmi.so dependably (glibc's dlopen from a static binary needs the very glibc it was linked with):
+//  - the fast path reads the device nodes under the host root, as Huawei's runtime does: /dev/davinci<N>
+//    are the chips, /dev/vdavinci<N> the vNPUs, and the control nodes, with their numbers. That is all a
+//    container start asking for chips or vNPUs by number (or "all") needs, and it costs a few stat calls;
+//  - everything else (a request by chip name, a vNPU template to create, vNPU create and destroy) runs the
+//    dynamically linked helper `ascend-dcmi-query`, which opens the DCMI backend (backend.h) and answers in
+//    the seam's JSON (seam.h).
+// README "The device seam" gives the measured cost of both paths.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ascend/common/error.h"
+#include "ascend/npu/device_query.h"
+
+namespace ascend::npu {
+
+struct HelperOptions {
+  std::string root = "/";    // the host root
+  std::string helper;        // absolute path of ascend-dcmi-query
+  std::string dcmi_library;  // passed on as --library when set
+  // Full: snapshot() asks the helper (every field); otherwise it is the node scan (chips and vNPUs by
+  // number, device nodes, the rest empty).
+  bool full = false;
+};
+
+// The node scan of `root`: chips, vNPUs (phy_id from the id; no template) and control nodes, sorted, with
+// their device numbers; backend "dcmi". ENODEV when no /dev/davinci<N> exists.
+Result<DeviceSnapshot> scan_device_nodes(const std::string& root);
+
+std::unique_ptr<DeviceQuery> open_node_query(HelperOptions opts);
+
+// The helper's side of the protocol (tools/ascend_dcmi_query.cc): one JSON document on stdout, either the
+// answer or {"error": {"code": <errno>, "message": "..."}} (exit 1).
+std::string helper_error_json(const Error& e);
+
+}  // namespace ascend::npu

@@ -1,0 +1,148 @@
+#include "ascend/npu/node_query.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "ascend/common/process.h"
+
+namespace ascend::npu {
+namespace {
+
+// The number after `prefix` when `name` is prefix + digits only.
+std::optional<int> numbered(std::string_view name, std::string_view prefix) {
+  if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix || name.size() > prefix.size() + 6) {
+    return std::nullopt;
+  }
+  int v = 0;
+  for (char c : name.substr(prefix.size())) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+std::optional<DeviceNode> char_node(const std::string& full, std::string path) {
+  struct stat st {};
+  if (::stat(full.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) return std::nullopt;
+  return DeviceNode{std::move(path), static_cast<int>(::major(st.st_rdev)), static_cast<int>(::minor(st.st_rdev)),
+                    st.st_mode & 07777};
+}
+
+class NodeQuery final : public DeviceQuery {
+ public:
+  explicit NodeQuery(HelperOptions o) : o_(std::move(o)) {}
+
+  Result<DeviceSnapshot> snapshot() const override {
+    if (!o_.full) return scan_device_nodes(o_.root);
+    ASCEND_ASSIGN(nlohmann::json j, call({"snapshot"}), "");
+    return snapshot_from_json(j).context("ascend-dcmi-query snapshot");
+  }
+  std::string host_path(const std::string& abs_path) const override {
+    return o_.root == "/" ? abs_path : o_.root + abs_path;
+  }
+  Result<Vnpu> create_vnpu(int phy_id, const std::string& template_name, std::optional<int> id,
+                           const VnpuOwner& owner) override {
+    std::vector<std::string> args = {"create", "--phy", std::to_string(phy_id), "--template", template_name};
+    if (id) args.insert(args.end(), {"--id", std::to_string(*id)});
+    if (!owner.container_id.empty()) args.insert(args.end(), {"--owner", owner_to_json(owner).dump()});
+    ASCEND_ASSIGN(nlohmann::json j, call(args), "");
+    return vnpu_from_json(j).context("ascend-dcmi-query create");
+  }
+  Status destroy_vnpu(int vnpu_id, std::optional<int> phy_id, const std::optional<VnpuOwner>& holder) override {
+    std::vector<std::string> args = {"destroy", "--id", std::to_string(vnpu_id)};
+    if (phy_id) args.insert(args.end(), {"--phy", std::to_string(*phy_id)});
+    if (holder) args.insert(args.end(), {"--holder", owner_to_json(*holder).dump()});
+    ASCEND_CHECK(call(args), "");
+    return {};
+  }
+  Result<std::unique_ptr<Subscription>> subscribe(ChangeCallback /*on_change*/) const override {
+    return Error(EOPNOTSUPP, "the node scan has no change notification (use the DCMI backend)");
+  }
+
+ private:
+  Result<nlohmann::json> call(const std::vector<std::string>& verb) const {
+    std::vector<std::string> argv = {o_.helper, "--root", o_.root};
+    if (!o_.dcmi_library.empty()) argv.insert(argv.end(), {"--library", o_.dcmi_library});
+    argv.insert(argv.end(), verb.begin(), verb.end());
+    // A fixed environment: the helper's library finds its host from its own path, not from ours.
+    ASCEND_ASSIGN(ProcessOutput r,
+                  run_capture(argv, {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, 64U << 20, std::chrono::seconds(30)),
+                  "DCMI helper (set dcmi-helper in the config)");
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    if (j.is_discarded()) {
+      return Error(EIO, o_.helper + " " + verb[0] + " exited " + std::to_string(r.exit_code) +
+                            " without a JSON answer");
+    }
+    if (j.is_object() && j.contains("error")) {
+      const auto& e = j["error"];
+      const int code = e.is_object() && e.contains("code") && e["code"].is_number_integer() ? e["code"].get<int>() : EIO;
+      const std::string msg = e.is_object() && e.contains("message") && e["message"].is_string()
+                                  ? e["message"].get<std::string>()
+                                  : "an error without a message";
+      return Error(code, msg);
+    }
+    if (r.exit_code != 0) return Error(EIO, o_.helper + " " + verb[0] + " exited " + std::to_string(r.exit_code));
+    return j;
+  }
+
+  HelperOptions o_;
+};
+
+}  // namespace
+
+Result<DeviceSnapshot> scan_device_nodes(const std::string& root) {
+  const std::string dev = (root == "/" ? std::string() : root) + "/dev";
+  DIR* d = ::opendir(dev.c_str());
+  if (d == nullptr) return Error::from_errno(errno, "read " + dev);
+  std::vector<int> chips;
+  std::vector<int> vnpus;
+  while (dirent* e = ::readdir(d)) {
+    if (auto n = numbered(e->d_name, "davinci")) chips.push_back(*n);
+    if (auto n = numbered(e->d_name, "vdavinci")) vnpus.push_back(*n);
+  }
+  ::closedir(d);
+  std::sort(chips.begin(), chips.end());
+  std::sort(vnpus.begin(), vnpus.end());
+  DeviceSnapshot s;
+  s.backend = "dcmi";
+  for (int phy : chips) {
+    const std::string path = "/dev/davinci" + std::to_string(phy);
+    auto n = char_node(dev + path.substr(4), path);
+    if (!n) continue;
+    Chip c;
+    c.phy_id = phy;
+    c.logic_id = phy;
+    s.chips.push_back(std::move(c));
+    s.chip_nodes.push_back(*n);
+  }
+  if (s.chips.empty()) return Error(ENODEV, "no NPU device node (/dev/davinci<N>) under " + dev);
+  for (int id : vnpus) {
+    const std::string path = "/dev/vdavinci" + std::to_string(id);
+    auto n = char_node(dev + path.substr(4), path);
+    if (!n) continue;
+    Vnpu v;
+    v.id = id;
+    v.phy_id = (id - 100) / 16;
+    s.vnpus.push_back(std::move(v));
+    s.vnpu_nodes.push_back(*n);
+  }
+  for (const char* name : {"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"}) {
+    if (auto n = char_node(dev + std::string(name).substr(4), name)) s.control.push_back(*n);
+  }
+  s.links.assign(s.chips.size() * s.chips.size(), Link::kNa);
+  s.resource_name.clear();
+  return s;
+}
+
+std::unique_ptr<DeviceQuery> open_node_query(HelperOptions opts) { return std::make_unique<NodeQuery>(std::move(opts)); }
+
+std::string helper_error_json(const Error& e) {
+  return nlohmann::json{{"error", {{"code", e.code()}, {"message", e.message()}}}}.dump() + "\n";
+}
+
+}  // namespace ascend::npu

@@ -1,0 +1,28 @@
+// The device seam as the runtime's binaries open it (config `backend`; npu/backend.h):
+//   emulator  the emulated host's state file (npu::Emulator)
+//   dcmi      the driver's DCMI library, reached from these static binaries through the device nodes and
+//             the dynamically linked helper ascend-dcmi-query (npu/node_query.h)
+//   auto      dcmi when the configured dcmi-library or the driver's libdcmi.so under the host root exists,
+//             else the emulator
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ascend/common/error.h"
+#include "ascend/hook/config.h"
+#include "ascend/npu/device_query.h"
+
+namespace ascend::hook {
+
+// `full`: the caller needs more than the device nodes tell (a chip name, a vNPU template, vNPU owners, a
+// vNPU to create or destroy); with DCMI that runs the helper, which must then be root-owned and not writable
+// by others (checked on the opened file).
+Result<std::unique_ptr<npu::DeviceQuery>> open_devices(const Config& config, bool full);
+
+// Whether the request in `env` needs the full snapshot: a vNPU template (ASCEND_VNPU_SPECS), or a device
+// named rather than numbered in ASCEND_VISIBLE_DEVICES ("Ascend910-3"; numbers, ranges and "all" do not).
+bool needs_full_snapshot(const std::vector<std::string>& env);
+
+}  // namespace ascend::hook
