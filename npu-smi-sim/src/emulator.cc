@@ -20,6 +20,7 @@
 #include <sstream>
 #include <thread>
 
+#include "ascend/common/dev_char.h"
 #include "ascend/common/fs.h"
 #include "ascend/common/unique_fd.h"
 
@@ -547,8 +548,13 @@ Status Emulator::destroy_vnpu(int vnpu_id, std::optional<int> phy_id,
   // a vNPU, which the next change removes, never a vNPU without its node. When it fails, the next change
   // retries.
   std::string node;
+  DeviceNode numbers;
+  // As udev does when a device goes: its /dev/char/<major>:<minor> link goes with the node (a container
+  // start made it, dev_char.h), or it would dangle once no later holder of the id removes it.
   auto remove_node = [&] {
-    if (!node.empty()) ::unlink(node.c_str());
+    if (node.empty()) return;
+    ::unlink(node.c_str());
+    (void)remove_stale_dev_char_link(root_, numbers.path, numbers.major, numbers.minor);
   };
   return locked_update(
              *this, remove_node,
@@ -566,7 +572,10 @@ Status Emulator::destroy_vnpu(int vnpu_id, std::optional<int> phy_id,
                                   (holder->container_id.empty() ? "the expected owner"
                                                                 : "container " + holder->container_id));
                }
-               if (s.device_nodes) node = host_path(s.vnpu_node(vnpu_id).path);
+               if (s.device_nodes) {
+                 numbers = s.vnpu_node(vnpu_id);
+                 node = host_path(numbers.path);
+               }
                s.vnpus.erase(it);
                return {};
              })
