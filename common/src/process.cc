@@ -57,7 +57,8 @@ Result<ProcessOutput> run_capture(const std::vector<std::string>& argv, const st
   char buf[65536];
   std::string failure;
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       failure = "did not finish within " + std::to_string(timeout.count()) + " ms";
       break;

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-
 namespace ascend::npu {
 
 std::string_view to_string(Backend b) {

@@ -96,8 +96,8 @@ int errno_of(int code) {
 
 Status check(int rc, const char* fn) {
   if (rc == DCMI_OK) return {};
-  return Error(errno_of(rc), std::string(fn) + " failed: DCMI error " + std::to_string(rc) + " (" +
-                                 dcmi_meaning(rc) + ")");
+  return Error(errno_of(rc),
+               std::string(fn) + " failed: DCMI error " + std::to_string(rc) + " (" + dcmi_meaning(rc) + ")");
 }
 
 // The library and the functions used, resolved once.
@@ -131,7 +131,8 @@ Status resolve(void* handle, const std::string& lib, const char* name, F& fn) {
   ::dlerror();
   void* sym = ::dlsym(handle, name);
   if (sym == nullptr) {
-    return Error(ENOSYS, lib + " has no " + name + " (a driver too old for this backend? use backend: emulator)");
+    return Error(ENOSYS,
+                 lib + " has no " + name + " (a driver too old for this backend? use backend: emulator)");
   }
   fn = reinterpret_cast<F>(sym);
   return {};
@@ -239,7 +240,8 @@ class DcmiDeviceQuery final : public DeviceQuery {
   }
   Result<Vnpu> create_vnpu(int phy_id, const std::string& template_name, std::optional<int> id,
                            const VnpuOwner& owner) override;
-  Status destroy_vnpu(int vnpu_id, std::optional<int> phy_id, const std::optional<VnpuOwner>& holder) override;
+  Status destroy_vnpu(int vnpu_id, std::optional<int> phy_id,
+                      const std::optional<VnpuOwner>& holder) override;
   Result<std::unique_ptr<Subscription>> subscribe(ChangeCallback on_change) const override;
 
  private:
@@ -329,7 +331,8 @@ Result<Chip> DcmiDeviceQuery::read_chip(int card, int device) const {
         mem.memory_available - static_cast<unsigned long long>(mem.hugepages_free) * mem.hugepagesize / 1024;
     c.mem_used_mb = static_cast<int>(mem.memory_size - std::min(free_mb, mem.memory_size));
     c.hugepages_total = static_cast<int>(mem.hugepages_total);
-    c.hugepages_used = static_cast<int>(mem.hugepages_total - std::min(mem.hugepages_free, mem.hugepages_total));
+    c.hugepages_used =
+        static_cast<int>(mem.hugepages_total - std::min(mem.hugepages_free, mem.hugepages_total));
   } else if (rc != DCMI_ERR_CODE_NOT_SUPPORT) {
     return check(rc, "dcmi_get_device_memory_info_v3").error();
   }
@@ -379,8 +382,8 @@ Result<Chip> DcmiDeviceQuery::read_chip(int card, int device) const {
 Result<std::vector<Vnpu>> DcmiDeviceQuery::read_vnpus(const Place& p, int phy_id) const {
   dcmi_soc_total_resource total{};
   unsigned int size = sizeof total;
-  const int rc = api_.device_info(p.card, p.device, DCMI_MAIN_CMD_VDEV_MNG, DCMI_VMNG_SUB_CMD_GET_TOTAL_RESOURCE,
-                                  &total, &size);
+  const int rc = api_.device_info(p.card, p.device, DCMI_MAIN_CMD_VDEV_MNG,
+                                  DCMI_VMNG_SUB_CMD_GET_TOTAL_RESOURCE, &total, &size);
   if (rc == DCMI_ERR_CODE_NOT_SUPPORT) return std::vector<Vnpu>{};  // a chip that cannot hold vNPUs
   ASCEND_CHECK(check(rc, "dcmi_get_device_info(VDEV_MNG, GET_TOTAL_RESOURCE)"), "");
   std::vector<Vnpu> out;
@@ -433,9 +436,10 @@ Result<DeviceSnapshot> DcmiDeviceQuery::snapshot() const {
   for (std::size_t i = 0; i < s.chips.size(); ++i) {
     for (std::size_t j = 0; j < s.chips.size(); ++j) {
       int topo = DCMI_TOPO_TYPE_BUTT;
-      ASCEND_CHECK(check(api_.topo_info(order[i].card, order[i].device, order[j].card, order[j].device, &topo),
-                         "dcmi_get_topo_info_by_device_id"),
-                   "");
+      ASCEND_CHECK(
+          check(api_.topo_info(order[i].card, order[i].device, order[j].card, order[j].device, &topo),
+                "dcmi_get_topo_info_by_device_id"),
+          "");
       Link l = link_of(topo);
       if (l == Link::kHccs && s.family == Family::k910_93) {
         l = s.chips[i].card_id == s.chips[j].card_id ? Link::kSio : Link::kHccsSw;
@@ -464,8 +468,10 @@ Result<DeviceSnapshot> DcmiDeviceQuery::snapshot() const {
   }
   std::sort(s.vnpus.begin(), s.vnpus.end(), [](const Vnpu& a, const Vnpu& b) { return a.id < b.id; });
 
-  for (const Chip& c : s.chips) s.chip_nodes.push_back(stat_node(opts_.root, "/dev/davinci" + std::to_string(c.phy_id)));
-  for (const Vnpu& v : s.vnpus) s.vnpu_nodes.push_back(stat_node(opts_.root, "/dev/vdavinci" + std::to_string(v.id)));
+  for (const Chip& c : s.chips)
+    s.chip_nodes.push_back(stat_node(opts_.root, "/dev/davinci" + std::to_string(c.phy_id)));
+  for (const Vnpu& v : s.vnpus)
+    s.vnpu_nodes.push_back(stat_node(opts_.root, "/dev/vdavinci" + std::to_string(v.id)));
   for (const char* n : {"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"}) {
     s.control.push_back(stat_node(opts_.root, n));
   }
@@ -500,7 +506,10 @@ Result<std::vector<OwnerRecord>> DcmiDeviceQuery::read_owners() const {
 Status DcmiDeviceQuery::write_owners(const std::vector<OwnerRecord>& records) const {
   nlohmann::json j = nlohmann::json::array();
   for (const OwnerRecord& r : records) {
-    j.push_back({{"id", r.id}, {"phy_id", r.phy_id}, {"template", r.template_name}, {"owner", owner_to_json(r.owner)}});
+    j.push_back({{"id", r.id},
+                 {"phy_id", r.phy_id},
+                 {"template", r.template_name},
+                 {"owner", owner_to_json(r.owner)}});
   }
   const std::string dir = opts_.owner_file.substr(0, opts_.owner_file.rfind('/'));
   ASCEND_CHECK(make_dirs(dir, 0755), "the vNPU owner file's folder");
@@ -606,9 +615,10 @@ Status DcmiDeviceQuery::destroy_vnpu(int vnpu_id, std::optional<int> phy_id,
   ASCEND_ASSIGN(auto where, places(), "");
   auto it = where.find(v->phy_id);
   if (it == where.end()) return Error(ENODEV, "no NPU with physical id " + std::to_string(v->phy_id));
-  ASCEND_CHECK(check(api_.destroy_vdevice(it->second.card, it->second.device, static_cast<unsigned int>(vnpu_id)),
-                     "dcmi_set_destroy_vdevice"),
-               "vNPU " + std::to_string(vnpu_id));
+  ASCEND_CHECK(
+      check(api_.destroy_vdevice(it->second.card, it->second.device, static_cast<unsigned int>(vnpu_id)),
+            "dcmi_set_destroy_vdevice"),
+      "vNPU " + std::to_string(vnpu_id));
   ASCEND_ASSIGN(std::vector<OwnerRecord> records, read_owners(), "");
   const std::size_t before = records.size();
   std::erase_if(records, [&](const OwnerRecord& r) { return r.id == vnpu_id; });

@@ -15,7 +15,8 @@ namespace {
 
 // The number after `prefix` when `name` is prefix + digits only.
 std::optional<int> numbered(std::string_view name, std::string_view prefix) {
-  if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix || name.size() > prefix.size() + 6) {
+  if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix ||
+      name.size() > prefix.size() + 6) {
     return std::nullopt;
   }
   int v = 0;
@@ -29,8 +30,8 @@ std::optional<int> numbered(std::string_view name, std::string_view prefix) {
 std::optional<DeviceNode> char_node(const std::string& full, std::string path) {
   struct stat st {};
   if (::stat(full.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) return std::nullopt;
-  return DeviceNode{std::move(path), static_cast<int>(::major(st.st_rdev)), static_cast<int>(::minor(st.st_rdev)),
-                    st.st_mode & 07777};
+  return DeviceNode{std::move(path), static_cast<int>(::major(st.st_rdev)),
+                    static_cast<int>(::minor(st.st_rdev)), st.st_mode & 07777};
 }
 
 class NodeQuery final : public DeviceQuery {
@@ -53,7 +54,8 @@ class NodeQuery final : public DeviceQuery {
     ASCEND_ASSIGN(nlohmann::json j, call(args), "");
     return vnpu_from_json(j).context("ascend-dcmi-query create");
   }
-  Status destroy_vnpu(int vnpu_id, std::optional<int> phy_id, const std::optional<VnpuOwner>& holder) override {
+  Status destroy_vnpu(int vnpu_id, std::optional<int> phy_id,
+                      const std::optional<VnpuOwner>& holder) override {
     std::vector<std::string> args = {"destroy", "--id", std::to_string(vnpu_id)};
     if (phy_id) args.insert(args.end(), {"--phy", std::to_string(*phy_id)});
     if (holder) args.insert(args.end(), {"--holder", owner_to_json(*holder).dump()});
@@ -70,9 +72,10 @@ class NodeQuery final : public DeviceQuery {
     if (!o_.dcmi_library.empty()) argv.insert(argv.end(), {"--library", o_.dcmi_library});
     argv.insert(argv.end(), verb.begin(), verb.end());
     // A fixed environment: the helper's library finds its host from its own path, not from ours.
-    ASCEND_ASSIGN(ProcessOutput r,
-                  run_capture(argv, {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, 64U << 20, std::chrono::seconds(30)),
-                  "DCMI helper (set dcmi-helper in the config)");
+    ASCEND_ASSIGN(
+        ProcessOutput r,
+        run_capture(argv, {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, 64U << 20, std::chrono::seconds(30)),
+        "DCMI helper (set dcmi-helper in the config)");
     auto j = nlohmann::json::parse(r.out, nullptr, false);
     if (j.is_discarded()) {
       return Error(EIO, o_.helper + " " + verb[0] + " exited " + std::to_string(r.exit_code) +
@@ -80,13 +83,15 @@ class NodeQuery final : public DeviceQuery {
     }
     if (j.is_object() && j.contains("error")) {
       const auto& e = j["error"];
-      const int code = e.is_object() && e.contains("code") && e["code"].is_number_integer() ? e["code"].get<int>() : EIO;
+      const int code =
+          e.is_object() && e.contains("code") && e["code"].is_number_integer() ? e["code"].get<int>() : EIO;
       const std::string msg = e.is_object() && e.contains("message") && e["message"].is_string()
                                   ? e["message"].get<std::string>()
                                   : "an error without a message";
       return Error(code, msg);
     }
-    if (r.exit_code != 0) return Error(EIO, o_.helper + " " + verb[0] + " exited " + std::to_string(r.exit_code));
+    if (r.exit_code != 0)
+      return Error(EIO, o_.helper + " " + verb[0] + " exited " + std::to_string(r.exit_code));
     return j;
   }
 
@@ -139,7 +144,9 @@ Result<DeviceSnapshot> scan_device_nodes(const std::string& root) {
   return s;
 }
 
-std::unique_ptr<DeviceQuery> open_node_query(HelperOptions opts) { return std::make_unique<NodeQuery>(std::move(opts)); }
+std::unique_ptr<DeviceQuery> open_node_query(HelperOptions opts) {
+  return std::make_unique<NodeQuery>(std::move(opts));
+}
 
 std::string helper_error_json(const Error& e) {
   return nlohmann::json{{"error", {{"code", e.code()}, {"message", e.message()}}}}.dump() + "\n";

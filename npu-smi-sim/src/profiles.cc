@@ -168,7 +168,9 @@ VnpuTemplate tmpl(const char* name, int aicore, int mem_mb, double aicpu, int vp
 
 }  // namespace
 
-int vnpu_memory_basis_mb(const Chip& c) { return c.hbm_total_mb > 0 ? c.hbm_total_mb : 24576; }
+int vnpu_memory_basis_mb(const Chip& c) {
+  return c.hbm_total_mb > 0 ? c.hbm_total_mb : 24576;
+}
 
 std::string resource_name_for(Family family) {
   return family == Family::k310P ? "huawei.com/Ascend310P" : "huawei.com/Ascend910";

@@ -77,7 +77,8 @@ static int run_main(int argc, char** argv) {
   auto b = npu::parse_backend(backend);
   if (!b) return fail(b.error().context("--backend"));
   opts.backend = *b;
-  if (opts.root.empty() || opts.root[0] != '/') return fail(ascend::Error::invalid("--root must be absolute"));
+  if (opts.root.empty() || opts.root[0] != '/')
+    return fail(ascend::Error::invalid("--root must be absolute"));
   auto dq = npu::open_device_query(opts);
   if (!dq) return fail(dq.error());
   if (app.got_subcommand("snapshot")) {

@@ -4,10 +4,10 @@
 
 #include "ascend/hook/cdi.h"
 #include "ascend/hook/config.h"
+#include "ascend/hook/devices.h"
 #include "ascend/hook/executor.h"
 #include "ascend/hook/mount_list.h"
 #include "ascend/hook/plan.h"
-#include "ascend/hook/devices.h"
 
 namespace ascend::hook {
 

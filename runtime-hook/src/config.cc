@@ -66,10 +66,10 @@ Result<Config> load_config(const std::string& path, const ConfigDefaults& defaul
     std::string* field;
     bool absolute;  // must be an absolute path
   };
-  const Key keys[] = {{"host-root", &c.host_root, true}, {"runtime-path", &c.runtime_path, false},
-                      {"hook-path", &c.hook_path, true}, {"mount-list-dir", &c.mount_list_dir, true},
-                      {"log-file", &c.log_file, false},  {"log-level", &c.log_level, false},
-                      {"injection", &c.injection, false}, {"backend", &c.backend, false},
+  const Key keys[] = {{"host-root", &c.host_root, true},       {"runtime-path", &c.runtime_path, false},
+                      {"hook-path", &c.hook_path, true},       {"mount-list-dir", &c.mount_list_dir, true},
+                      {"log-file", &c.log_file, false},        {"log-level", &c.log_level, false},
+                      {"injection", &c.injection, false},      {"backend", &c.backend, false},
                       {"dcmi-library", &c.dcmi_library, true}, {"dcmi-helper", &c.dcmi_helper, true}};
   for (const auto& [k, v] : doc.items()) {
     const Key* key = nullptr;

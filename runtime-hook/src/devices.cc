@@ -28,10 +28,13 @@ bool use_dcmi(const Config& config, npu::Backend b) {
 
 Result<std::unique_ptr<npu::DeviceQuery>> open_devices(const Config& config, bool full) {
   ASCEND_ASSIGN(npu::Backend b, npu::parse_backend(config.backend), "config 'backend'");
-  if (!use_dcmi(config, b)) return std::unique_ptr<npu::DeviceQuery>(std::make_unique<npu::Emulator>(config.host_root));
+  if (!use_dcmi(config, b))
+    return std::unique_ptr<npu::DeviceQuery>(std::make_unique<npu::Emulator>(config.host_root));
   if (full) {
     UniqueFd fd(::open(config.dcmi_helper.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) return Error::from_errno(errno, "DCMI helper " + config.dcmi_helper + " (set dcmi-helper in the config)");
+    if (!fd.valid())
+      return Error::from_errno(errno,
+                               "DCMI helper " + config.dcmi_helper + " (set dcmi-helper in the config)");
     ASCEND_CHECK(check_protected(fd.get(), config.dcmi_helper, "DCMI helper"), "");
   }
   npu::HelperOptions o;
@@ -50,7 +53,8 @@ bool needs_full_snapshot(const std::vector<std::string>& env) {
     if (e.rfind(vis, 0) != 0) continue;
     std::string v;
     for (char c : e.substr(vis.size())) {
-      if (!std::isspace(static_cast<unsigned char>(c))) v += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (!std::isspace(static_cast<unsigned char>(c)))
+        v += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     }
     if (v == "all" || v == "none" || v == "void") continue;
     for (char c : v) {

@@ -7,13 +7,13 @@
 
 #include "ascend/common/dev_char.h"
 #include "ascend/common/fs.h"
+#include "ascend/hook/devices.h"
 #include "ascend/hook/executor.h"
 #include "ascend/hook/oci.h"
 #include "ascend/hook/plan.h"
 #include "ascend/hook/request.h"
 #include "ascend/hook/spec_edit.h"
 #include "ascend/hook/trust.h"
-#include "ascend/hook/devices.h"
 
 namespace ascend::hook {
 
@@ -74,7 +74,8 @@ Status run_prestart(std::string_view oci_state, const Config& config, const Pres
     return {};
   }
 
-  ASCEND_ASSIGN(std::unique_ptr<npu::DeviceQuery> devices, open_devices(config, needs_full_snapshot(env)), "");
+  ASCEND_ASSIGN(std::unique_ptr<npu::DeviceQuery> devices, open_devices(config, needs_full_snapshot(env)),
+                "");
   npu::DeviceQuery& dq = *devices;
   ASCEND_ASSIGN(npu::DeviceSnapshot host, dq.snapshot(), "read the NPU host");
   ASCEND_ASSIGN(std::optional<Request> request, parse_request(env, host), "");

@@ -1,6 +1,7 @@
 #include "ascend/hook/oci.h"
 
 #include "ascend/common/json_depth.h"
+#include "strcat.h"
 
 namespace ascend::hook {
 
@@ -34,7 +35,7 @@ class SpecChecker {
     auto it = parent.find(key);
     if (it == parent.end() || it->is_null()) return {};
     for (const auto& v : *it) {
-      if (!v.is_string()) return Error::invalid("config.json " + where + key + " holds a non-string entry");
+      if (!v.is_string()) return Error::invalid(cat("config.json ", where, key, " holds a non-string entry"));
     }
     return {};
   }

@@ -16,12 +16,12 @@
 #include "ascend/common/dev_char.h"
 #include "ascend/common/fs.h"
 #include "ascend/hook/cli.h"
+#include "ascend/hook/devices.h"
 #include "ascend/hook/executor.h"
 #include "ascend/hook/oci.h"
 #include "ascend/hook/request.h"
 #include "ascend/hook/spec_edit.h"
 #include "ascend/hook/trust.h"
-#include "ascend/hook/devices.h"
 #include "ascend/npu/vnpu_gc.h"
 #include "strcat.h"
 
@@ -217,7 +217,8 @@ Result<bool> prepare_bundle(const RuntimeArgs& args, const Config& config) {
   if (!requests_devices(env)) return false;  // not ours: config.json stays byte for byte
   setup_binary_logging(config);              // only now: a container that asks for nothing pays no log set-up
 
-  ASCEND_ASSIGN(std::unique_ptr<npu::DeviceQuery> devices, open_devices(config, needs_full_snapshot(env)), "");
+  ASCEND_ASSIGN(std::unique_ptr<npu::DeviceQuery> devices, open_devices(config, needs_full_snapshot(env)),
+                "");
   npu::DeviceQuery& dq = *devices;
   ASCEND_ASSIGN(npu::DeviceSnapshot host, dq.snapshot(), "read the NPU host");
   ASCEND_ASSIGN(std::optional<Request> parsed, parse_request(env, host), "");

@@ -4,6 +4,7 @@
 
 #include "ascend/hook/oci.h"
 #include "ascend/hook/request.h"
+#include "strcat.h"
 
 namespace ascend::hook {
 
@@ -21,7 +22,7 @@ Result<std::vector<std::string>> marker_ids(const ordered_json& spec) {
     std::string id = dest.substr(prefix.size());
     if (id.empty() || id.size() > 6 ||
         !std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      return Error::invalid("config.json mount " + dest + ": a device marker must be " + prefix + "<id>");
+      return Error::invalid(cat("config.json mount ", dest, ": a device marker must be ", prefix, "<id>"));
     }
     if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
   }

@@ -309,13 +309,11 @@ int main(int argc, char** argv) {
       g_samples["plain"].size());
   std::printf("  %-32s wall %8.2f ms                          cpu %6.2f ms\n", "plain runc (baseline)", plain,
               plain_cpu);
-  const std::pair<const char*, const char*> variants[] = {{"ascend", "shim, 0-7, base.list (spec)"},
-                                                          {"ascend_hook", "shim+hook, 0-7, base.list"},
-                                                          {"ascend_dcmi", "shim, 0-7, base.list, dcmi"},
-                                                          {"ascend_dcmi_named", "shim, named 0-7, dcmi helper"},
-                                                          {"passthrough", "shim, no request"},
-                                                          {"runc_edited", "floor: runc on the edited spec"},
-                                                          {"exec_floor", "floor: exec-only static shim"}};
+  const std::pair<const char*, const char*> variants[] = {
+      {"ascend", "shim, 0-7, base.list (spec)"},     {"ascend_hook", "shim+hook, 0-7, base.list"},
+      {"ascend_dcmi", "shim, 0-7, base.list, dcmi"}, {"ascend_dcmi_named", "shim, named 0-7, dcmi helper"},
+      {"passthrough", "shim, no request"},           {"runc_edited", "floor: runc on the edited spec"},
+      {"exec_floor", "floor: exec-only static shim"}};
   std::map<std::string, double> added;
   for (const auto& [name, label] : variants) {
     double m = median(g_samples[name]);

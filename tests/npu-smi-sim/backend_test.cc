@@ -23,7 +23,9 @@ namespace {
 
 using testing::EmulatedHost;
 
-bool root() { return ::geteuid() == 0; }
+bool root() {
+  return ::geteuid() == 0;
+}
 
 // The snapshot without what the DCMI backend cannot or does not report (see the file comment).
 nlohmann::json comparable(DeviceSnapshot s, bool with_node_numbers, bool given_severities) {
@@ -64,7 +66,8 @@ class BackendTest : public ::testing::TestWithParam<std::string> {
   }
 
   // Both backends' snapshots of `root`, compared; a difference is reported by its JSON path.
-  void expect_same(const std::string& root, DeviceQuery& emu, DeviceQuery& dcmi, bool given_severities = false) {
+  void expect_same(const std::string& root, DeviceQuery& emu, DeviceQuery& dcmi,
+                   bool given_severities = false) {
     auto a = emu.snapshot();
     auto b = dcmi.snapshot();
     ASSERT_TRUE(a.ok()) << a.error().message();
@@ -73,8 +76,8 @@ class BackendTest : public ::testing::TestWithParam<std::string> {
     EXPECT_EQ(b->backend, "dcmi");
     const nlohmann::json ja = comparable(*a, root_nodes_, given_severities);
     const nlohmann::json jb = comparable(*b, root_nodes_, given_severities);
-    EXPECT_TRUE(ja == jb) << "differences (emulator -> dcmi): " << nlohmann::json::diff(ja, jb).dump(1) << " at "
-                      << root;
+    EXPECT_TRUE(ja == jb) << "differences (emulator -> dcmi): " << nlohmann::json::diff(ja, jb).dump(1)
+                          << " at " << root;
   }
 
   bool root_nodes_ = root();
@@ -226,7 +229,8 @@ TEST(BackendFactory, AutoPicksDcmiWhereTheDriverHasItAndTheEmulatorElsewhere) {
   ASSERT_TRUE(dq.ok()) << dq.error().message();
   EXPECT_EQ((*dq)->snapshot()->backend, "dcmi");
   // Without the driver's library, the emulator answers.
-  for (const std::string& lib : dcmi_library_candidates(host.root())) ASSERT_EQ(::unlink(lib.c_str()), 0) << lib;
+  for (const std::string& lib : dcmi_library_candidates(host.root()))
+    ASSERT_EQ(::unlink(lib.c_str()), 0) << lib;
   EXPECT_EQ(find_dcmi_library(o), "");
   dq = open_device_query(o);
   ASSERT_TRUE(dq.ok()) << dq.error().message();
@@ -236,7 +240,8 @@ TEST(BackendFactory, AutoPicksDcmiWhereTheDriverHasItAndTheEmulatorElsewhere) {
   o.dcmi_library = host.root() + "/usr/lib/libdcmi.so";
   dq = open_device_query(o);
   ASSERT_FALSE(dq.ok());
-  EXPECT_EQ(dq.error().message().find("backend dcmi: cannot load " + o.dcmi_library), 0U) << dq.error().message();
+  EXPECT_EQ(dq.error().message().find("backend dcmi: cannot load " + o.dcmi_library), 0U)
+      << dq.error().message();
   EXPECT_EQ(dq.error().message().find('\n'), std::string::npos);
 }
 
@@ -263,7 +268,8 @@ TEST(BackendFactory, DcmiWithNoHostFailsAtInitWithTheDcmiCode) {
   o.dcmi_library = std::string(ASCEND_LIB_DIR) + "/libdcmi.so";
   auto dq = open_device_query(o);
   ASSERT_FALSE(dq.ok());
-  EXPECT_NE(dq.error().message().find("dcmi_init failed: DCMI error -8005 (internal error)"), std::string::npos)
+  EXPECT_NE(dq.error().message().find("dcmi_init failed: DCMI error -8005 (internal error)"),
+            std::string::npos)
       << dq.error().message();
 }
 

@@ -245,8 +245,8 @@ std::string write_hook_config(const std::string& dir, const std::string& host_ro
   std::string path = dir + "/config.yaml";
   spit(path, "host-root: " + host_root + "\nmount-list-dir: " + lists +
                  "\nhook-path: " + bin("ascend-docker-hook") + "\nlog-file: " + dir +
-                 "/log/ascend.log\nlog-level: debug\ninjection: " + injection + "\nbackend: " +
-                 ascend::testing::test_backend() + "\n" + extra_config);
+                 "/log/ascend.log\nlog-level: debug\ninjection: " + injection +
+                 "\nbackend: " + ascend::testing::test_backend() + "\n" + extra_config);
   ::chmod(path.c_str(), 0640);
   return path;
 }

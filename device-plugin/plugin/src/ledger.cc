@@ -55,7 +55,9 @@ npu::VnpuLoad Ledger::load(const npu::DeviceSnapshot& host, int phy) const {
   return npu::VnpuLoad::larger(promised, npu::vnpu_load(host.vnpus, host.templates, phy));
 }
 
-int Ledger::cores_used(const npu::DeviceSnapshot& host, int phy) const { return load(host, phy).aicore; }
+int Ledger::cores_used(const npu::DeviceSnapshot& host, int phy) const {
+  return load(host, phy).aicore;
+}
 
 void Ledger::release_tokens(const std::vector<std::string>& tokens) {
   std::erase_if(promises_, [&](const CorePromise& p) {

@@ -1,7 +1,7 @@
 // ascend-device-plugin: the kubelet device plugin for Ascend NPUs (Device Plugin API v1beta1 over gRPC).
 #include <malloc.h>
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <csignal>
 #include <cstdio>
@@ -77,8 +77,8 @@ static int run_main(int argc, char** argv) {
       app.add_option("--kubelet-socket-dir", cfg.kubelet_socket_dir, "the kubelet's device-plugins folder")
           ->capture_default_str();
   auto* o_root = app.add_option("--host-root", cfg.host_root, "root of the (emulated) host");
-  auto* o_backend =
-      app.add_option("--backend", cfg.backend, "device backend: auto | emulator | dcmi")->capture_default_str();
+  auto* o_backend = app.add_option("--backend", cfg.backend, "device backend: auto | emulator | dcmi")
+                        ->capture_default_str();
   auto* o_dcmi = app.add_option("--dcmi-library", cfg.dcmi_library,
                                 "libdcmi.so for --backend dcmi (default: the driver's under --host-root)");
   auto* o_res =
@@ -166,11 +166,13 @@ static int run_main(int argc, char** argv) {
   auto b = ascend::npu::parse_backend(cfg.backend);
   if (!b) return fail(b.error().context("--backend"));
   backend.backend = *b;
-  backend.root = ascend::npu::resolve_root(cfg.host_root.empty() ? std::nullopt : std::optional(cfg.host_root));
+  backend.root =
+      ascend::npu::resolve_root(cfg.host_root.empty() ? std::nullopt : std::optional(cfg.host_root));
   backend.dcmi_library = cfg.dcmi_library;
   auto query = ascend::npu::open_device_query(backend);
   if (!query) return fail(query.error());
-  if (auto first = (*query)->snapshot()) spdlog::info("devices: {} backend, root {}", first->backend, backend.root);
+  if (auto first = (*query)->snapshot())
+    spdlog::info("devices: {} backend, root {}", first->backend, backend.root);
   auto daemon = ascend::plugin::Daemon::create(cfg, **query);
   if (!daemon) return fail(daemon.error());
   g_daemon = daemon->get();

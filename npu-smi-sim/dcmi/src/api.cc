@@ -78,6 +78,17 @@ int on_device(const char* fn, int card_id, int device_id, bool args_ok, F&& quer
   });
 }
 
+// The visible device `match` picks (ENODEV naming `what` when none).
+template <typename Match>
+Result<const smi::Device*> visible_device(const HostView& host, Match&& match, const std::string& what) {
+  for (const smi::Card& c : host.view().cards) {
+    for (const smi::Device& d : c.devices) {
+      if (match(d)) return &d;
+    }
+  }
+  return Error(ENODEV, "no visible device with " + what);
+}
+
 Status card_list(int* card_num, int* card_list, int list_len) {
   ASCEND_CHECK(need(card_num != nullptr && card_list != nullptr && list_len > 0,
                     "card_num and card_list must not be NULL and list_len must be positive"),
@@ -251,15 +262,13 @@ int dcmi_get_device_logicid_from_phyid(unsigned int phyid, unsigned int* logicid
   return dcmi::guarded("dcmi_get_device_logicid_from_phyid", [&]() -> Status {
     ASCEND_CHECK(dcmi::need(logicid != nullptr, "logicid is NULL"), "");
     ASCEND_ASSIGN(auto host, dcmi::current(), "");
-    for (const smi::Card& c : host->view().cards) {
-      for (const smi::Device& d : c.devices) {
-        if (static_cast<unsigned int>(d.phy_id) == phyid) {
-          *logicid = static_cast<unsigned int>(d.logic_id);
-          return {};
-        }
-      }
-    }
-    return Error(ENODEV, "no visible device with physical id " + std::to_string(phyid));
+    ASCEND_ASSIGN(const smi::Device* d,
+                  dcmi::visible_device(
+                      *host, [&](const smi::Device& x) { return x.phy_id == static_cast<int>(phyid); },
+                      "physical id " + std::to_string(phyid)),
+                  "");
+    *logicid = static_cast<unsigned int>(d->logic_id);
+    return {};
   });
 }
 
@@ -267,15 +276,13 @@ int dcmi_get_device_phyid_from_logicid(unsigned int logicid, unsigned int* phyid
   return dcmi::guarded("dcmi_get_device_phyid_from_logicid", [&]() -> Status {
     ASCEND_CHECK(dcmi::need(phyid != nullptr, "phyid is NULL"), "");
     ASCEND_ASSIGN(auto host, dcmi::current(), "");
-    for (const smi::Card& c : host->view().cards) {
-      for (const smi::Device& d : c.devices) {
-        if (static_cast<unsigned int>(d.logic_id) == logicid) {
-          *phyid = static_cast<unsigned int>(d.phy_id);
-          return {};
-        }
-      }
-    }
-    return Error(ENODEV, "no visible device with logical id " + std::to_string(logicid));
+    ASCEND_ASSIGN(const smi::Device* d,
+                  dcmi::visible_device(
+                      *host, [&](const smi::Device& x) { return x.logic_id == static_cast<int>(logicid); },
+                      "logical id " + std::to_string(logicid)),
+                  "");
+    *phyid = static_cast<unsigned int>(d->phy_id);
+    return {};
   });
 }
 

@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "fake_kubelet.h"
-#include "test_dir.h"
 #include "test_backend.h"
+#include "test_dir.h"
 
 extern char** environ;
 

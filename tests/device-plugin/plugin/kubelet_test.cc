@@ -616,8 +616,8 @@ TEST_F(PluginE2E, BinaryServesFromAConfigFileAndDeregistersOnSigterm) {
   start_kubelet();
   {
     std::ofstream f(tmp / "plugin.yaml");
-    f << "kubelet-socket-dir: " << dir << "\nhost-root: " << root << "\nbackend: " << ascend::testing::test_backend()
-      << "\nallocate-mode: cdi\nlog-level: debug\n";
+    f << "kubelet-socket-dir: " << dir << "\nhost-root: " << root
+      << "\nbackend: " << ascend::testing::test_backend() << "\nallocate-mode: cdi\nlog-level: debug\n";
   }
   const std::string bin = std::string(ASCEND_BIN_DIR) + "/ascend-device-plugin";
   pid_t pid = spawn({bin, "--config", tmp / "plugin.yaml"}, tmp / "plugin.log");

@@ -11,8 +11,8 @@
 namespace ascend {
 
 struct ProcessOutput {
-  int exit_code = 0;   // the exit status; 128 + signal when killed by one
-  std::string out;     // its standard output (at most the limit given)
+  int exit_code = 0;  // the exit status; 128 + signal when killed by one
+  std::string out;    // its standard output (at most the limit given)
 };
 
 // Runs `argv[0]` (an absolute path) with `argv` and `env`, its stdin /dev/null and its stderr the caller's;

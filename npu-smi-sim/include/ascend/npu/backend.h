@@ -24,8 +24,8 @@ Result<Backend> parse_backend(std::string_view s);  // EINVAL naming the choices
 
 struct BackendOptions {
   Backend backend = Backend::kAuto;
-  std::string root = "/";     // the host root (an emulated host's folder; "/" on an Atlas host)
-  std::string dcmi_library;   // libdcmi.so to load; empty: dcmi_library_candidates(root)
+  std::string root = "/";    // the host root (an emulated host's folder; "/" on an Atlas host)
+  std::string dcmi_library;  // libdcmi.so to load; empty: dcmi_library_candidates(root)
   std::chrono::milliseconds poll_interval{200};  // DCMI has no notification: subscribe polls this often
   // Where the DCMI backend records who holds a dynamic vNPU (DCMI keeps no owner); empty:
   // <root>/run/ascend/dcmi-vnpu-owners.json (a tmpfs on a real host: vNPUs do not outlive a reboot either).

@@ -31,8 +31,8 @@ struct Config {
   // Whether ASCEND_VISIBLE_DEVICES in the environment of an unprivileged container is a request (trust.h).
   // false on shared Kubernetes nodes: only the device plugin's marker mounts (or a privileged container) ask.
   bool accept_env_when_unprivileged = true;
-  // The device seam's backend (devices.h): auto | emulator | dcmi; the DCMI library (empty: the driver's under
-  // host-root); the helper that loads it for these static binaries (default: next to the executable).
+  // The device seam's backend (devices.h): auto | emulator | dcmi; the DCMI library (empty: the driver's
+  // under host-root); the helper that loads it for these static binaries (default: next to the executable).
   std::string backend = "auto";
   std::string dcmi_library;
   std::string dcmi_helper;

@@ -34,10 +34,10 @@ inline constexpr const char* kDefaultRanktableDir = "/var/lib/ascend-device-plug
 
 struct Config {
   std::string kubelet_socket_dir = kDefaultSocketDir;
-  std::string host_root;      // empty: $ASCEND_SIM_ROOT, else "/"
+  std::string host_root;         // empty: $ASCEND_SIM_ROOT, else "/"
   std::string backend = "auto";  // the device seam's backend: auto | emulator | dcmi (npu/backend.h)
   std::string dcmi_library;      // libdcmi.so for the dcmi backend; empty: the driver's, under the host root
-  std::string resource_name;  // empty: the chip's (huawei.com/Ascend910, huawei.com/Ascend310P)
+  std::string resource_name;     // empty: the chip's (huawei.com/Ascend910, huawei.com/Ascend310P)
   AllocateMode allocate_mode = AllocateMode::kRuntime;
   VnpuMode vnpu = VnpuMode::kOff;
   std::string metrics_addr;  // "host:port"; empty: no /metrics
