@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <set>
 
@@ -39,14 +40,19 @@ struct World {
     // Quiet: protobuf reports every invalid UTF-8 string it refuses, the plugin every refused call.
     google::protobuf::SetLogHandler(nullptr);
     spdlog::set_level(spdlog::level::off);
-    fuzz::write_file(dir / "npu-smi", "");
-    fuzz::write_file(dir / "libascend_driver_stub.so", "");
+    // Stand-ins for what load copies into the host, laid out as the build lays them out (the emulated
+    // libdcmi.so in lib/ beside bin/).
+    std::filesystem::create_directories(dir / "bin");
+    std::filesystem::create_directories(dir / "lib");
+    fuzz::write_file(dir / "bin/npu-smi", "");
+    fuzz::write_file(dir / "bin/libascend_driver_stub.so", "");
+    fuzz::write_file(dir / "lib/libdcmi.so", "");
     auto profile = npu::builtin_profile("atlas800t-a2");
     fuzz::check(profile.ok(), "profile");
     npu::LoadOptions o;
     o.make_nodes = false;
     o.majors = npu::DeviceMajors{240, 241, 242, 243, 244};
-    o.npu_smi_binary = dir / "npu-smi";
+    o.npu_smi_binary = dir / "bin/npu-smi";
     auto st = emu.load(*profile, o);
     fuzz::check(st.ok(), "load the emulated host: " + (st.ok() ? "" : st.error().message()));
     for (int i = 0; i < 2; ++i)
