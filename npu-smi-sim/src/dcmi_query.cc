@@ -257,9 +257,16 @@ class DcmiDeviceQuery final : public DeviceQuery {
   Status write_owners(const std::vector<OwnerRecord>& records) const;
   Result<FileLock> lock_owners() const;
 
+  // The link matrix of the chips at `order` (DCMI's topology does not change while the driver is loaded):
+  // read once per set of chips, so that a poll costs the chips' calls, not n squared topology calls.
+  Result<std::vector<Link>> links(const std::vector<Place>& order, const DeviceSnapshot& s) const;
+
   BackendOptions opts_;
   std::string lib_;
   Api api_;
+  mutable std::mutex links_mu_;
+  mutable std::vector<std::pair<int, int>> links_key_;  // (card, device) in phy order, then (phy, family)
+  mutable std::vector<Link> links_;
 };
 
 Result<std::map<int, DcmiDeviceQuery::Place>> DcmiDeviceQuery::places() const {
@@ -433,20 +440,7 @@ Result<DeviceSnapshot> DcmiDeviceQuery::snapshot() const {
   s.templates = templates_for(s.family, basis);
   s.vnpu_capacity = vnpu_capacity_for(s.family, s.chips[0].aicore_count, basis);
 
-  for (std::size_t i = 0; i < s.chips.size(); ++i) {
-    for (std::size_t j = 0; j < s.chips.size(); ++j) {
-      int topo = DCMI_TOPO_TYPE_BUTT;
-      ASCEND_CHECK(
-          check(api_.topo_info(order[i].card, order[i].device, order[j].card, order[j].device, &topo),
-                "dcmi_get_topo_info_by_device_id"),
-          "");
-      Link l = link_of(topo);
-      if (l == Link::kHccs && s.family == Family::k910_93) {
-        l = s.chips[i].card_id == s.chips[j].card_id ? Link::kSio : Link::kHccsSw;
-      }
-      s.links.push_back(l);
-    }
-  }
+  ASCEND_ASSIGN(s.links, links(order, s), "");
   const std::vector<int> domains = hccs_domains(s);
   for (std::size_t i = 0; i < s.chips.size(); ++i) s.chips[i].hccs_domain = domains[i];
 
@@ -476,6 +470,36 @@ Result<DeviceSnapshot> DcmiDeviceQuery::snapshot() const {
     s.control.push_back(stat_node(opts_.root, n));
   }
   return s;
+}
+
+Result<std::vector<Link>> DcmiDeviceQuery::links(const std::vector<Place>& order,
+                                                 const DeviceSnapshot& s) const {
+  std::vector<std::pair<int, int>> key;
+  for (const Place& p : order) key.emplace_back(p.card, p.device);
+  for (const Chip& c : s.chips) key.emplace_back(c.phy_id, static_cast<int>(s.family));
+  {
+    std::lock_guard<std::mutex> lock(links_mu_);
+    if (key == links_key_) return links_;
+  }
+  std::vector<Link> out;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    for (std::size_t j = 0; j < order.size(); ++j) {
+      int topo = DCMI_TOPO_TYPE_BUTT;
+      ASCEND_CHECK(
+          check(api_.topo_info(order[i].card, order[i].device, order[j].card, order[j].device, &topo),
+                "dcmi_get_topo_info_by_device_id"),
+          "");
+      Link l = link_of(topo);
+      if (l == Link::kHccs && s.family == Family::k910_93) {
+        l = s.chips[i].card_id == s.chips[j].card_id ? Link::kSio : Link::kHccsSw;
+      }
+      out.push_back(l);
+    }
+  }
+  std::lock_guard<std::mutex> lock(links_mu_);
+  links_key_ = std::move(key);
+  links_ = out;
+  return out;
 }
 
 Result<std::vector<OwnerRecord>> DcmiDeviceQuery::read_owners() const {

@@ -57,7 +57,11 @@ Plugin::~Plugin() {
 }
 
 Status Plugin::watch() {
-  ASCEND_ASSIGN(auto sub, query_.subscribe([this](const npu::DeviceSnapshot& s) { on_host_change(s); }),
+  // A change reported by the watcher is applied through check_driver, from a snapshot taken under its lock:
+  // the watcher's and the periodic check's snapshots are then applied in the order they were read, so that
+  // an older one (read before a fault) never overwrites a newer one.
+  ASCEND_ASSIGN(auto sub,
+                query_.subscribe([this](const npu::DeviceSnapshot& /*changed*/) { check_driver(); }),
                 "watch device health");
   std::lock_guard lock(mu_);
   subscription_ = std::move(sub);
@@ -77,6 +81,7 @@ Status Plugin::watch() {
 }
 
 void Plugin::check_driver() {
+  std::lock_guard serial(refresh_mu_);
   auto s = query_.snapshot();
   if (!s) {
     mark_lost(s.error().message());

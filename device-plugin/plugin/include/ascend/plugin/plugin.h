@@ -113,6 +113,7 @@ class Plugin {
   SchedulerApi* scheduler_;
   const std::vector<ResourceSpec> resources_;
 
+  std::mutex refresh_mu_;  // check_driver: reading the host and applying it are one step
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   npu::DeviceSnapshot host_;
