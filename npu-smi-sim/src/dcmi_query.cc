@@ -475,6 +475,7 @@ Result<DeviceSnapshot> DcmiDeviceQuery::snapshot() const {
 Result<std::vector<Link>> DcmiDeviceQuery::links(const std::vector<Place>& order,
                                                  const DeviceSnapshot& s) const {
   std::vector<std::pair<int, int>> key;
+  key.reserve(order.size() + s.chips.size());
   for (const Place& p : order) key.emplace_back(p.card, p.device);
   for (const Chip& c : s.chips) key.emplace_back(c.phy_id, static_cast<int>(s.family));
   {
