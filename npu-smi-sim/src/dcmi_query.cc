@@ -515,7 +515,14 @@ Result<std::vector<OwnerRecord>> DcmiDeviceQuery::read_owners() const {
   }
   std::vector<OwnerRecord> out;
   for (const auto& e : j) {
-    if (!e.is_object() || !e.contains("owner")) continue;
+    // A record of the wrong shape is an error naming the file, never an exception (nlohmann's value()
+    // throws on a wrong type).
+    if (!e.is_object() || !e.contains("owner") || !e.value("id", nlohmann::json()).is_number_integer() ||
+        !e.value("phy_id", nlohmann::json()).is_number_integer() ||
+        !e.value("template", nlohmann::json()).is_string()) {
+      return Error(
+          EIO, opts_.owner_file + " holds a malformed record; remove it (vNPUs it named count as static)");
+    }
     auto owner = owner_from_json(e["owner"]);
     if (!owner) return owner.error().context(opts_.owner_file);
     OwnerRecord r;

@@ -11,6 +11,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -271,6 +273,25 @@ TEST(BackendFactory, DcmiWithNoHostFailsAtInitWithTheDcmiCode) {
   EXPECT_NE(dq.error().message().find("dcmi_init failed: DCMI error -8005 (internal error)"),
             std::string::npos)
       << dq.error().message();
+}
+
+TEST(BackendFactory, AMalformedOwnerFileIsOneErrorNamingItNotAnException) {
+  ::unsetenv("ASCEND_SIM_ROOT");
+  EmulatedHost host("atlas800t-a2");
+  BackendOptions o;
+  o.backend = Backend::kDcmi;
+  o.root = host.root();
+  auto dq = open_device_query(o);
+  ASSERT_TRUE(dq.ok()) << dq.error().message();
+  const std::string file = host.root() + "/run/ascend/dcmi-vnpu-owners.json";
+  std::filesystem::create_directories(host.root() + "/run/ascend");
+  for (const char* text : {R"([{"id": "101", "phy_id": 0, "template": "t", "owner": {}}])", "{not json",
+                           R"([{"id": 101, "phy_id": 0, "template": 7, "owner": {}}])"}) {
+    std::ofstream(file) << text;
+    auto s = (*dq)->snapshot();
+    ASSERT_FALSE(s.ok()) << text;
+    EXPECT_NE(s.error().message().find(file), std::string::npos) << s.error().message();
+  }
 }
 
 TEST(BackendSubscribe, DcmiReportsAFaultWithinItsPollInterval) {
