@@ -664,8 +664,13 @@ class PollSubscription final : public Subscription {
   PollSubscription(const DeviceQuery& dq, DeviceQuery::ChangeCallback cb, std::chrono::milliseconds every,
                    std::optional<DeviceSnapshot> first)
       : thread_([this, &dq, cb = std::move(cb), every, last = std::move(first)]() mutable {
+          // Fixed rate, not fixed delay: a poll starts every `every` however long the last one took, so a
+          // change is seen within one interval plus one poll (two polls when it lands mid-poll).
           std::unique_lock<std::mutex> lock(mu_);
-          while (!cv_.wait_for(lock, every, [this] { return stop_; })) {
+          auto next = std::chrono::steady_clock::now() + every;
+          while (!cv_.wait_until(lock, next, [this] { return stop_; })) {
+            const auto now = std::chrono::steady_clock::now();
+            next = next + every > now ? next + every : now + every;  // an overrun skips, never piles up
             lock.unlock();
             auto s = dq.snapshot();
             if (s && (!last || !(*s == *last))) {

@@ -20,7 +20,8 @@
 //   BM_Allocate1Caller        one caller: latency without queueing behind other callers.
 //   BM_AllocateInProcess      Plugin::allocate + the metrics update in this process: the plugin's own work.
 //   BM_FaultToUnhealthy       Emulator::set_fault(critical) until the ListAndWatch stream shows the device
-//                             Unhealthy (target <= 500 ms); manual time, one fault per iteration.
+//                             Unhealthy (target <= 500 ms); manual time, one fault per iteration, each at a
+//                             random moment (0-250 ms after the last recovery was seen).
 //   BM_FaultToCallback        the same fault until a DeviceQuery subscription fires: the baseline.
 // The device backend is $ASCEND_BENCH_BACKEND (emulator, the default, or dcmi): the plugin runs with
 // --backend of that name and the callback baseline subscribes to the same backend; scripts/bench runs this
@@ -46,6 +47,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -587,12 +589,21 @@ void finish_ms(benchmark::State& state, const std::string& key, std::vector<doub
   state.counters["max_ms"] = ms.back();
 }
 
+// Waits a random 0-250 ms before a fault, so that faults land at every phase of a polling backend's interval
+// (DCMI's poll, every 200 ms) as real ones do; without it each fault would follow the poll that saw the last
+// recovery, one whole interval before the next poll, and every sample would be the same phase.
+void random_phase(std::mt19937& rng) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 250)(rng)));
+}
+
 void BM_FaultToUnhealthy(benchmark::State& state) {
   Stream stream;
   auto& emu = setup().emu();
   if (!stream.wait_health("Ascend910-3", "Healthy", 5s)) state.SkipWithError("no first list");
+  std::mt19937 rng(7);
   std::vector<double> ms;
   for (auto _ : state) {
+    random_phase(rng);
     auto t0 = Clock::now();
     (void)emu.set_fault(3, 0x80E01801, ascend::npu::Health::kCritical);
     if (!stream.wait_health("Ascend910-3", "Unhealthy", 5s)) state.SkipWithError("no Unhealthy within 5 s");
@@ -617,8 +628,10 @@ void BM_FaultToCallback(benchmark::State& state) {
     cv.notify_all();
   });
   if (!sub) state.SkipWithError("subscribe failed");
+  std::mt19937 rng(7);
   std::vector<double> ms;
   for (auto _ : state) {
+    random_phase(rng);
     auto t0 = Clock::now();
     (void)emu.set_fault(3, 0x80E01801, ascend::npu::Health::kCritical);
     {

@@ -17,7 +17,8 @@
 namespace ascend::npu::dcmi {
 namespace {
 
-// What dcmi_init established: the host root. Guarded by mu; the HostView itself is read per call.
+// What dcmi_init established: the host root. Guarded by mu; the HostView is looked at per call
+// (HostView::read shares the last one while the state file and the visible nodes are unchanged).
 struct Session {
   std::mutex mu;
   std::optional<std::string> root;
@@ -28,7 +29,7 @@ Session& session() {
   return s;
 }
 
-Result<std::unique_ptr<const HostView>> current() {
+Result<std::shared_ptr<const HostView>> current() {
   std::optional<std::string> root;
   {
     std::lock_guard<std::mutex> lock(session().mu);

@@ -3,8 +3,10 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <mutex>
 #include <utility>
 
+#include "ascend/common/fs.h"
 #include "ascend/npu/smi.h"
 
 namespace ascend::npu::dcmi {
@@ -58,16 +60,66 @@ std::string find_root() {
   return "/";
 }
 
-HostView::HostView(std::string root, HostState state) : root_(std::move(root)), state_(std::move(state)) {
-  view_ = smi::make_view(state_, smi::visible_devices(state_, root_));
+HostView::HostView(std::string root, HostState state)
+    : root_(std::move(root)), state_(std::move(state)), visible_(smi::visible_devices(state_, root_)) {
+  view_ = smi::make_view(state_, visible_);
 }
 
-Result<std::unique_ptr<const HostView>> HostView::read(const std::string& root) {
+namespace {
+
+bool same(const smi::Visible& a, const smi::Visible& b) {
+  return a.chips == b.chips && a.vnpus == b.vnpus;
+}
+
+// The last view read, per process: a real libdcmi keeps its device handles between calls; this library keeps
+// the parsed state while the state file's bytes and the visible device nodes are the same. Comparing the
+// bytes (a few kilobytes) costs a read and a memcmp, parsing them most of a call; file times and inode
+// numbers are not trusted (a renamed-in file may reuse an inode within one clock tick).
+struct Cache {
+  std::mutex mu;
+  std::string root;
+  std::string text;
+  smi::Visible visible;
+  std::shared_ptr<const HostView> view;
+};
+
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const HostView>> HostView::read(const std::string& root) {
   Emulator emu(root);
-  auto snap = emu.read_state();
-  if (!snap) return Error(EIO, snap.error().message());
-  // Not make_unique: the constructor is private. The View points into the HostView, so it never moves.
-  std::unique_ptr<const HostView> v(new HostView(emu.root(), std::move(*snap)));
+  auto text = read_file(emu.state_path(), 16U << 20);
+  if (!text) {
+    if (text.error().code() == ENOENT) {
+      return Error(EIO,
+                   "no emulated host is loaded at " + emu.root() + " (run 'npu-sim load --profile NAME')");
+    }
+    return Error(EIO, text.error().context("read state").message());
+  }
+  Cache& c = cache();
+  std::shared_ptr<const HostView> v;
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (c.view && c.root == emu.root() && c.text == *text) {
+      smi::Visible now = smi::visible_devices(c.view->state(), c.view->root());
+      if (same(now, c.visible)) v = c.view;
+    }
+  }
+  if (!v) {
+    auto state = parse_state(*text);
+    if (!state) return Error(EIO, state.error().context("state file " + emu.state_path()).message());
+    // Not make_shared: the constructor is private. The View points into the HostView, so it never moves.
+    v.reset(new HostView(emu.root(), std::move(*state)));
+    std::lock_guard<std::mutex> lock(c.mu);
+    c.root = emu.root();
+    c.text = std::move(*text);
+    c.visible = v->visible_;
+    c.view = v;
+  }
   if (v->view().cards.empty()) return Error(EIO, "no NPU device node is visible under " + emu.root());
   return v;
 }

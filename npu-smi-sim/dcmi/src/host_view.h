@@ -4,7 +4,7 @@
 //
 // Numbering is npu-smi's: a card is a View card (the NPU column), a device is its chip index (the Chip
 // column), restricted to the devices whose nodes are visible under the root, exactly as npu-smi shows them.
-// Thread-safe: a HostView is immutable once read; the functions share no state.
+// Thread-safe: a HostView is immutable once read; read() shares the last one under a lock.
 #pragma once
 
 #include <memory>
@@ -13,6 +13,7 @@
 
 #include "ascend/common/error.h"
 #include "ascend/npu/emulator.h"
+#include "ascend/npu/smi.h"
 #include "ascend/npu/smi/view.h"
 #include "ascend/npu/state.h"
 #include "dcmi_interface_api.h"
@@ -35,8 +36,9 @@ std::string root_of_library(std::string_view library_path);
 class HostView {
  public:
   // Reads the state under `root` and the devices visible there. EIO when no host is loaded or no device
-  // is visible (what makes dcmi_init fail, as npu-smi's "dcmi module initialize failed").
-  static Result<std::unique_ptr<const HostView>> read(const std::string& root);
+  // is visible (what makes dcmi_init fail, as npu-smi's "dcmi module initialize failed"). The view of the
+  // previous call is shared while the state file holds the same bytes and the same device nodes are visible.
+  static Result<std::shared_ptr<const HostView>> read(const std::string& root);
 
   HostView(const HostView&) = delete;
   HostView& operator=(const HostView&) = delete;
@@ -53,6 +55,7 @@ class HostView {
 
   std::string root_;
   HostState state_;
+  smi::Visible visible_;
   smi::View view_;  // points into state_
 };
 

@@ -1,7 +1,9 @@
 // The emulated libdcmi.so through dlopen, as a vendor tool uses it: error paths and semantics. Expected
 // codes come from the DCMI reference's return-code table and per-function pages (REFERENCE.md); expected
 // vNPU ids and capacities from the reference's vNPU template table (tests/fixtures/dcmi/README.md).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -230,6 +232,46 @@ TEST_F(DcmiApiTest, HealthFollowsFaultsInjectedWithNpuSim) {
   EXPECT_EQ(codes[0], 0x80E01801U);
   ASSERT_EQ(api_.health(4, 0, &health), DCMI_OK);
   EXPECT_EQ(health, DCMI_HEALTH_OK);
+}
+
+// The library keeps what it read between calls (as a real one keeps its device handles): a change must
+// still show at once, even one that keeps the state file's inode, size and modification time (rewritten in
+// place, the time set back), and a device node that goes away must hide its chip in the same session.
+TEST_F(DcmiApiTest, AChangeShowsAtOnceEvenWithTheSameFileSizeAndTime) {
+  ASSERT_EQ(api_.init(), DCMI_OK);
+  fault({"set", "--device", "3", "--code", "0x80E01801"});
+  int count = 0;
+  unsigned int codes[DCMI_ERROR_CODE_MAX_COUNT] = {};
+  ASSERT_EQ(api_.errorcode_v2(3, 0, &count, codes, DCMI_ERROR_CODE_MAX_COUNT), DCMI_OK);
+  ASSERT_EQ(count, 1);
+  EXPECT_EQ(codes[0], 0x80E01801U);
+
+  const std::string path = host_.emu().state_path();
+  struct stat before {};
+  ASSERT_EQ(::stat(path.c_str(), &before), 0);
+  std::string text;
+  {
+    std::ifstream in(path, std::ios::binary);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const auto at = text.find("\"0x80E01801\"");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 12, "\"0x80E01802\"");  // another code of the same length
+  {
+    std::fstream out(path, std::ios::in | std::ios::out | std::ios::binary);  // in place: same inode
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  }
+  const timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+  struct stat after {};
+  ASSERT_EQ(::stat(path.c_str(), &after), 0);
+  ASSERT_EQ(after.st_ino, before.st_ino);
+  ASSERT_EQ(after.st_size, before.st_size);
+  ASSERT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+
+  ASSERT_EQ(api_.errorcode_v2(3, 0, &count, codes, DCMI_ERROR_CODE_MAX_COUNT), DCMI_OK);
+  ASSERT_EQ(count, 1);
+  EXPECT_EQ(codes[0], 0x80E01802U);
 }
 
 // 910B3, 20 AICore: two vir10_3c_32g take every AICore; ids are the lowest free of 100+16*phy .. +15

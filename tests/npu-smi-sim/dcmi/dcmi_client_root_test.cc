@@ -1,11 +1,13 @@
 // The C DCMI client on a host laid out by the real `npu-sim load` (device nodes: needs root), compared
 // with the npu-smi that npu-sim installed into the host; and visibility by device node, as npu-smi has it.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 
 #include "client_check.h"
+#include "dcmi_library.h"
 #include "test_dir.h"
 
 namespace ascend::npu {
@@ -49,6 +51,29 @@ TEST_F(DcmiClientRootTest, AMissingDeviceNodeHidesTheChipAsFromNpuSmi) {
   ClientOutput out(r.out);
   EXPECT_EQ(out.after("cards"), (std::vector<std::string>{"7:", "0", "1", "2", "4", "5", "6", "7"}));
   testing::expect_client_matches_npu_smi(out, installed_npu_smi(), root());
+}
+
+// One session (the library keeps what it read between calls): a node removed after dcmi_init hides its chip
+// from the next call, and a node made again shows it again.
+TEST_F(DcmiClientRootTest, ANodeRemovedDuringASessionHidesTheChipAtTheNextCall) {
+  ::setenv("ASCEND_SIM_ROOT", root().c_str(), 1);
+  testing::DcmiLibrary lib(testing::built_libdcmi(), dir_ / "libdcmi.so");
+  testing::DcmiApi api(lib);
+  ASSERT_EQ(api.init(), DCMI_OK);
+  const auto cards = [&] {
+    int n = 0;
+    int list[MAX_CARD_NUM] = {};
+    EXPECT_EQ(api.card_num_list(&n, list, MAX_CARD_NUM), DCMI_OK);
+    return std::vector<int>(list, list + n);
+  };
+  EXPECT_EQ(cards(), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  struct stat st {};
+  ASSERT_EQ(::stat((root() + "/dev/davinci3").c_str(), &st), 0);
+  std::filesystem::remove(root() + "/dev/davinci3");
+  EXPECT_EQ(cards(), (std::vector<int>{0, 1, 2, 4, 5, 6, 7}));
+  ASSERT_EQ(::mknod((root() + "/dev/davinci3").c_str(), st.st_mode, st.st_rdev), 0);
+  EXPECT_EQ(cards(), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  ::unsetenv("ASCEND_SIM_ROOT");
 }
 
 TEST_F(DcmiClientRootTest, NoVisibleDeviceFailsInitAsNpuSmi) {
