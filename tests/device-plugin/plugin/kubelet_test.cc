@@ -643,12 +643,19 @@ TEST_F(PluginE2E, BinaryHelpAndUsageErrors) {
   const std::string bin = std::string(ASCEND_BIN_DIR) + "/ascend-device-plugin";
   EXPECT_EQ(wait_exit(spawn({bin, "--help"}, tmp / "help.log"), 10s), 0);
   EXPECT_EQ(wait_exit(spawn({bin, "--no-such-flag"}, tmp / "bad.log"), 10s), 2);
+  // A bad value is bad usage, on the command line or in the --config file.
   EXPECT_EQ(wait_exit(spawn({bin, "--allocate-mode", "magic", "--host-root", root}, tmp / "mode.log"), 10s),
-            1);
+            2);
   std::ifstream f(tmp / "mode.log");
   std::string line;
   std::getline(f, line);
   EXPECT_NE(line.find("unknown allocate mode 'magic'"), std::string::npos) << line;
+  std::ofstream(tmp / "bad.yaml") << "host-root: " << root << "\nallocate_mode: cdi\n";
+  EXPECT_EQ(wait_exit(spawn({bin, "--config", tmp / "bad.yaml"}, tmp / "key.log"), 10s), 2);
+  std::ifstream k(tmp / "key.log");
+  std::getline(k, line);
+  EXPECT_NE(line.find("bad.yaml: unknown key 'allocate_mode' (valid: allocate-mode,"), std::string::npos)
+      << line;
   // No emulated host at the root: one clear line, exit 1.
   EXPECT_EQ(
       wait_exit(spawn({bin, "--host-root", tmp / "nothing", "--kubelet-socket-dir", dir}, tmp / "nohost.log"),

@@ -15,6 +15,7 @@
 #include "ascend/plugin/config.h"
 #include "ascend/plugin/inventory.h"
 #include "ascend/plugin/ledger.h"
+#include "ascend/plugin/options.h"
 #include "ascend/plugin/preferred.h"
 #include "ascend/topology/choose.h"
 #include "test_dir.h"
@@ -65,38 +66,82 @@ TEST(PluginConfig, ModesParseAndRejectGarbage) {
   EXPECT_NE(bad.error().message().find("off, static, dynamic"), std::string::npos);
 }
 
-TEST(PluginConfig, YamlFileOverridesBaseAndNamesBadKeys) {
+TEST(PluginConfig, YamlFileKeysAreTheFlagsAndTheCommandLineWins) {
   testing::TempDir dir;
   {
     std::ofstream f(dir / "c.yaml");
-    f << "kubelet-socket-dir: /run/dp\nallocate-mode: device-spec\nvnpu: static\nmetrics-addr: ':9400'\n";
+    f << "kubelet-socket-dir: /run/dp\nallocate-mode: device-spec\nvnpu: static\nmetrics-addr: ':9400'\n"
+         "host-root: /from/file\nhealth-interval: 250\nvnpu-gc-interval: 0\n";
   }
-  Config base;
-  base.host_root = "/from/base";
-  auto c = load_config_file(dir / "c.yaml", base);
+  auto c = parse_options({"--config", dir / "c.yaml"});
   ASSERT_TRUE(c.ok()) << c.error().message();
   EXPECT_EQ(c->kubelet_socket_dir, "/run/dp");
   EXPECT_EQ(c->allocate_mode, AllocateMode::kDeviceSpec);
   EXPECT_EQ(c->vnpu, VnpuMode::kStatic);
   EXPECT_EQ(c->metrics_addr, ":9400");
-  EXPECT_EQ(c->host_root, "/from/base");
+  EXPECT_EQ(c->host_root, "/from/file");
+  EXPECT_EQ(c->health_interval, std::chrono::milliseconds(250));
+  EXPECT_EQ(c->vnpu_gc_interval, std::chrono::seconds(0));
+  EXPECT_EQ(c->log_level, "info") << "a key the file does not name keeps its default";
 
-  {
-    std::ofstream f(dir / "bad.yaml");
-    f << "kubelet-socket-dir: /run/dp\nallocate_mode: cdi\n";
+  // Flags on the command line win over the file, before or after --config.
+  auto f = parse_options(
+      {"--host-root", "/from/flag", "--config", dir / "c.yaml", "--vnpu", "off", "--health-interval", "40"});
+  ASSERT_TRUE(f.ok()) << f.error().message();
+  EXPECT_EQ(f->host_root, "/from/flag");
+  EXPECT_EQ(f->vnpu, VnpuMode::kOff);
+  EXPECT_EQ(f->health_interval, std::chrono::milliseconds(40));
+  EXPECT_EQ(f->kubelet_socket_dir, "/run/dp");
+
+  // No file: the defaults of config.h.
+  auto d = parse_options({});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->kubelet_socket_dir, kDefaultSocketDir);
+  EXPECT_EQ(d->allocate_mode, AllocateMode::kRuntime);
+  EXPECT_EQ(d->health_interval, std::chrono::milliseconds(500));
+  EXPECT_EQ(d->vnpu_gc_interval, std::chrono::seconds(60));
+}
+
+TEST(PluginConfig, ABadFileOrKeyOrValueIsOneLineNamingIt) {
+  testing::TempDir dir;
+  const auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return std::string(dir / name);
+  };
+  struct Case {
+    std::string text;
+    std::vector<std::string> says;  // each must be in the message
+  };
+  const Case cases[] = {
+      {"kubelet-socket-dir: /run/dp\nallocate_mode: cdi\n",
+       {"config file ", "c.yaml", "unknown key 'allocate_mode'", "allocate-mode", "vnpu-gc-interval"}},
+      {"config: other.yaml\n", {"unknown key 'config'"}},
+      {"allocate-mode: magic\n",
+       {"allocate-mode", "unknown allocate mode 'magic'", "runtime, device-spec, cdi"}},
+      {"vnpu: on\n", {"vnpu", "off, static, dynamic"}},
+      {"health-interval: 5\n", {"health-interval", "5"}},
+      {"health-interval: soon\n", {"health-interval", "soon"}},
+      {"host-root: [a, b]\n", {"c.yaml", "'host-root' must be a string"}},
+      {"- a\n- b\n", {"c.yaml", "expected a mapping"}},
+      {"key: [unclosed\n", {"c.yaml"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto r = parse_options({"--config", write("c.yaml", c.text)});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code(), EINVAL);
+    const std::string m = r.error().message();
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    for (const auto& s : c.says) EXPECT_NE(m.find(s), std::string::npos) << "'" << s << "' not in: " << m;
   }
-  auto bad = load_config_file(dir / "bad.yaml", Config{});
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message().find("unknown key 'allocate_mode'"), std::string::npos)
-      << bad.error().message();
-  {
-    std::ofstream f(dir / "badmode.yaml");
-    f << "allocate-mode: magic\n";
-  }
-  auto bad2 = load_config_file(dir / "badmode.yaml", Config{});
-  ASSERT_FALSE(bad2.ok());
-  EXPECT_NE(bad2.error().message().find("'allocate-mode'"), std::string::npos) << bad2.error().message();
-  EXPECT_EQ(load_config_file(dir / "missing.yaml", Config{}).error().code(), ENOENT);
+  auto missing = parse_options({"--config", dir / "missing.yaml"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code(), ENOENT);
+  EXPECT_NE(missing.error().message().find("missing.yaml"), std::string::npos) << missing.error().message();
+  auto flag = parse_options({"--allocate-mode", "magic"});
+  ASSERT_FALSE(flag.ok());
+  EXPECT_NE(flag.error().message().find("unknown allocate mode 'magic'"), std::string::npos);
+  EXPECT_FALSE(parse_options({"--no-such-flag"}).ok());
 }
 
 TEST(PluginConfig, TheShippedDaemonSetConfigLoads) {
@@ -112,7 +157,7 @@ TEST(PluginConfig, TheShippedDaemonSetConfigLoads) {
     std::ofstream f(dir / "config.yaml");
     f << cm["data"]["config.yaml"].as<std::string>();
   }
-  auto c = load_config_file(dir / "config.yaml", Config{});
+  auto c = parse_options({"--config", dir / "config.yaml"});
   ASSERT_TRUE(c.ok()) << c.error().message();
   EXPECT_TRUE(validate(*c).ok());
   EXPECT_EQ(c->kubelet_socket_dir, kDefaultSocketDir);

@@ -18,6 +18,7 @@
 #include "ascend/npu/emulator.h"
 #include "ascend/npu/profiles.h"
 #include "ascend/plugin/config.h"
+#include "ascend/plugin/options.h"
 #include "ascend/plugin/plugin.h"
 #include "ascend/plugin/reporter.h"
 #include "ascend/plugin/scheduler_client.h"
@@ -322,7 +323,7 @@ TEST(SchedulerConfig, YamlKeysAndValidation) {
     f << "scheduler-url: https://sched:8443\nnode-name: node-7\nscheduler-token-file: /etc/token\n"
          "scheduler-ca-file: /etc/ca.crt\nranktable-dir: /var/lib/ascend/rt\n";
   }
-  auto c = load_config_file(dir / "c.yaml", Config{});
+  auto c = parse_options({"--config", dir / "c.yaml"});
   ASSERT_TRUE(c.ok()) << c.error().message();
   EXPECT_EQ(c->scheduler_url, "https://sched:8443");
   EXPECT_EQ(c->node_name, "node-7");
@@ -398,7 +399,7 @@ TEST(SchedulerConfig, TheShippedDaemonSetWiresTheSchedulerNodeNameRankTablesAndT
   ASSERT_TRUE(cm && ds);
   testing::TempDir dir;
   ASSERT_TRUE(atomic_replace(dir / "config.yaml", cm["data"]["config.yaml"].as<std::string>()).ok());
-  auto cfg = load_config_file(dir / "config.yaml", Config{});
+  auto cfg = parse_options({"--config", dir / "config.yaml"});
   ASSERT_TRUE(cfg.ok()) << cfg.error().message();
   EXPECT_TRUE(validate(*cfg).ok());
   EXPECT_EQ(cfg->scheduler_url, "http://ascend-scheduler.kube-system.svc:8888");

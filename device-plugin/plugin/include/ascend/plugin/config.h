@@ -1,6 +1,5 @@
-// The plugin's configuration: command-line flags, optionally layered over a YAML file whose keys are the
-// flag names without the leading dashes (`kubelet-socket-dir: /var/lib/kubelet/device-plugins`). Plain
-// value; pure functions; thread-safe.
+// The plugin's configuration: a plain value (its flags and YAML keys are options.h). Pure functions;
+// thread-safe.
 #pragma once
 
 #include <chrono>
@@ -78,13 +77,6 @@ bool tracks_whole_chips(const Config& c);
 
 // $NODE_NAME when set and not empty, else the host name (gethostname).
 std::string default_node_name();
-
-// A whole number in [lo, hi] (the interval flags).
-Result<long> parse_count(const std::string& v, long lo, long hi);
-
-// Reads a YAML config file over `base`: keys present in the file replace base's values. Unknown keys and
-// bad values are errors naming the file and the key.
-Result<Config> load_config_file(const std::string& path, Config base);
 
 // Checks combinations that cannot work (dynamic vNPU needs runtime mode; cdi mode has no vNPU names) and the
 // scheduler settings (an http(s) URL, an absolute rank-table folder).

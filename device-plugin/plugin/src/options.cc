@@ -1,0 +1,151 @@
+#include "ascend/plugin/options.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <memory>
+#include <sstream>
+
+namespace ascend::plugin {
+namespace {
+
+// CLI11's config reader for YAML: a mapping of flag names (without dashes) to scalars. Unknown keys and
+// values that are not scalars are refused here, with the file's name and the valid keys, before CLI11 applies
+// the values through each option's own checks.
+class YamlConfig final : public CLI::Config {
+ public:
+  explicit YamlConfig(const CLI::App& app) : app_(app) {}
+
+  std::string to_config(const CLI::App* /*app*/, bool /*defaults*/, bool /*descriptions*/,
+                        std::string /*prefix*/) const override {
+    return {};  // never written: the shipped ConfigMaps are the examples
+  }
+
+  std::vector<CLI::ConfigItem> from_config(std::istream& in) const override {
+    const std::string where = "config file " + file();
+    YAML::Node root;
+    try {
+      root = YAML::Load(in);
+    } catch (const YAML::Exception& e) {
+      throw CLI::ConfigError(where + ": " + e.what());
+    }
+    std::vector<CLI::ConfigItem> items;
+    if (root.IsNull()) return items;
+    if (!root.IsMap()) throw CLI::ConfigError(where + ": expected a mapping of flag names to values");
+    for (const auto& kv : root) {
+      if (!kv.first.IsScalar()) throw CLI::ConfigError(where + ": a key is not a string");
+      const auto key = kv.first.as<std::string>();
+      const CLI::Option* opt = app_.get_option_no_throw("--" + key);
+      if (opt == nullptr || !opt->get_configurable() || key == "config" || key == "help") {
+        throw CLI::ConfigError(where + ": unknown key '" + key + "' (valid: " + valid_keys() + ")");
+      }
+      if (!kv.second.IsScalar()) throw CLI::ConfigError(where + ": '" + key + "' must be a string");
+      CLI::ConfigItem item;
+      item.name = key;
+      item.inputs = {kv.second.as<std::string>()};
+      items.push_back(std::move(item));
+    }
+    return items;
+  }
+
+ private:
+  std::string file() const {
+    const CLI::Option* c = app_.get_config_ptr();
+    return c != nullptr && !c->results().empty() ? c->results().front() : "";
+  }
+  std::string valid_keys() const {
+    std::vector<std::string> names;
+    for (const CLI::Option* o : app_.get_options()) {
+      const std::string n = o->get_single_name();
+      if (o->get_configurable() && n != "config" && n != "help" && !o->get_lnames().empty())
+        names.push_back(n);
+    }
+    std::sort(names.begin(), names.end());
+    std::string out;
+    for (const auto& n : names) out.append(out.empty() ? "" : ", ").append(n);
+    return out;
+  }
+
+  const CLI::App& app_;
+};
+
+// A CLI11 check from one of config.h's parsers: the parser's own message when it refuses.
+template <typename Parse>
+CLI::Validator parsed_by(Parse parse, std::string what) {
+  return CLI::Validator(
+      [parse](std::string& v) -> std::string {
+        auto r = parse(v);
+        return r ? std::string() : r.error().message();
+      },
+      std::move(what));
+}
+
+}  // namespace
+
+Options::Options(CLI::App& app)
+    : health_ms_(cfg_.health_interval.count()), gc_s_(cfg_.vnpu_gc_interval.count()) {
+  app.set_config("--config", "", "YAML file with any of the flags below (without the dashes)");
+  app.config_formatter(std::make_shared<YamlConfig>(app));
+  app.add_option("--kubelet-socket-dir", cfg_.kubelet_socket_dir, "the kubelet's device-plugins folder")
+      ->capture_default_str();
+  app.add_option("--host-root", cfg_.host_root, "root of the (emulated) host");
+  app.add_option("--backend", cfg_.backend, "device backend: auto | emulator | dcmi")->capture_default_str();
+  app.add_option("--dcmi-library", cfg_.dcmi_library,
+                 "libdcmi.so for --backend dcmi (default: the driver's under --host-root)");
+  app.add_option("--resource-name", cfg_.resource_name, "whole-chip resource (default: from the chip)");
+  app.add_option("--allocate-mode", allocate_mode_, "runtime | device-spec | cdi")
+      ->check(parsed_by(parse_allocate_mode, "MODE"))
+      ->capture_default_str();
+  app.add_option("--vnpu", vnpu_, "off | static | dynamic")
+      ->check(parsed_by(parse_vnpu_mode, "MODE"))
+      ->capture_default_str();
+  app.add_option("--metrics-addr", cfg_.metrics_addr, "serve /metrics on host:port (default: off)");
+  app.add_option("--pod-resources-socket", cfg_.pod_resources_socket,
+                 "kubelet pod-resources socket (dynamic vNPU bookkeeping)")
+      ->capture_default_str();
+  app.add_option("--log-level", cfg_.log_level, "trace|debug|info|warn|error")->capture_default_str();
+  app.add_option("--log-file", cfg_.log_file, "log file (default: stderr)");
+  app.add_option("--scheduler-url", cfg_.scheduler_url,
+                 "scheduler extender, http(s)://host:port (default: none, work alone)");
+  app.add_option("--node-name", cfg_.node_name,
+                 "this node's name for the scheduler (default: $NODE_NAME, else the host name)");
+  app.add_option("--scheduler-token-file", cfg_.scheduler_token_file,
+                 "file holding the scheduler's bearer token");
+  app.add_option("--scheduler-ca-file", cfg_.scheduler_ca_file,
+                 "CA certificate(s) for an https scheduler (default: the system's)");
+  app.add_option("--ranktable-dir", cfg_.ranktable_dir, "where job rank tables are written")
+      ->capture_default_str();
+  app.add_option("--health-interval", health_ms_,
+                 "ms between checks that the driver is there (devices Unhealthy when not)")
+      ->check(CLI::Range(10L, 60000L))
+      ->capture_default_str();
+  app.add_option("--vnpu-gc-interval", gc_s_,
+                 "s between destroying dynamic vNPUs whose container is gone (0: never)")
+      ->check(CLI::Range(0L, 86400L))
+      ->capture_default_str();
+}
+
+Config Options::config() const {
+  Config c = cfg_;
+  c.allocate_mode = *parse_allocate_mode(allocate_mode_);  // checked while parsing
+  c.vnpu = *parse_vnpu_mode(vnpu_);
+  c.health_interval = std::chrono::milliseconds(health_ms_);
+  c.vnpu_gc_interval = std::chrono::seconds(gc_s_);
+  return c;
+}
+
+Result<Config> parse_options(const std::vector<std::string>& args) {
+  CLI::App app;
+  Options opts(app);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
+  try {
+    app.parse(reversed);
+  } catch (const CLI::FileError& e) {
+    return Error::not_found(e.what());
+  } catch (const CLI::Error& e) {
+    return Error::invalid(e.what());
+  }
+  return opts.config();
+}
+
+}  // namespace ascend::plugin
