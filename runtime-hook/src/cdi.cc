@@ -3,7 +3,7 @@
 #include <cctype>
 #include <set>
 
-#include "strcat.h"
+#include <fmt/format.h>
 
 namespace ascend::hook {
 
@@ -76,7 +76,7 @@ std::optional<std::vector<int>> known_version(const std::string& v) {
 Status only_fields(const json& obj, const std::set<std::string>& allowed, const std::string& where) {
   if (!obj.is_object()) return Error::invalid(where + ": expected an object");
   for (const auto& [k, v] : obj.items()) {
-    if (allowed.count(k) == 0) return Error::invalid(cat(where, ": unknown field '", k, "'"));
+    if (allowed.count(k) == 0) return Error::invalid(fmt::format("{}: unknown field '{}'", where, k));
   }
   return {};
 }

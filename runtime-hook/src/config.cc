@@ -5,10 +5,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fmt/format.h>
+
 #include "ascend/common/fs.h"
 #include "ascend/npu/backend.h"
 #include "ascend/npu/yaml_json.h"
-#include "strcat.h"
 
 namespace ascend::hook {
 
@@ -55,7 +56,7 @@ Result<Config> load_config(const std::string& path, const ConfigDefaults& defaul
   // Absolute, because the shim hands it to the hook, which runc starts in another folder.
   if (file[0] != '/') {
     char cwd[4096];
-    if (::getcwd(cwd, sizeof cwd) != nullptr) file = cat(cwd, "/", file);
+    if (::getcwd(cwd, sizeof cwd) != nullptr) file = fmt::format("{}/{}", cwd, file);
   }
   c.config_file = file;
   if (doc.is_null()) return c;  // an empty file: all defaults
@@ -77,32 +78,36 @@ Result<Config> load_config(const std::string& path, const ConfigDefaults& defaul
       if (k == candidate.name) key = &candidate;
     }
     if (k == "accept-env-when-unprivileged") {
-      if (!v.is_boolean()) return Error::invalid(cat("config ", file, ": '", k, "' must be true or false"));
+      if (!v.is_boolean())
+        return Error::invalid(fmt::format("config {}: '{}' must be true or false", file, k));
       c.accept_env_when_unprivileged = v.get<bool>();
       continue;
     }
     if (key == nullptr) {
-      return Error::invalid(cat("config ", file, ": unknown key '", k,
-                                "' (known: host-root, runtime-path, hook-path, mount-list-dir, log-file, "
-                                "log-level, injection, accept-env-when-unprivileged, backend, dcmi-library, "
-                                "dcmi-helper)"));
+      return Error::invalid(fmt::format(
+          "config {}: unknown key '{}' (known: host-root, runtime-path, hook-path, mount-list-dir, log-file, "
+          "log-level, injection, accept-env-when-unprivileged, backend, dcmi-library, "
+          "dcmi-helper)",
+          file, k));
     }
     if (k == "log-file" && v.is_null()) {  // "log-file:" with no value: no log file
       c.log_file.clear();
       continue;
     }
-    if (!v.is_string()) return Error::invalid(cat("config ", file, ": '", k, "' must be a string"));
+    if (!v.is_string()) return Error::invalid(fmt::format("config {}: '{}' must be a string", file, k));
     std::string value = v.get<std::string>();
     if (key->absolute && (value.empty() || value[0] != '/')) {
-      return Error::invalid(cat("config ", file, ": '", k, "' must be an absolute path, not '", value, "'"));
+      return Error::invalid(
+          fmt::format("config {}: '{}' must be an absolute path, not '{}'", file, k, value));
     }
     if (k == "log-file" && !value.empty() && value[0] != '/') {
       return Error::invalid("config " + file + ": 'log-file' must be an absolute path or empty");
     }
     if (k == "injection" && value != "spec" && value != "hook") {
-      return Error::invalid(cat("config ", file, ": 'injection' must be spec or hook, not '", value, "'"));
+      return Error::invalid(
+          fmt::format("config {}: 'injection' must be spec or hook, not '{}'", file, value));
     }
-    if (k == "backend") ASCEND_CHECK(npu::parse_backend(value), cat("config ", file, ": 'backend'"));
+    if (k == "backend") ASCEND_CHECK(npu::parse_backend(value), fmt::format("config {}: 'backend'", file));
     if (k == "runtime-path" && value.empty())
       return Error::invalid("config " + file + ": 'runtime-path' is empty");
     *key->field = value;

@@ -15,10 +15,11 @@
 #include <optional>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "ascend/common/fs.h"
 #include "ascend/common/safe_path.h"
 #include "ascend/common/unique_fd.h"
-#include "strcat.h"
 
 namespace ascend::hook {
 
@@ -288,7 +289,7 @@ Status allow_in_cgroup(int pid, const std::vector<DeviceEntry>& nodes) {
     UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CLOEXEC));
     if (!fd.valid()) return Error::from_errno(errno, "open " + file);
     if (::write(fd.get(), rule.data(), rule.size()) != static_cast<ssize_t>(rule.size())) {
-      return Error::from_errno(errno, cat("write '", rule, "' to ", file));
+      return Error::from_errno(errno, fmt::format("write '{}' to {}", rule, file));
     }
   }
   return {};
@@ -343,7 +344,7 @@ Result<std::string> parse_devices_cgroup(std::string_view proc_cgroup, std::stri
     auto a = line.find(':');
     auto b = line.find(':', a + 1);
     if (a == std::string::npos || b == std::string::npos) continue;
-    std::string ctrls = cat(",", std::string_view(line).substr(a + 1, b - a - 1), ",");
+    std::string ctrls = fmt::format(",{},", std::string_view(line).substr(a + 1, b - a - 1));
     if (ctrls.find(",devices,") != std::string::npos) {
       rel = line.substr(b + 1);
       found = true;
@@ -364,7 +365,7 @@ Result<std::string> parse_devices_cgroup(std::string_view proc_cgroup, std::stri
     std::istringstream r(line.substr(sep + 3));
     std::string fstype, source, opts;
     r >> fstype >> source >> opts;
-    if (fstype != "cgroup" || cat(",", opts, ",").find(",devices,") == std::string::npos) continue;
+    if (fstype != "cgroup" || fmt::format(",{},", opts).find(",devices,") == std::string::npos) continue;
     if (root != "/" && rel.rfind(root, 0) != 0) continue;
     std::string sub = root == "/" ? rel : rel.substr(root.size());
     return mountpoint + sub;

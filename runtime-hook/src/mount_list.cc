@@ -2,8 +2,9 @@
 
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "ascend/common/fs.h"
-#include "strcat.h"
 
 namespace ascend::hook {
 
@@ -19,8 +20,8 @@ Result<MountList> parse_mount_list(std::string_view text, const std::string& nam
     if (b == std::string::npos) continue;
     auto e = line.find_last_not_of(" \t\r");
     std::string p = line.substr(b, e - b + 1);
-    std::string where = cat("mount list ", name, " line ", std::to_string(lineno), ": ");
-    if (p[0] != '/') return Error::invalid(cat(where, "'", p, "' is not an absolute path"));
+    std::string where = fmt::format("mount list {} line {}: ", name, lineno);
+    if (p[0] != '/') return Error::invalid(fmt::format("{}'{}' is not an absolute path", where, p));
     if (p.find('\0') != std::string::npos) return Error::invalid(where + "a path with a NUL byte");
     // Blanks at the end of a line are not part of its path, also when a '/' follows them ("/usr /").
     while (p.size() > 1 && (p.back() == '/' || p.back() == ' ' || p.back() == '\t' || p.back() == '\r'))
@@ -32,7 +33,7 @@ Result<MountList> parse_mount_list(std::string_view text, const std::string& nam
       if (j == std::string::npos) j = p.size();
       std::string comp = p.substr(i, j - i);
       if (comp == "." || comp == "..")
-        return Error::invalid(cat(where, "'", p, "' has a '", comp, "' component"));
+        return Error::invalid(fmt::format("{}'{}' has a '{}' component", where, p, comp));
       if (!comp.empty()) norm += "/" + comp;
       i = j + 1;
     }
@@ -46,12 +47,12 @@ Result<std::vector<MountList>> load_mount_lists(const std::string& dir,
                                                 const std::vector<std::string>& names) {
   std::vector<MountList> out;
   for (const auto& n : names) {
-    std::string path = cat(dir, "/", n, ".list");
+    std::string path = fmt::format("{}/{}.list", dir, n);
     // A list says which host files a container receives: only root may be able to change it.
     auto text = read_protected_file(path, 1U << 20);
     if (!text) {
       if (text.error().code() == ENOENT) {
-        return Error::not_found(cat("mount list '", n, "' not found (no ", path, ")"));
+        return Error::not_found(fmt::format("mount list '{}' not found (no {})", n, path));
       }
       return text.error().context("mount list '" + n + "'");
     }

@@ -1,7 +1,8 @@
 #include "ascend/hook/oci.h"
 
+#include <fmt/format.h>
+
 #include "ascend/common/json_depth.h"
-#include "strcat.h"
 
 namespace ascend::hook {
 
@@ -35,7 +36,8 @@ class SpecChecker {
     auto it = parent.find(key);
     if (it == parent.end() || it->is_null()) return {};
     for (const auto& v : *it) {
-      if (!v.is_string()) return Error::invalid(cat("config.json ", where, key, " holds a non-string entry"));
+      if (!v.is_string())
+        return Error::invalid(fmt::format("config.json {}{} holds a non-string entry", where, key));
     }
     return {};
   }

@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "ascend/common/dev_char.h"
 #include "ascend/common/fs.h"
 #include "ascend/hook/cli.h"
@@ -23,7 +25,6 @@
 #include "ascend/hook/spec_edit.h"
 #include "ascend/hook/trust.h"
 #include "ascend/npu/vnpu_gc.h"
-#include "strcat.h"
 
 namespace ascend::hook {
 
@@ -277,8 +278,8 @@ Result<bool> prepare_bundle(const RuntimeArgs& args, const Config& config) {
     edit.add_env.push_back(std::string(kEnvRuntimeOptions) + "=VIRTUAL" + (request.nodrv ? ",NODRV" : ""));
     // The orchestrator's marker of the chip now names the vNPU, so that the hook (which re-derives the
     // request from config.json) and the container see the device the container holds.
-    edit.retarget_mounts.emplace_back(cat(kMarkerDir, "/", std::to_string(vnpu->phy_id)),
-                                      cat(kMarkerDir, "/", std::to_string(vnpu->id)));
+    edit.retarget_mounts.emplace_back(fmt::format("{}/{}", kMarkerDir, vnpu->phy_id),
+                                      fmt::format("{}/{}", kMarkerDir, vnpu->id));
   }
   ASCEND_ASSIGN(std::string edited, apply_spec_edit(text, edit), spec_path);
   // No fsync: a bundle does not outlive a crash (the engine re-creates it), and runc reads it right away.
@@ -308,7 +309,7 @@ Result<std::string> find_runtime(const std::string& runtime_path) {
     std::string dir = path.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
     start = colon == std::string::npos ? path.size() + 1 : colon + 1;
     if (dir.empty()) continue;
-    std::string cand = cat(dir, "/", runtime_path);
+    std::string cand = fmt::format("{}/{}", dir, runtime_path);
     if (::access(cand.c_str(), X_OK) != 0) continue;
     char real[4096];
     if (::realpath(cand.c_str(), real) != nullptr && me == real) continue;  // never exec ourselves

@@ -2,9 +2,10 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "ascend/hook/oci.h"
 #include "ascend/hook/request.h"
-#include "strcat.h"
 
 namespace ascend::hook {
 
@@ -22,7 +23,8 @@ Result<std::vector<std::string>> marker_ids(const ordered_json& spec) {
     std::string id = dest.substr(prefix.size());
     if (id.empty() || id.size() > 6 ||
         !std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      return Error::invalid(cat("config.json mount ", dest, ": a device marker must be ", prefix, "<id>"));
+      return Error::invalid(
+          fmt::format("config.json mount {}: a device marker must be {}<id>", dest, prefix));
     }
     if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
   }

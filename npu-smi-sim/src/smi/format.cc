@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <map>
 #include <vector>
+
+#include <fmt/printf.h>
 
 #include "ascend/npu/vnpu_load.h"
 
@@ -14,22 +15,8 @@ namespace ascend::npu::smi {
 
 namespace {
 
-// printf into a std::string: the layouts are specified as printf formats, so they are written as such.
-__attribute__((format(printf, 1, 2))) std::string strf(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char buf[512];
-  int n = std::vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  if (n < 0) return {};
-  if (static_cast<std::size_t>(n) < sizeof buf) return std::string(buf, static_cast<std::size_t>(n));
-  std::string out(static_cast<std::size_t>(n) + 1, '\0');
-  va_start(ap, fmt);
-  std::vsnprintf(out.data(), out.size(), fmt, ap);
-  va_end(ap);
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
+// The layouts are specified as printf formats (the real tool's), so they are written as such, with fmt's
+// type-checked sprintf.
 
 std::string ljust(std::string s, std::size_t width) {
   if (s.size() < width) s.append(width - s.size(), ' ');
@@ -92,7 +79,7 @@ BoardFacts board_facts(Family f) {
 
 // Serial numbers follow the one captured (card 0 of SAMPLE M: 1025C9048791), one per card.
 std::string serial_number(int card_id) {
-  return strf("1025C9048%03d", 791 + card_id);
+  return fmt::sprintf("1025C9048%03d", 791 + card_id);
 }
 
 struct Clocks {
@@ -130,7 +117,7 @@ std::string die_id(const Chip& c, char kind) {
       h ^= ch;
       h *= 16777619U;
     }
-    out += strf(" %08X", h);
+    out += fmt::sprintf(" %08X", h);
   }
   return out;
 }
@@ -138,7 +125,7 @@ std::string die_id(const Chip& c, char kind) {
 std::string power_text(const HostState& s, const Chip& c) {
   if (s.family == Family::k310P || c.power_na) return "NA";
   if (c.power_w < 0) return "-";
-  return strf("%.1f", c.power_w);
+  return fmt::sprintf("%.1f", c.power_w);
 }
 
 // How many chips the physical card has (the MCU's chip id on -m comes after them).
@@ -196,7 +183,7 @@ std::string process_rows(const View& v, std::size_t width, const char* eq, Row r
         any = true;
       }
     }
-    if (!any) out += ljust(strf("| No running processes found in NPU %-7d", card.id), width) + "|\n";
+    if (!any) out += ljust(fmt::sprintf("| No running processes found in NPU %-7d", card.id), width) + "|\n";
     out += eq;
   }
   return out;
@@ -206,7 +193,7 @@ std::string classic_table(const View& v) {
   const HostState& s = *v.state;
   const bool a3 = s.family == Family::k910_93;
   std::string out = line('+', '-', 96);
-  out += strf("| npu-smi %-24s Version: %-53s|\n", s.smi_version.c_str(), s.driver_version.c_str());
+  out += fmt::sprintf("| npu-smi %-24s Version: %-53s|\n", s.smi_version.c_str(), s.driver_version.c_str());
   out += kClassicSep;
   out += kClassicHdr1;
   out += a3 ? kClassicHdr2A3 : kClassicHdr2;
@@ -216,14 +203,16 @@ std::string classic_table(const View& v) {
       const Device& d = card.devices[i];
       const Chip& c = *d.chip;
       if (i > 0) out += line('+', '-', 96);
-      out += strf("| %-5d %-20s| %-13s | %-11s %-17d %-5d/ %-14d|\n", card.id, d.name.c_str(),
-                  health_text(d).c_str(), power_text(s, c).c_str(), c.temp_c, c.hugepages_used,
-                  c.hugepages_total);
-      std::string chip_col = a3 ? strf("%-5d %d", d.chip_index, d.phy_id) : std::to_string(d.chip_index);
+      out += fmt::sprintf("| %-5d %-20s| %-13s | %-11s %-17d %-5d/ %-14d|\n", card.id, d.name.c_str(),
+                          health_text(d).c_str(), power_text(s, c).c_str(), c.temp_c, c.hugepages_used,
+                          c.hugepages_total);
+      std::string chip_col =
+          a3 ? fmt::sprintf("%-5d %d", d.chip_index, d.phy_id) : std::to_string(d.chip_index);
       const int mem_used = no_ddr(s.family) ? 0 : d.mem_used_mb;
       const int mem_total = no_ddr(s.family) ? 0 : d.mem_total_mb;
-      out += strf("| %-26s| %-13s | %-11d %-5d/ %-10d %-5d/ %-14d|\n", chip_col.c_str(), c.bus_id.c_str(),
-                  d.aicore_usage_pct, mem_used, mem_total, d.hbm_used_mb, d.hbm_total_mb);
+      out += fmt::sprintf("| %-26s| %-13s | %-11d %-5d/ %-10d %-5d/ %-14d|\n", chip_col.c_str(),
+                          c.bus_id.c_str(), d.aicore_usage_pct, mem_used, mem_total, d.hbm_used_mb,
+                          d.hbm_total_mb);
     }
     out += kClassicEq;
   }
@@ -231,8 +220,8 @@ std::string classic_table(const View& v) {
   out += kClassicProcHdr;
   out += kClassicEq;
   out += process_rows(v, 97, kClassicEq, [](const Card& card, const Device& d, const Process& p) {
-    return strf("| %-7d %-18d| %-13d | %-24s | %-24d|\n", card.id, d.chip_index, p.pid, p.name.c_str(),
-                p.memory_mb);
+    return fmt::sprintf("| %-7d %-18d| %-13d | %-24s | %-24d|\n", card.id, d.chip_index, p.pid,
+                        p.name.c_str(), p.memory_mb);
   });
   return out;
 }
@@ -240,7 +229,7 @@ std::string classic_table(const View& v) {
 std::string table_310p(const View& v) {
   const HostState& s = *v.state;
   std::string out = line('+', '-', 104);
-  out += strf("| npu-smi %-40s Version: %-45s|\n", s.smi_version.c_str(), s.driver_version.c_str());
+  out += fmt::sprintf("| npu-smi %-40s Version: %-45s|\n", s.smi_version.c_str(), s.driver_version.c_str());
   out += k310Sep;
   out += k310Hdr1;
   out += k310Hdr2;
@@ -250,11 +239,11 @@ std::string table_310p(const View& v) {
       const Device& d = card.devices[i];
       const Chip& c = *d.chip;
       if (i > 0) out += k310Sep;
-      out += strf("| %-7d %-22s| %-15s | %-12s %-17d %-6d/ %-13d |\n", card.id, d.name.c_str(),
-                  health_text(d).c_str(), power_text(s, c).c_str(), c.temp_c, c.hugepages_used,
-                  c.hugepages_total);
-      out += strf("| %-7d %-22d| %-15s | %-12d %-5d/ %-32d |\n", d.chip_index, d.logic_id, c.bus_id.c_str(),
-                  d.aicore_usage_pct, d.mem_used_mb, d.mem_total_mb);
+      out += fmt::sprintf("| %-7d %-22s| %-15s | %-12s %-17d %-6d/ %-13d |\n", card.id, d.name.c_str(),
+                          health_text(d).c_str(), power_text(s, c).c_str(), c.temp_c, c.hugepages_used,
+                          c.hugepages_total);
+      out += fmt::sprintf("| %-7d %-22d| %-15s | %-12d %-5d/ %-32d |\n", d.chip_index, d.logic_id,
+                          c.bus_id.c_str(), d.aicore_usage_pct, d.mem_used_mb, d.mem_total_mb);
     }
     out += k310Eq;
   }
@@ -262,8 +251,8 @@ std::string table_310p(const View& v) {
   out += k310ProcHdr;
   out += k310Eq;
   out += process_rows(v, 105, k310Eq, [](const Card& card, const Device& d, const Process& p) {
-    return strf("| %-7d %-22d| %-15d | %-24s | %-25d |\n", card.id, d.chip_index, p.pid, p.name.c_str(),
-                p.memory_mb);
+    return fmt::sprintf("| %-7d %-22d| %-15d | %-24s | %-25d |\n", card.id, d.chip_index, p.pid,
+                        p.name.c_str(), p.memory_mb);
   });
   return out;
 }
@@ -325,25 +314,25 @@ std::string mapping(const View& v) {
   const HostState& s = *v.state;
   std::string out;
   if (s.family == Family::k910_93) {
-    out += strf("\t%-30s %-30s %-30s %-30s %-30s\n", "NPU ID", "Chip ID", "Chip Logic ID", "Chip Phy-ID",
-                "Chip Name");
+    out += fmt::sprintf("\t%-30s %-30s %-30s %-30s %-30s\n", "NPU ID", "Chip ID", "Chip Logic ID",
+                        "Chip Phy-ID", "Chip Name");
     for (const Card& card : v.cards) {
       for (const Device& d : card.devices) {
-        out += strf("\t%-30d %-30d %-30d %-30d %s\n", card.id, d.chip_index, d.logic_id, d.phy_id,
-                    d.name.c_str());
+        out += fmt::sprintf("\t%-30d %-30d %-30d %-30d %s\n", card.id, d.chip_index, d.logic_id, d.phy_id,
+                            d.name.c_str());
       }
-      out += strf("\t%-30d %-30d %-30s %-30s %-30s\n", card.id, physical_chip_count(s, card.id), "-", "-",
-                  "Mcu");
+      out += fmt::sprintf("\t%-30d %-30d %-30s %-30s %-30s\n", card.id, physical_chip_count(s, card.id), "-",
+                          "-", "Mcu");
     }
     return out;
   }
-  out += strf("\t%-30s %-30s %-30s %-30s\n", "NPU ID", "Chip ID", "Chip Logic ID", "Chip Name");
+  out += fmt::sprintf("\t%-30s %-30s %-30s %-30s\n", "NPU ID", "Chip ID", "Chip Logic ID", "Chip Name");
   for (const Card& card : v.cards) {
     for (const Device& d : card.devices) {
-      out += strf("\t%-30d %-30d %-30d %s %s\n", card.id, d.chip_index, d.logic_id, s.chip_type.c_str(),
-                  d.name.c_str());
+      out += fmt::sprintf("\t%-30d %-30d %-30d %s %s\n", card.id, d.chip_index, d.logic_id,
+                          s.chip_type.c_str(), d.name.c_str());
     }
-    out += strf("\t%-30d %-30d %-30s %-30s\n", card.id, physical_chip_count(s, card.id), "-", "Mcu");
+    out += fmt::sprintf("\t%-30d %-30d %-30s %-30s\n", card.id, physical_chip_count(s, card.id), "-", "Mcu");
   }
   return out;
 }
@@ -361,7 +350,7 @@ std::string topo(const View& v) {
     }
   }
   auto label = [&](const Device& d) {
-    return a3 ? strf("Phy-ID%-5d", d.phy_id) : strf("NPU%-8d", d.logic_id);
+    return a3 ? fmt::sprintf("Phy-ID%-5d", d.phy_id) : fmt::sprintf("NPU%-8d", d.logic_id);
   };
   std::string out = "\t   ";
   for (const Device* d : devs) out += label(*d);
@@ -370,7 +359,7 @@ std::string topo(const View& v) {
   for (const Device* a : devs) {
     out += label(*a);
     for (const Device* b : devs) {
-      out += strf("%-11s", std::string(to_string(s.link(a->phy_id, b->phy_id))).c_str());
+      out += fmt::sprintf("%-11s", std::string(to_string(s.link(a->phy_id, b->phy_id))).c_str());
     }
     if (affinity) out += a->chip->cpu_affinity;
     out += "\n";
@@ -404,17 +393,17 @@ std::string card_board(const View& v, const Card& card) {
   out += kv("Software Version", s.driver_version);
   out += kv("Firmware Version", s.firmware_version);
   out += kv("Compatibility", "OK");
-  out += kv("Board ID", strf("0x%02x", b.board_id));
-  if (s.family == Family::k910_93) out += kv("Main Board ID", strf("0x%02x", b.main_board_id));
+  out += kv("Board ID", fmt::sprintf("0x%02x", b.board_id));
+  if (s.family == Family::k910_93) out += kv("Main Board ID", fmt::sprintf("0x%02x", b.main_board_id));
   out += kv("PCB ID", "A");
   out += kv("BOM ID", "1");
   out += kv("PCIe Bus Info", first.bus_id);
   out += kv("Slot ID", num(card.id));
   out += kv("Class ID", "NA");
-  out += kv("PCI Vendor ID", strf("0x%04X", pci_identity(s.family).vendor));
-  out += kv("PCI Device ID", strf("0x%04X", b.pci_device));
-  out += kv("Subsystem Vendor ID", strf("0x%04X", b.subsys_vendor));
-  out += kv("Subsystem Device ID", strf("0x%04X", b.subsys_device));
+  out += kv("PCI Vendor ID", fmt::sprintf("0x%04X", pci_identity(s.family).vendor));
+  out += kv("PCI Device ID", fmt::sprintf("0x%04X", b.pci_device));
+  out += kv("Subsystem Vendor ID", fmt::sprintf("0x%04X", b.subsys_vendor));
+  out += kv("Subsystem Device ID", fmt::sprintf("0x%04X", b.subsys_device));
   out += kv("Chip Count", num(static_cast<long long>(card.devices.size())));
   if (s.family == Family::k310P) {
     long long faulty = std::count_if(card.devices.begin(), card.devices.end(),
@@ -434,16 +423,16 @@ std::string chip_board(const View& v, const Device& d) {
   if (s.family != Family::k910_93) out += kv("Chip Type", s.chip_type);
   out += kv("Chip Name", d.name);
   out += kv("Chip Version", kChipVersion);
-  out += kv("Board ID", strf("0x%02x", b.board_id));
+  out += kv("Board ID", fmt::sprintf("0x%02x", b.board_id));
   if (s.family != Family::k310P) {
     out += kv("PCB ID", "NA");
     out += kv("BOM ID", "1");
   }
   if (is_910_family(s.family)) {
-    out += strf("\t%-30s :", "VDie ID") + die_id(c, 'V') + "\n";
-    out += strf("\t%-30s :", "NDie ID") + die_id(c, 'N') + "\n";
+    out += fmt::sprintf("\t%-30s :", "VDie ID") + die_id(c, 'V') + "\n";
+    out += fmt::sprintf("\t%-30s :", "NDie ID") + die_id(c, 'N') + "\n";
   } else {
-    out += strf("\t%-30s :", "Die ID") + die_id(c, 'D') + "\n";
+    out += fmt::sprintf("\t%-30s :", "Die ID") + die_id(c, 'D') + "\n";
   }
   out += kv("Chip Position ID", num(c.phy_id));
   out += kv("PCIe Bus Info", c.bus_id);
@@ -515,7 +504,8 @@ std::string common(const View& v, const Card& card, const Device* only) {
     if (is_910_family(f)) out += kv("Aicore Count", num(d->aicore_count));
     out += kv("Temperature(C)", num(c.temp_c));
     if (is_910_family(f)) {
-      out += kv("NPU Real-time Power(W)", (c.power_w < 0 || c.power_na) ? "NA" : strf("%.1f", c.power_w));
+      out += kv("NPU Real-time Power(W)",
+                (c.power_w < 0 || c.power_na) ? "NA" : fmt::sprintf("%.1f", c.power_w));
     }
   }
   const Chip& first = *card.devices.front().chip;
@@ -534,13 +524,13 @@ std::string health(const View& /*v*/, const Card& card, const Device* only) {
   }
   std::string out = kv("Health Status", to_string(h));
   if (faults.empty()) return out + kv("Error Code", "NA") + kv("Error Information", "NA");
-  out += strf("\t%-30s :", "Error Code");
-  for (const Fault& f : faults) out += strf(" %04X", f.code);
+  out += fmt::sprintf("\t%-30s :", "Error Code");
+  for (const Fault& f : faults) out += fmt::sprintf(" %04X", f.code);
   out += "\n";
-  out += strf("\t%-30s :", "Error Information");
+  out += fmt::sprintf("\t%-30s :", "Error Information");
   for (std::size_t i = 0; i < faults.size(); ++i) {
-    std::string info = strf("npu-sim fault 0x%08X, severity %s", faults[i].code,
-                            std::string(to_string(faults[i].severity)).c_str());
+    std::string info = fmt::sprintf("npu-sim fault 0x%08X, severity %s", faults[i].code,
+                                    std::string(to_string(faults[i].severity)).c_str());
     // Appended piece by piece: GCC 12 at -O3 misreads `" " + info + "\n"` as an overlapping copy
     // (-Wrestrict, GCC bug 105329).
     if (i == 0) {
@@ -609,9 +599,9 @@ std::string template_info(const HostState& s) {
   out += "|                               GB                 PNGD           VDEC           JPEGE     |\n";
   out += line('|', '=', 90);
   for (const VnpuTemplate& t : s.templates) {
-    out += strf("|%-19s %-9d %-9d %-9g %-14d %-14d %-10d|\n", t.name.c_str(), t.aicore, t.memory_mb >> 10,
-                t.aicpu, t.vpc, t.venc, t.jpegd);
-    out += strf("|%-49s %-14g %-14d %-10d|\n", " ", t.pngd, t.vdec, t.jpege);
+    out += fmt::sprintf("|%-19s %-9d %-9d %-9g %-14d %-14d %-10d|\n", t.name.c_str(), t.aicore,
+                        t.memory_mb >> 10, t.aicpu, t.vpc, t.venc, t.jpegd);
+    out += fmt::sprintf("|%-49s %-14g %-14d %-10d|\n", " ", t.pngd, t.vdec, t.jpege);
     out += line('+', '-', 90);
   }
   return out;
@@ -657,7 +647,9 @@ VnpuResources vnpu_resources(const HostState& s, int phy_id) {
 
 std::string info_vnpu(const HostState& s, const Chip& chip) {
   const VnpuResources r = vnpu_resources(s, chip.phy_id);
-  auto cell = [](const Resource& x) { return x.na ? std::string("NA/NA") : strf("%d/%d", x.free, x.total); };
+  auto cell = [](const Resource& x) {
+    return x.na ? std::string("NA/NA") : fmt::sprintf("%d/%d", x.free, x.total);
+  };
   std::vector<const Vnpu*> mine;
   for (const Vnpu& v : s.vnpus) {
     if (v.phy_id == chip.phy_id) mine.push_back(&v);
@@ -669,11 +661,12 @@ std::string info_vnpu(const HostState& s, const Chip& chip) {
   out += "| AICORE    Memory    AICPU    VPC    VENC    VDEC    JPEGD    JPEGE    PNGD    |\n";
   out += "|            GB                                                                 |\n";
   out += line('|', '=', 79);
-  out += strf("| %-9s %-9s %-8s %-6s %-7s %-7s %-8s %-8s %-8s|\n", cell(r.aicore).c_str(),
-              cell(r.memory_gb).c_str(), cell(r.aicpu).c_str(), cell(r.vpc).c_str(), cell(r.venc).c_str(),
-              cell(r.vdec).c_str(), cell(r.jpegd).c_str(), cell(r.jpege).c_str(), cell(r.pngd).c_str());
+  out += fmt::sprintf("| %-9s %-9s %-8s %-6s %-7s %-7s %-8s %-8s %-8s|\n", cell(r.aicore).c_str(),
+                      cell(r.memory_gb).c_str(), cell(r.aicpu).c_str(), cell(r.vpc).c_str(),
+                      cell(r.venc).c_str(), cell(r.vdec).c_str(), cell(r.jpegd).c_str(),
+                      cell(r.jpege).c_str(), cell(r.pngd).c_str());
   out += sep;
-  out += ljust(strf("| Total number of vnpu: %-2zu", mine.size()), 80) + "|\n";
+  out += ljust(fmt::sprintf("| Total number of vnpu: %-2zu", mine.size()), 80) + "|\n";
   out += sep;
   out += "|  Vnpu ID  |  Vgroup ID     |  Container ID  |  Status  |  Template Name       |\n";
   out += sep;
@@ -681,8 +674,8 @@ std::string info_vnpu(const HostState& s, const Chip& chip) {
     // The real tool shows a vNPU that a container holds as ffffffffffff with status 1 (it does not know the
     // container's id); ours knows it (the runtime tags dynamic vNPUs) but prints what the tool prints.
     const bool held = v->dynamic() || v->status != 0;
-    out += strf("|  %-4d     |  %-12d  |  %-12s  |  %-2d      |  %-15s     |\n", v->id, v->vgroup,
-                held ? "ffffffffffff" : "000000000000", held ? 1 : 0, v->template_name.c_str());
+    out += fmt::sprintf("|  %-4d     |  %-12d  |  %-12s  |  %-2d      |  %-15s     |\n", v->id, v->vgroup,
+                        held ? "ffffffffffff" : "000000000000", held ? 1 : 0, v->template_name.c_str());
     out += sep;
   }
   return out;
