@@ -12,6 +12,7 @@
 #include "ascend/npu/smi/commands.h"
 #include "ascend/npu/smi/format.h"
 #include "ascend/npu/smi/view.h"
+#include "ascend/npu/smi/vnpu_resources.h"
 
 namespace ascend::npu::smi {
 namespace {

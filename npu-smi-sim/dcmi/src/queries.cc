@@ -7,7 +7,8 @@
 #include <cstring>
 #include <sstream>
 
-#include "ascend/npu/smi/format.h"
+#include "ascend/npu/smi/telemetry.h"
+#include "ascend/npu/smi/vnpu_resources.h"
 #include "host_view.h"
 
 namespace ascend::npu::dcmi {

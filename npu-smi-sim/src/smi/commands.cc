@@ -15,6 +15,7 @@
 #include "ascend/npu/emulator.h"
 #include "ascend/npu/smi/format.h"
 #include "ascend/npu/smi/view.h"
+#include "ascend/npu/smi/vnpu_resources.h"
 #include "ascend/npu/vnpu_load.h"
 
 namespace ascend::npu::smi {

@@ -9,7 +9,8 @@
 
 #include <fmt/printf.h>
 
-#include "ascend/npu/vnpu_load.h"
+#include "ascend/npu/smi/telemetry.h"
+#include "ascend/npu/smi/vnpu_resources.h"
 
 namespace ascend::npu::smi {
 
@@ -46,92 +47,6 @@ int major_version(const std::string& v) {
     n = n * 10 + (c - '0');
   }
   return n;
-}
-
-// ---- derived telemetry ---------------------------------------------------------------------------------
-// Facts a real host reads from hardware and the emulated state does not carry. Each is a fixed value of
-// the chip family, chosen from the captures (see tests/fixtures/npu-smi/README.md) or, where no capture
-// shows one, a plausible constant.
-
-struct BoardFacts {
-  bool product_lines;        // Product Name / Model / Manufacturer / Serial Number lines (not on A1)
-  const char* product_name;  // 910B: SAMPLE M (IT21HMDC_Bin5); 310P: Atlas 300I Duo (IT21PDDA01)
-  int board_id;              // 910B: 0x60 (SAMPLE M); A1: 0x02 (SAMPLE B)
-  int main_board_id;         // printed on 910_93 only
-  int pci_device;            // 910: 0xD801, 910B: 0xD802 (SAMPLE B, M, L lspci), 310P: 0xD500
-  int subsys_vendor;
-  int subsys_device;
-};
-
-BoardFacts board_facts(Family f) {
-  switch (f) {
-    case Family::k910:
-      return {false, "", 0x02, 0, 0xD801, 0x0200, 0x0100};
-    case Family::k910B:
-      return {true, "IT21HMDC_Bin5", 0x60, 0, 0xD802, 0x19E5, 0x3003};
-    case Family::k910_93:
-      return {true, "IT22SMDA_A3", 0x68, 0x1c, 0xD803, 0x19E5, 0x3005};
-    case Family::k310P:
-      return {true, "IT21PDDA01", 0x64, 0, 0xD500, 0x0200, 0x0110};
-  }
-  return {false, "", 0, 0, 0, 0, 0};
-}
-
-// Serial numbers follow the one captured (card 0 of SAMPLE M: 1025C9048791), one per card.
-std::string serial_number(int card_id) {
-  return fmt::sprintf("1025C9048%03d", 791 + card_id);
-}
-
-struct Clocks {
-  int aicore_mhz;       // "Aicore Freq(MHZ)"
-  int aicore_idle_mhz;  // "Aicore curFreq(MHZ)" while the AICores are idle (SAMPLE A: 1800 / 800)
-  int hbm_mhz;
-  int ddr_mhz;
-};
-
-Clocks clocks(Family f) {
-  switch (f) {
-    case Family::k910:
-      return {1000, 1000, 1200, 2666};
-    case Family::k910B:
-    case Family::k910_93:
-      return {1800, 800, 1600, 0};
-    case Family::k310P:
-      return {1080, 1080, 0, 3200};
-  }
-  return {0, 0, 0, 0};
-}
-
-// The MCU of a card reads 8 degrees below the chip (SAMPLE A: 46 / 38).
-int mcu_temp(const Chip& c) {
-  return c.temp_c - 8;
-}
-
-// Die ids: five 32-bit words, stable per chip (FNV-1a of the bus id, the chip and the word index).
-std::string die_id(const Chip& c, char kind) {
-  std::string out;
-  for (int k = 0; k < 5; ++k) {
-    std::uint32_t h = 2166136261U;
-    std::string key = c.bus_id + ":" + std::to_string(c.phy_id) + ":" + kind + std::to_string(k);
-    for (unsigned char ch : key) {
-      h ^= ch;
-      h *= 16777619U;
-    }
-    out += fmt::sprintf(" %08X", h);
-  }
-  return out;
-}
-
-std::string power_text(const HostState& s, const Chip& c) {
-  if (s.family == Family::k310P || c.power_na) return "NA";
-  if (c.power_w < 0) return "-";
-  return fmt::sprintf("%.1f", c.power_w);
-}
-
-// How many chips the physical card has (the MCU's chip id on -m comes after them).
-int physical_chip_count(const HostState& s, int card_id) {
-  return static_cast<int>(
-      std::count_if(s.chips.begin(), s.chips.end(), [&](const Chip& c) { return c.card_id == card_id; }));
 }
 
 // ---- the info table ------------------------------------------------------------------------------------
@@ -575,23 +490,6 @@ std::string memory(const View& v, const Card& card, const Device* only) {
   return out;
 }
 
-PciIdentity pci_identity(Family f) {
-  const BoardFacts b = board_facts(f);
-  return {0x19E5, b.pci_device, b.subsys_vendor, b.subsys_device};
-}
-
-int usage_pct(long long used, long long total) {
-  return pct(used, total);
-}
-
-int hbm_clock_mhz(Family f) {
-  return clocks(f).hbm_mhz;
-}
-
-int ddr_clock_mhz(Family f) {
-  return clocks(f).ddr_mhz;
-}
-
 std::string template_info(const HostState& s) {
   std::string out = line('+', '-', 90);
   out += "|NPU instance template info is:                                                            |\n";
@@ -605,44 +503,6 @@ std::string template_info(const HostState& s) {
     out += line('+', '-', 90);
   }
   return out;
-}
-
-VnpuResources vnpu_resources(const HostState& s, int phy_id) {
-  const VnpuCapacity& cap = s.vnpu_capacity;
-  const bool reserve = s.family == Family::k910B || s.family == Family::k910_93;
-  const long long reserve_mb = reserve ? 4096 : 0;
-  const VnpuLoad load = vnpu_load(s.vnpus, s.templates, phy_id);
-  // Memory as npu-smi shows it: each vNPU's template less its share of the reserve.
-  long long mem_mb = 0;
-  for (const Vnpu& v : s.vnpus) {
-    const VnpuTemplate* t = v.phy_id == phy_id ? s.find_template(v.template_name) : nullptr;
-    if (t == nullptr) continue;
-    const long long share = cap.aicore > 0 ? reserve_mb * t->aicore / cap.aicore : 0;
-    mem_mb += t->memory_mb - share;
-  }
-  auto res = [](long long total, double used) {
-    if (total < 0) return Resource{0, 0, true};
-    long long free = total - static_cast<long long>(std::ceil(used - 1e-9));
-    return Resource{static_cast<int>(std::max(0LL, free)), static_cast<int>(total), false};
-  };
-  VnpuResources r;
-  r.aicore = res(cap.aicore, load.aicore);
-  if (cap.memory_gb < 0) {
-    r.memory_gb = Resource{0, 0, true};
-  } else {
-    r.memory_usable_mb = std::max(0LL, static_cast<long long>(cap.memory_gb) * 1024 - reserve_mb);
-    r.memory_free_mb = std::max(0LL, r.memory_usable_mb - mem_mb);
-    r.memory_gb = Resource{static_cast<int>(r.memory_free_mb / 1024), cap.memory_gb, false};
-  }
-  const int extra_aicpu = (s.family == Family::k910B && load.count > 0 && cap.aicpu >= 0) ? 1 : 0;
-  r.aicpu = res(cap.aicpu + extra_aicpu, load.aicpu);
-  r.vpc = res(cap.vpc, load.vpc);
-  r.venc = res(cap.venc, load.venc);
-  r.vdec = res(cap.vdec, load.vdec);
-  r.jpegd = res(cap.jpegd, load.jpegd);
-  r.jpege = res(cap.jpege, load.jpege);
-  r.pngd = res(cap.pngd, load.pngd);
-  return r;
 }
 
 std::string info_vnpu(const HostState& s, const Chip& chip) {

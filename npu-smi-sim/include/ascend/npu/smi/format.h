@@ -5,8 +5,8 @@
 //   - "310/310P" table, 106 columns, for 310P (Device column, no HBM, power "NA");
 //   - key:value lines "\t%-30s : %s" for -l, -t board/usages/common/health/memory/vnpu-mode;
 //   - the -m mapping columns, the topo matrix, and the template-info / info-vnpu boxes.
-// Telemetry that the state does not carry (board identity, clocks, die ids) is derived per chip family and
-// documented next to each value in format.cc. Thread-safe (no shared state).
+// Telemetry that the state does not carry (board identity, clocks, die ids) is derived per chip family in
+// telemetry.h; the vNPU resource accounting is vnpu_resources.h. Thread-safe (no shared state).
 #pragma once
 
 #include <string>
@@ -37,40 +37,5 @@ std::string memory(const View& v, const Card& card, const Device* only);
 std::string template_info(const HostState& s);                // -t template-info
 std::string info_vnpu(const HostState& s, const Chip& chip);  // -t info-vnpu -i N -c C
 std::string vnpu_mode(const HostState& s);                    // -t vnpu-mode
-
-// Facts of a chip family that npu-smi prints but the state does not carry (format.cc says where each
-// comes from). Exposed so that the emulated libdcmi.so reports the same values as npu-smi.
-struct PciIdentity {
-  int vendor = 0;  // "PCI Vendor ID"
-  int device = 0;  // "PCI Device ID"
-  int subsys_vendor = 0;
-  int subsys_device = 0;
-};
-PciIdentity pci_identity(Family f);                // -t board -i N
-int hbm_clock_mhz(Family f);                       // -t memory "HBM Clock Speed(MHz)"
-int ddr_clock_mhz(Family f);                       // -t memory "DDR Clock Speed(MHz)"
-inline constexpr const char* kChipVersion = "V1";  // -t board -i N -c C "Chip Version"
-// A usage rate as npu-smi prints it: used * 100 / total, truncated; 0 when total is 0.
-int usage_pct(long long used, long long total);
-
-// The free/total resource accounting of info-vnpu for one chip. Totals come from
-// HostState::vnpu_capacity (negative: "NA"); every vNPU on the chip takes its template's resources. On
-// 910B and 910_93 the driver keeps 4 GB of HBM for itself: memory starts at total-4 GB free and each vNPU
-// takes its template memory less its AICore share of that reserve (two vir10_3c_16g on a 32 GB 910B4
-// leave 0/32, one leaves 14/32, as captured); once a 910B chip holds a vNPU one more AICPU appears
-// (SR-IOV turns a data CPU into an AICPU: 6/6 becomes 1/7 after two 3-AICPU vNPUs).
-struct Resource {
-  int free = 0;
-  int total = 0;
-  bool na = false;
-};
-struct VnpuResources {
-  Resource aicore, memory_gb, aicpu, vpc, venc, vdec, jpegd, jpege, pngd;
-  // The same memory in MB, as DCMI reports it: what vNPUs can take on an empty chip (the capacity less
-  // the driver's reserve) and what is still free. Both 0 when memory_gb is NA.
-  long long memory_usable_mb = 0;
-  long long memory_free_mb = 0;
-};
-VnpuResources vnpu_resources(const HostState& s, int phy_id);
 
 }  // namespace ascend::npu::smi

@@ -1,0 +1,91 @@
+// Telemetry the emulated state does not carry, per chip family (telemetry.h).
+#include "ascend/npu/smi/telemetry.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include <fmt/printf.h>
+
+namespace ascend::npu::smi {
+
+BoardFacts board_facts(Family f) {
+  switch (f) {
+    case Family::k910:
+      return {false, "", 0x02, 0, 0xD801, 0x0200, 0x0100};
+    case Family::k910B:
+      return {true, "IT21HMDC_Bin5", 0x60, 0, 0xD802, 0x19E5, 0x3003};
+    case Family::k910_93:
+      return {true, "IT22SMDA_A3", 0x68, 0x1c, 0xD803, 0x19E5, 0x3005};
+    case Family::k310P:
+      return {true, "IT21PDDA01", 0x64, 0, 0xD500, 0x0200, 0x0110};
+  }
+  return {false, "", 0, 0, 0, 0, 0};
+}
+
+std::string serial_number(int card_id) {
+  return fmt::sprintf("1025C9048%03d", 791 + card_id);
+}
+
+Clocks clocks(Family f) {
+  switch (f) {
+    case Family::k910:
+      return {1000, 1000, 1200, 2666};
+    case Family::k910B:
+    case Family::k910_93:
+      return {1800, 800, 1600, 0};
+    case Family::k310P:
+      return {1080, 1080, 0, 3200};
+  }
+  return {0, 0, 0, 0};
+}
+
+// The MCU of a card reads 8 degrees below the chip (SAMPLE A: 46 / 38).
+int mcu_temp(const Chip& c) {
+  return c.temp_c - 8;
+}
+
+// Die ids: five 32-bit words, stable per chip (FNV-1a of the bus id, the chip and the word index).
+std::string die_id(const Chip& c, char kind) {
+  std::string out;
+  for (int k = 0; k < 5; ++k) {
+    std::uint32_t h = 2166136261U;
+    std::string key = c.bus_id + ":" + std::to_string(c.phy_id) + ":" + kind + std::to_string(k);
+    for (unsigned char ch : key) {
+      h ^= ch;
+      h *= 16777619U;
+    }
+    out += fmt::sprintf(" %08X", h);
+  }
+  return out;
+}
+
+std::string power_text(const HostState& s, const Chip& c) {
+  if (s.family == Family::k310P || c.power_na) return "NA";
+  if (c.power_w < 0) return "-";
+  return fmt::sprintf("%.1f", c.power_w);
+}
+
+// How many chips the physical card has (the MCU's chip id on -m comes after them).
+int physical_chip_count(const HostState& s, int card_id) {
+  return static_cast<int>(
+      std::count_if(s.chips.begin(), s.chips.end(), [&](const Chip& c) { return c.card_id == card_id; }));
+}
+
+PciIdentity pci_identity(Family f) {
+  const BoardFacts b = board_facts(f);
+  return {0x19E5, b.pci_device, b.subsys_vendor, b.subsys_device};
+}
+
+int usage_pct(long long used, long long total) {
+  return total > 0 ? static_cast<int>(used * 100 / total) : 0;
+}
+
+int hbm_clock_mhz(Family f) {
+  return clocks(f).hbm_mhz;
+}
+
+int ddr_clock_mhz(Family f) {
+  return clocks(f).ddr_mhz;
+}
+
+}  // namespace ascend::npu::smi
