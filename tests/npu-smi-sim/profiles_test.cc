@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -44,6 +46,36 @@ TEST(Profiles, BuiltinsHaveTheDocumentedShape) {
     EXPECT_FALSE(p->templates.empty());
   }
   EXPECT_EQ(builtin_profile("atlas9000").error().code(), ENOENT);
+}
+
+// The built-ins are data: one file per profile under npu-smi-sim/profiles, named after the profile it
+// holds, with no run-time state in it (the family's templates, capacity and resource name are derived; device
+// IPs follow the hccn.conf convention).
+TEST(Profiles, EachBuiltinIsItsDataFileAndCarriesNoRunTimeState) {
+  std::set<std::string> files;
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(ASCEND_SOURCE_DIR) + "/npu-smi-sim/profiles")) {
+    if (e.path().extension() == ".json") files.insert(e.path().stem().string());
+  }
+  const auto names = builtin_profile_names();
+  EXPECT_EQ(std::set<std::string>(names.begin(), names.end()), files);
+  for (const auto& name : files) {
+    SCOPED_TRACE(name);
+    std::ifstream in(std::string(ASCEND_SOURCE_DIR) + "/npu-smi-sim/profiles/" + name + ".json");
+    const auto j = nlohmann::json::parse(in);
+    EXPECT_EQ(j.at("profile"), name);
+    for (const char* run_time : {"vnpus", "majors", "generation", "boot_id", "device_nodes", "templates",
+                                 "vnpu_capacity", "resource_name", "schema"}) {
+      EXPECT_FALSE(j.contains(run_time)) << run_time << " is derived or run-time state";
+    }
+    for (const auto& c : j.at("chips")) {
+      EXPECT_FALSE(c.contains("faults") || c.contains("processes") || c.contains("device_ip")) << c;
+    }
+    auto p = builtin_profile(name);
+    ASSERT_TRUE(p.ok()) << p.error().message();
+    EXPECT_EQ(p->profile, name);
+    EXPECT_EQ(p->chips.size(), j.at("chips").size());
+  }
 }
 
 TEST(Profiles, A1RingsAreHccsAndCrossRingIsNot) {
