@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -457,6 +458,37 @@ Result<HostState> state_from_json(const json& j) {
     return Error::invalid("state.vnpu_mode: '" + s.vnpu_mode + "' (use docker or vm)");
   }
   return s;
+}
+
+Result<DeviceMajors> parse_majors(std::string_view s) {
+  std::array<int, 5> v{};
+  std::size_t i = 0;
+  const char* p = s.data();
+  const char* end = s.data() + s.size();
+  for (; i < v.size(); ++i) {
+    auto [next, ec] = std::from_chars(p, end, v[i]);
+    if (ec != std::errc() || v[i] < 0) break;
+    p = next;
+    if (i + 1 < v.size()) {
+      if (p == end || *p != ',') break;
+      ++p;
+    }
+  }
+  if (i != v.size() || p != end) {
+    return Error::invalid("'" + std::string(s) + "': expected five numbers a,b,c,d,e");
+  }
+  return DeviceMajors{v[0], v[1], v[2], v[3], v[4]};
+}
+
+Result<std::uint32_t> parse_fault_code(std::string_view s) {
+  std::string_view digits = s;
+  if (digits.starts_with("0x") || digits.starts_with("0X")) digits.remove_prefix(2);
+  std::uint32_t v = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v, 16);
+  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) {
+    return Error::invalid("'" + std::string(s) + "': expected a hexadecimal code like 0x80E01801");
+  }
+  return v;
 }
 
 std::string serialize(const HostState& s) {

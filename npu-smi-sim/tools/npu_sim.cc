@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "ascend/common/cli_check.h"
 #include "ascend/common/log.h"
 #include "ascend/common/main_guard.h"
 #include "ascend/npu/emulator.h"
@@ -15,7 +16,7 @@ namespace {
 
 constexpr const char* kFooter = R"(
 Root: --root DIR, else $ASCEND_SIM_ROOT, else /.
-Profiles: atlas800-9000, atlas800t-a2, atlas800t-a3, atlas300i-duo, or a YAML file (see README).
+Profiles: 'npu-sim profiles' lists the built-in ones; or a YAML file (see README).
 Fault severity, when --severity is not given, comes from bits 27..24 of the code (0x8?......):
   0-3 Warning, 4-7 Alarm, 8-F Critical. Warning keeps a device usable; Alarm and Critical make it unhealthy.
 Exit codes: 0 success, 1 the operation failed (one line on stderr says why), 2 bad usage.)";
@@ -23,14 +24,6 @@ Exit codes: 0 success, 1 the operation failed (one line on stderr says why), 2 b
 int fail(const ascend::Error& e) {
   std::fprintf(stderr, "npu-sim: %s\n", e.message().c_str());
   return 1;
-}
-
-std::optional<ascend::npu::DeviceMajors> parse_majors(const std::string& s) {
-  ascend::npu::DeviceMajors m;
-  if (std::sscanf(s.c_str(), "%d,%d,%d,%d,%d", &m.davinci, &m.manager, &m.svm, &m.hdc, &m.vdavinci) != 5) {
-    return std::nullopt;
-  }
-  return m;
 }
 
 }  // namespace
@@ -51,7 +44,9 @@ static int run_main(int argc, char** argv) {
   int node_index = 0;
   bool force = false;
   load->add_option("--profile", profile, "built-in profile name or YAML file")->required();
-  load->add_option("--majors", majors, "char majors davinci,manager,svm,hdc,vdavinci (default: free ones)");
+  const auto majors_check = ascend::parsed_by(ascend::npu::parse_majors, "A,B,C,D,E");
+  load->add_option("--majors", majors, "char majors davinci,manager,svm,hdc,vdavinci (default: free ones)")
+      ->check(majors_check);
   load->add_option("--npu-smi", smi_bin, "static npu-smi to install (default: the one next to npu-sim)");
   load->add_option("--node-index", node_index, "this node's index in the cluster (device IPs)")
       ->check(CLI::Range(0, 65000));
@@ -60,7 +55,8 @@ static int run_main(int argc, char** argv) {
   auto* unload = app.add_subcommand("unload", "remove everything load created");
   auto* reboot = app.add_subcommand(
       "reboot", "unload and load the same host again; vNPUs are restored (vnpu-cfg-recover), faults cleared");
-  reboot->add_option("--majors", majors, "char majors of the reloaded driver (default: the same)");
+  reboot->add_option("--majors", majors, "char majors of the reloaded driver (default: the same)")
+      ->check(majors_check);
   reboot->add_option("--npu-smi", smi_bin, "static npu-smi to install (default: the one next to npu-sim)");
   auto* status = app.add_subcommand("status", "print the loaded host");
   bool json = false;
@@ -75,8 +71,19 @@ static int run_main(int argc, char** argv) {
   std::string code;
   std::string severity;
   fset->add_option("--device", device, "physical device id")->required();
-  fset->add_option("--code", code, "fault code, 0xHEX")->required();
-  fset->add_option("--severity", severity, "warning|alarm|critical (default: from the code)");
+  fset->add_option("--code", code, "fault code, 0xHEX")
+      ->required()
+      ->check(ascend::parsed_by(ascend::npu::parse_fault_code, "0xHEX"));
+  fset->add_option("--severity", severity, "warning|alarm|critical (default: from the code)")
+      ->check(ascend::parsed_by(
+          [](std::string_view v) -> ascend::Result<ascend::npu::Health> {
+            auto h = ascend::npu::parse_health(v);
+            if (!h || *h == ascend::npu::Health::kOk) {
+              return ascend::Error::invalid("'" + std::string(v) + "': use warning, alarm or critical");
+            }
+            return h;
+          },
+          "SEVERITY"));
   fclear->add_option("--device", device, "physical device id")->required();
 
   try {
@@ -97,20 +104,15 @@ static int run_main(int argc, char** argv) {
     }
     return 0;
   }
-  // --majors, shared by load and reboot: false (after one line) when it is not five numbers.
+  // --majors, shared by load and reboot (checked while parsing).
   auto take_majors = [&](ascend::npu::LoadOptions& opts) {
-    if (majors.empty()) return true;
-    opts.majors = parse_majors(majors);
-    if (!opts.majors) {
-      std::fprintf(stderr, "npu-sim: --majors '%s': expected five numbers a,b,c,d,e\n", majors.c_str());
-    }
-    return opts.majors.has_value();
+    if (!majors.empty()) opts.majors = *ascend::npu::parse_majors(majors);
   };
   if (*load) {
     auto p = ascend::npu::load_profile(profile);
     if (!p) return fail(p.error());
     ascend::npu::LoadOptions opts;
-    if (!take_majors(opts)) return 2;
+    take_majors(opts);
     opts.npu_smi_binary = smi_bin;
     opts.node_index = node_index;
     opts.force = force;
@@ -120,7 +122,7 @@ static int run_main(int argc, char** argv) {
   }
   if (*reboot) {
     ascend::npu::LoadOptions opts;
-    if (!take_majors(opts)) return 2;
+    take_majors(opts);
     opts.npu_smi_binary = smi_bin;
     if (auto s = emu.reboot(opts); !s) return fail(s.error());
     std::printf("rebooted %s\n", emu.root().c_str());
@@ -139,26 +141,10 @@ static int run_main(int argc, char** argv) {
     return 0;
   }
   if (*fset) {
-    std::uint32_t c = 0;
-    try {
-      std::size_t pos = 0;
-      unsigned long v = std::stoul(code, &pos, 16);
-      if (pos != code.size() || v > 0xFFFFFFFFUL) throw std::out_of_range("code");
-      c = static_cast<std::uint32_t>(v);
-    } catch (const std::exception&) {
-      std::fprintf(stderr, "npu-sim: --code '%s': expected a hexadecimal code like 0x80E01801\n",
-                   code.c_str());
-      return 2;
-    }
+    // Both checked while parsing.
+    const std::uint32_t c = *ascend::npu::parse_fault_code(code);
     std::optional<ascend::npu::Health> sev;
-    if (!severity.empty()) {
-      auto h = ascend::npu::parse_health(severity);
-      if (!h || *h == ascend::npu::Health::kOk) {
-        std::fprintf(stderr, "npu-sim: --severity '%s': use warning, alarm or critical\n", severity.c_str());
-        return 2;
-      }
-      sev = *h;
-    }
+    if (!severity.empty()) sev = *ascend::npu::parse_health(severity);
     if (auto s = emu.set_fault(device, c, sev); !s) return fail(s.error().context("fault set"));
     return 0;
   }

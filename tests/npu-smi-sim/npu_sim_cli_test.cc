@@ -28,14 +28,30 @@ TEST(NpuSimCli, UsageErrorsExitTwo) {
   auto bad_code =
       run_command({kSim, "fault", "set", "--device", "0", "--code", "xyz", "--root", "/tmp/none"});
   EXPECT_EQ(bad_code.exit_code, 2);
-  EXPECT_NE(bad_code.err.find("--code 'xyz'"), std::string::npos);
+  EXPECT_NE(bad_code.err.find("--code: 'xyz': expected a hexadecimal code"), std::string::npos)
+      << bad_code.err;
+  for (const char* code : {"0x", "0x1FFFFFFFF", "80E01801 ", "-1"}) {
+    EXPECT_EQ(
+        run_command({kSim, "fault", "set", "--device", "0", "--code", code, "--root", "/tmp/none"}).exit_code,
+        2)
+        << code;
+  }
+  auto bad_severity = run_command({kSim, "fault", "set", "--device", "0", "--code", "0x80E01801",
+                                   "--severity", "ok", "--root", "/tmp/none"});
+  EXPECT_EQ(bad_severity.exit_code, 2);
+  EXPECT_NE(bad_severity.err.find("--severity: 'ok': use warning, alarm or critical"), std::string::npos)
+      << bad_severity.err;
   // --majors must be five numbers, for load and for reboot
   auto bad_load =
       run_command({kSim, "load", "--profile", "atlas800t-a2", "--root", "/tmp/none", "--majors", "1,2"});
   auto bad_reboot = run_command({kSim, "reboot", "--root", "/tmp/none", "--majors", "1,2"});
   for (const auto* bad : {&bad_load, &bad_reboot}) {
     EXPECT_EQ(bad->exit_code, 2);
-    EXPECT_NE(bad->err.find("--majors '1,2': expected five numbers"), std::string::npos) << bad->err;
+    EXPECT_NE(bad->err.find("--majors: '1,2': expected five numbers"), std::string::npos) << bad->err;
+  }
+  for (const char* majors : {"1,2,3,4,5,6", "1,2,3,4,", "a,b,c,d,e", "1,2,3,4,-5"}) {
+    EXPECT_EQ(run_command({kSim, "reboot", "--root", "/tmp/none", "--majors", majors}).exit_code, 2)
+        << majors;
   }
 }
 

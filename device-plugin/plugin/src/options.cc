@@ -6,6 +6,8 @@
 #include <memory>
 #include <sstream>
 
+#include "ascend/common/cli_check.h"
+
 namespace ascend::plugin {
 namespace {
 
@@ -68,17 +70,6 @@ class YamlConfig final : public CLI::Config {
 
   const CLI::App& app_;
 };
-
-// A CLI11 check from one of config.h's parsers: the parser's own message when it refuses.
-template <typename Parse>
-CLI::Validator parsed_by(Parse parse, std::string what) {
-  return CLI::Validator(
-      [parse](std::string& v) -> std::string {
-        auto r = parse(v);
-        return r ? std::string() : r.error().message();
-      },
-      std::move(what));
-}
 
 }  // namespace
 

@@ -29,6 +29,11 @@ struct DeviceMajors {
   int vdavinci = 0;
 };
 
+// "a,b,c,d,e": the five majors in the order above (npu-sim --majors).
+Result<DeviceMajors> parse_majors(std::string_view s);
+// A fault code as an operator types it: hexadecimal, "0x" optional, at most 32 bits (npu-sim --code).
+Result<std::uint32_t> parse_fault_code(std::string_view s);
+
 struct HostState {
   int schema = 1;
   std::string profile;      // "atlas800t-a2", or a custom profile's name
