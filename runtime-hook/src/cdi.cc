@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "ascend/common/fs.h"
+
 namespace ascend::hook {
 
 using nlohmann::json;
@@ -240,6 +242,14 @@ std::vector<std::string> cdi_device_names(const json& spec) {
   if (!devices.is_array()) return out;
   for (const auto& d : devices) out.push_back(text_or(spec, "kind", "") + "=" + text_or(d, "name", ""));
   return out;
+}
+
+Result<std::string> validate_cdi_file(const std::string& path) {
+  ASCEND_ASSIGN(std::string text, read_file(path, 16U << 20), "");
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) return Error::invalid(path + ": not JSON");
+  ASCEND_CHECK(validate_cdi_spec(j), path);
+  return fmt::format("{}: valid CDI spec ({})\n", path, j["cdiVersion"].get<std::string>());
 }
 
 }  // namespace ascend::hook

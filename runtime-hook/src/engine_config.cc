@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "ascend/common/fs.h"
+
 namespace ascend::hook {
 
 namespace {
@@ -216,6 +218,30 @@ Result<std::string> unconfigure_containerd(std::string_view current, const std::
   ASCEND_ASSIGN(std::string rewritten, rewrite_unconfigured_containerd(current, name), "");
   ASCEND_ASSIGN(toml::table root, parse_toml(current), "");
   return keep_text_if_same(remove_table(current, runtime_header(root, name)), rewritten);
+}
+
+Result<std::string> edit_engine_config(EngineEdit edit) {
+  const bool docker = edit.engine == "docker";
+  if (!docker && edit.engine != "containerd") {
+    return Error::invalid("unknown engine '" + edit.engine + "' (docker or containerd)");
+  }
+  if (edit.file.empty()) edit.file = docker ? "/etc/docker/daemon.json" : "/etc/containerd/config.toml";
+  std::string current;
+  if (auto text = read_file(edit.file, 4U << 20)) {
+    current = std::move(*text);
+  } else if (text.error().code() != ENOENT) {
+    return text.error();
+  }
+  Result<std::string> out =
+      edit.add ? (docker ? configure_docker(current, edit.entry) : configure_containerd(current, edit.entry))
+               : (docker ? unconfigure_docker(current, edit.entry.name)
+                         : unconfigure_containerd(current, edit.entry.name));
+  if (!out) return out.error().context(edit.file);
+  if (edit.dry_run) return out;
+  const auto slash = edit.file.rfind('/');
+  if (slash != std::string::npos && slash > 0) ASCEND_CHECK(make_dirs(edit.file.substr(0, slash)), "");
+  ASCEND_CHECK(atomic_replace(edit.file, *out, 0644), "");
+  return "updated " + edit.file + "; restart " + (docker ? "dockerd" : "containerd") + " to apply it\n";
 }
 
 }  // namespace ascend::hook

@@ -68,23 +68,22 @@ static int run_main(int argc, char** argv) {
 
   auto* runtime = app.add_subcommand("runtime", "register ascend-docker-runtime with an engine");
   runtime->require_subcommand(1);
-  std::string engine = "docker";
-  std::string file;
-  ascend::hook::RuntimeEntry entry;
-  bool dry_run = false;
+  ascend::hook::EngineEdit edit;
   auto* configure = runtime->add_subcommand("configure", "add (or update) the runtime entry");
   auto* unconfigure = runtime->add_subcommand("unconfigure", "remove the runtime entry");
   for (auto* sub : {configure, unconfigure}) {
-    sub->add_option("--runtime", engine, "docker or containerd")
+    sub->add_option("--runtime", edit.engine, "docker or containerd")
         ->check(CLI::IsMember({"docker", "containerd"}));
-    sub->add_option("--file", file,
+    sub->add_option("--file", edit.file,
                     "the engine's config (default /etc/docker/daemon.json, /etc/containerd/config.toml)");
-    sub->add_option("--name", entry.name, "the runtime's name in the engine (default ascend)");
-    sub->add_flag("--dry-run", dry_run, "print the new file instead of writing it");
+    sub->add_option("--name", edit.entry.name, "the runtime's name in the engine (default ascend)");
+    sub->add_flag("--dry-run", edit.dry_run, "print the new file instead of writing it");
   }
-  configure->add_option("--runtime-path", entry.path, "ascend-docker-runtime (default: next to ascend-ctk)");
-  configure->add_option("--runtime-arg", entry.runtime_args, "an argument the engine passes (docker only)");
-  configure->add_flag("--set-as-default", entry.set_default, "make it the engine's default runtime");
+  configure->add_option("--runtime-path", edit.entry.path,
+                        "ascend-docker-runtime (default: next to ascend-ctk)");
+  configure->add_option("--runtime-arg", edit.entry.runtime_args,
+                        "an argument the engine passes (docker only)");
+  configure->add_flag("--set-as-default", edit.entry.set_default, "make it the engine's default runtime");
 
   auto* cdi = app.add_subcommand("cdi", "CDI specs");
   cdi->require_subcommand(1);
@@ -130,27 +129,11 @@ static int run_main(int argc, char** argv) {
   ascend::hook::setup_binary_logging(*config);
 
   if (runtime->parsed()) {
-    bool docker = engine == "docker";
-    if (file.empty()) file = docker ? "/etc/docker/daemon.json" : "/etc/containerd/config.toml";
-    std::string current;
-    if (auto text = ascend::read_file(file, 4U << 20)) {
-      current = *text;
-    } else if (text.error().code() != ENOENT) {
-      return fail(text.error());
-    }
-    if (entry.path.empty()) entry.path = defaults.exe_dir + "/ascend-docker-runtime";
-    ascend::Result<std::string> out =
-        configure->parsed() ? (docker ? ascend::hook::configure_docker(current, entry)
-                                      : ascend::hook::configure_containerd(current, entry))
-                            : (docker ? ascend::hook::unconfigure_docker(current, entry.name)
-                                      : ascend::hook::unconfigure_containerd(current, entry.name));
-    if (!out) return fail(out.error().context(file));
-    if (dry_run) {
-      std::fputs(out->c_str(), stdout);
-      return 0;
-    }
-    if (auto st = write_out(file, *out); !st) return fail(st.error());
-    std::printf("updated %s; restart %s to apply it\n", file.c_str(), docker ? "dockerd" : "containerd");
+    edit.add = configure->parsed();
+    if (edit.entry.path.empty()) edit.entry.path = defaults.exe_dir + "/ascend-docker-runtime";
+    auto out = ascend::hook::edit_engine_config(edit);
+    if (!out) return fail(out.error());
+    std::fputs(out->c_str(), stdout);
     return 0;
   }
 
@@ -170,14 +153,9 @@ static int run_main(int argc, char** argv) {
   }
 
   if (validate->parsed()) {
-    auto text = ascend::read_file(validate_file, 16U << 20);
-    if (!text) return fail(text.error());
-    auto j = nlohmann::json::parse(*text, nullptr, false);
-    if (j.is_discarded()) return fail(ascend::Error::invalid(validate_file + ": not JSON"));
-    if (auto st = ascend::hook::validate_cdi_spec(j); !st) return fail(st.error().context(validate_file));
-    std::printf(
-        "%s: valid CDI spec (%s)\n", validate_file.c_str(),
-        (j.is_object() && j["cdiVersion"].is_string() ? j["cdiVersion"].get<std::string>() : "?").c_str());
+    auto out = ascend::hook::validate_cdi_file(validate_file);
+    if (!out) return fail(out.error());
+    std::fputs(out->c_str(), stdout);
     return 0;
   }
 

@@ -32,6 +32,9 @@ nlohmann::ordered_json make_cdi_spec(const npu::DeviceSnapshot& host, const CdiI
 // cdiVersion no lower than the features used need, the kind and device-name syntax, unique names, absolute
 // paths. Errors name the offending field.
 Status validate_cdi_spec(const nlohmann::json& spec);
+// `ascend-ctk cdi validate FILE`: reads and checks the file; the one line to print ("FILE: valid CDI spec
+// (0.6.0)"), or an error naming the file.
+Result<std::string> validate_cdi_file(const std::string& path);
 
 // "huawei.com/npu=0", ... : the fully-qualified names a user passes to --device.
 std::vector<std::string> cdi_device_names(const nlohmann::json& spec);

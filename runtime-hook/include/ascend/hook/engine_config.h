@@ -34,4 +34,17 @@ Result<std::string> unconfigure_docker(std::string_view current, const std::stri
 Result<std::string> configure_containerd(std::string_view current, const RuntimeEntry& entry);
 Result<std::string> unconfigure_containerd(std::string_view current, const std::string& name);
 
+// `ascend-ctk runtime configure|unconfigure` for `engine` ("docker" or "containerd"): the engine's config
+// file (`file`, else /etc/docker/daemon.json or /etc/containerd/config.toml) read (absent: empty), edited
+// and, unless `dry_run`, replaced atomically. Returns what to print: the new text with `dry_run`, else one
+// line naming the file and what to restart.
+struct EngineEdit {
+  std::string engine = "docker";
+  std::string file;
+  bool add = true;  // configure; false: unconfigure
+  bool dry_run = false;
+  RuntimeEntry entry;
+};
+Result<std::string> edit_engine_config(EngineEdit edit);
+
 }  // namespace ascend::hook
