@@ -244,6 +244,12 @@ class DcmiDeviceQuery final : public DeviceQuery {
                       const std::optional<VnpuOwner>& holder) override;
   Result<std::unique_ptr<Subscription>> subscribe(ChangeCallback on_change) const override;
 
+  // A poll: the host now, and whether it differs from the last snapshot this backend returned to anyone.
+  // Comparing with the last one returned (not the last poll) matters when a caller also reads on its own
+  // and applies what it reads (the plugin's periodic driver check): a fault cleared and raised again
+  // between two polls is a change for that caller if it saw the clear, though both polls saw the fault.
+  Result<std::pair<DeviceSnapshot, bool>> poll() const;
+
  private:
   struct Place {
     int card = 0;
@@ -264,6 +270,16 @@ class DcmiDeviceQuery final : public DeviceQuery {
   BackendOptions opts_;
   std::string lib_;
   Api api_;
+  Result<DeviceSnapshot> read() const;
+  // Records `s`, read by the call numbered `seq` (in start order): a read that started earlier than the
+  // recorded one does not replace it. Returns whether `s` differs from what was recorded before.
+  bool record(const DeviceSnapshot& s, std::uint64_t seq) const;
+
+  mutable std::atomic<std::uint64_t> reads_{0};
+  mutable std::mutex last_mu_;
+  mutable std::optional<DeviceSnapshot> last_;
+  mutable std::uint64_t last_seq_ = 0;
+
   mutable std::mutex links_mu_;
   mutable std::vector<std::pair<int, int>> links_key_;  // (card, device) in phy order, then (phy, family)
   mutable std::vector<Link> links_;
@@ -414,6 +430,30 @@ Result<std::vector<Vnpu>> DcmiDeviceQuery::read_vnpus(const Place& p, int phy_id
 }
 
 Result<DeviceSnapshot> DcmiDeviceQuery::snapshot() const {
+  const std::uint64_t seq = ++reads_;
+  ASCEND_ASSIGN(DeviceSnapshot s, read(), "");
+  record(s, seq);
+  return s;
+}
+
+Result<std::pair<DeviceSnapshot, bool>> DcmiDeviceQuery::poll() const {
+  const std::uint64_t seq = ++reads_;
+  ASCEND_ASSIGN(DeviceSnapshot s, read(), "");
+  const bool changed = record(s, seq);
+  return std::pair(std::move(s), changed);
+}
+
+bool DcmiDeviceQuery::record(const DeviceSnapshot& s, std::uint64_t seq) const {
+  std::lock_guard<std::mutex> lock(last_mu_);
+  const bool changed = !last_ || !(*last_ == s);
+  if (seq > last_seq_) {
+    last_ = s;
+    last_seq_ = seq;
+  }
+  return changed;
+}
+
+Result<DeviceSnapshot> DcmiDeviceQuery::read() const {
   DeviceSnapshot s;
   s.backend = "dcmi";
   char version[64] = {};
@@ -661,9 +701,8 @@ Status DcmiDeviceQuery::destroy_vnpu(int vnpu_id, std::optional<int> phy_id,
 // Polls the snapshot every interval and reports when it changed.
 class PollSubscription final : public Subscription {
  public:
-  PollSubscription(const DeviceQuery& dq, DeviceQuery::ChangeCallback cb, std::chrono::milliseconds every,
-                   std::optional<DeviceSnapshot> first)
-      : thread_([this, &dq, cb = std::move(cb), every, last = std::move(first)]() mutable {
+  PollSubscription(const DcmiDeviceQuery& dq, DeviceQuery::ChangeCallback cb, std::chrono::milliseconds every)
+      : thread_([this, &dq, cb = std::move(cb), every]() {
           // Fixed rate, not fixed delay: a poll starts every `every` however long the last one took, so a
           // change is seen within one interval plus one poll (two polls when it lands mid-poll).
           std::unique_lock<std::mutex> lock(mu_);
@@ -672,11 +711,8 @@ class PollSubscription final : public Subscription {
             const auto now = std::chrono::steady_clock::now();
             next = next + every > now ? next + every : now + every;  // an overrun skips, never piles up
             lock.unlock();
-            auto s = dq.snapshot();
-            if (s && (!last || !(*s == *last))) {
-              last = *s;
-              cb(*s);
-            }
+            auto p = dq.poll();
+            if (p && p->second) cb(p->first);
             lock.lock();
           }
         }) {}
@@ -697,10 +733,9 @@ class PollSubscription final : public Subscription {
 };
 
 Result<std::unique_ptr<Subscription>> DcmiDeviceQuery::subscribe(ChangeCallback on_change) const {
-  std::optional<DeviceSnapshot> first;
-  if (auto s = snapshot()) first = std::move(*s);
+  (void)snapshot();  // the state the first poll is compared with
   return std::unique_ptr<Subscription>(
-      std::make_unique<PollSubscription>(*this, std::move(on_change), opts_.poll_interval, std::move(first)));
+      std::make_unique<PollSubscription>(*this, std::move(on_change), opts_.poll_interval));
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 // The device backend is $ASCEND_BENCH_BACKEND (emulator, the default, or dcmi): the plugin runs with
 // --backend of that name and the callback baseline subscribes to the same backend; scripts/bench runs this
 // program once per backend (DCMI polls, every 200 ms; the emulator watches its state file).
+// $ASCEND_BENCH_SAMPLES set: every fault latency is printed on stderr, in the order measured.
 //   BM_RssAfter10kAllocate    the plugin's VmRSS after 10 000 more Allocate calls (target <= 20 MB);
 //                             rss_idle_mb (just started) and rss_before_mb (before these calls, after
 //                             whichever benchmarks ran first) are the baselines; also the plugin's CPU time
@@ -584,6 +585,9 @@ class Stream {
 
 void finish_ms(benchmark::State& state, const std::string& key, std::vector<double> ms) {
   g_ms[key].insert(g_ms[key].end(), ms.begin(), ms.end());
+  if (std::getenv("ASCEND_BENCH_SAMPLES") != nullptr) {
+    for (double x : ms) std::fprintf(stderr, "%s %.1f\n", key.c_str(), x);
+  }
   std::sort(ms.begin(), ms.end());
   state.counters["median_ms"] = ms[ms.size() / 2];
   state.counters["max_ms"] = ms.back();

@@ -10,9 +10,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -320,6 +322,50 @@ TEST(BackendSubscribe, DcmiReportsAFaultWithinItsPollInterval) {
   }
   EXPECT_TRUE(faulted.load());
   sub->reset();  // joins the poller
+}
+
+// A fault cleared and raised again between two polls: both polls see the fault, but a caller that read the
+// host in between (the plugin's periodic driver check) saw the clear and applied it. The poll compares with
+// the last snapshot the backend returned, so the second fault is still reported to that caller.
+TEST(BackendSubscribe, DcmiReportsAFaultAgainWhenAReaderSawItClearedBetweenTwoPolls) {
+  ::unsetenv("ASCEND_SIM_ROOT");
+  EmulatedHost host("atlas800t-a2");
+  BackendOptions o;
+  o.backend = Backend::kDcmi;
+  o.root = host.root();
+  o.poll_interval = std::chrono::milliseconds(400);
+  auto dq = open_device_query(o);
+  ASSERT_TRUE(dq.ok()) << dq.error().message();
+  std::mutex mu;
+  std::condition_variable cv;
+  int faults_seen = 0;
+  auto sub = (*dq)->subscribe([&](const DeviceSnapshot& s) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (s.chip(3) != nullptr && s.chip(3)->health() == Health::kCritical) ++faults_seen;
+    cv.notify_all();
+  });
+  ASSERT_TRUE(sub.ok()) << sub.error().message();
+  ASSERT_TRUE(host.emu().set_fault(3, 0x8C204E00, std::nullopt).ok());
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(5), [&] { return faults_seen == 1; }));
+  }
+  // Just after a poll: clear, read (as the plugin's driver check does), raise again, all well inside the
+  // 400 ms before the next poll.
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(host.emu().clear_faults(3).ok());
+  auto cleared = (*dq)->snapshot();
+  ASSERT_TRUE(cleared.ok());
+  EXPECT_EQ(cleared->chip(3)->health(), Health::kOk);
+  ASSERT_TRUE(host.emu().set_fault(3, 0x8C204E00, std::nullopt).ok());
+  const auto window = std::chrono::steady_clock::now() - t0;
+  if (window > std::chrono::milliseconds(300))
+    GTEST_SKIP() << "the machine is too slow to stay between two polls";
+  std::unique_lock<std::mutex> lock(mu);
+  EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(3), [&] { return faults_seen == 2; }))
+      << "the second fault was never reported";
+  lock.unlock();
+  sub->reset();
 }
 
 }  // namespace
