@@ -80,10 +80,23 @@ VnpuOwner owner_for_this_process(std::string container_id, std::string state_roo
 
 ContainerProbe::ContainerProbe(std::string proc) : proc_(std::move(proc)), pid_ns_(own_pid_ns(proc_)) {}
 
+bool earlier_boot(std::string_view recorded, std::string_view now) {
+  if (recorded.empty()) return false;  // an owner recorded before boots were: no verdict by boot
+  const auto split = [](std::string_view b) {
+    const auto colon = b.find(':');
+    return colon == std::string_view::npos ? std::pair(b, std::string_view())
+                                           : std::pair(b.substr(0, colon), b.substr(colon + 1));
+  };
+  const auto [kernel_then, load_then] = split(recorded);
+  const auto [kernel_now, load_now] = split(now);
+  if (kernel_then != kernel_now) return true;
+  return !load_then.empty() && !load_now.empty() && load_then != load_now;
+}
+
 Liveness ContainerProbe::check(const VnpuOwner& o, const std::string& boot) const {
   using S = Liveness::State;
   const std::string& id = o.container_id;
-  if (!o.boot.empty() && o.boot != boot)
+  if (earlier_boot(o.boot, boot))
     return {S::kGone, "container " + id + " was of a boot before the last reboot"};
   if (!safe_id(id)) return {S::kUnsure, "container id '" + id + "' is not a runc id"};
   if (!o.pid_ns.empty() && o.pid_ns != pid_ns_) {

@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "ascend/common/fs.h"
+#include "ascend/common/yaml_json.h"
 #include "ascend/npu/backend.h"
-#include "ascend/npu/yaml_json.h"
 
 namespace ascend::hook {
 
@@ -52,7 +52,7 @@ Result<Config> load_config(const std::string& path, const ConfigDefaults& defaul
   }
   // The config names the binaries and folders a root process uses: only root may be able to change it.
   ASCEND_ASSIGN(std::string text, read_protected_file(file, 1U << 20), "config");
-  ASCEND_ASSIGN(nlohmann::json doc, npu::parse_yaml(text, file), "config");
+  ASCEND_ASSIGN(nlohmann::json doc, ascend::parse_yaml(text, file), "config");
   // Absolute, because the shim hands it to the hook, which runc starts in another folder.
   if (file[0] != '/') {
     char cwd[4096];

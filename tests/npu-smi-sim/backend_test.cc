@@ -296,14 +296,19 @@ TEST(BackendFactory, AMalformedOwnerFileIsOneErrorNamingItNotAnException) {
   }
 }
 
-TEST(BackendSubscribe, DcmiReportsAFaultWithinItsPollInterval) {
+// The DCMI backend of `host`, polling every `every`.
+Result<std::unique_ptr<DeviceQuery>> open_poller(const EmulatedHost& host, std::chrono::milliseconds every) {
   ::unsetenv("ASCEND_SIM_ROOT");
-  EmulatedHost host("atlas800t-a2");
   BackendOptions o;
   o.backend = Backend::kDcmi;
   o.root = host.root();
-  o.poll_interval = std::chrono::milliseconds(200);
-  auto dq = open_device_query(o);
+  o.poll_interval = every;
+  return open_device_query(o);
+}
+
+TEST(BackendSubscribe, DcmiReportsAFaultWithinItsPollInterval) {
+  EmulatedHost host("atlas800t-a2");
+  auto dq = open_poller(host, std::chrono::milliseconds(200));
   ASSERT_TRUE(dq.ok()) << dq.error().message();
   std::atomic<int> calls{0};
   std::atomic<bool> faulted{false};
@@ -328,13 +333,8 @@ TEST(BackendSubscribe, DcmiReportsAFaultWithinItsPollInterval) {
 // host in between (the plugin's periodic driver check) saw the clear and applied it. The poll compares with
 // the last snapshot the backend returned, so the second fault is still reported to that caller.
 TEST(BackendSubscribe, DcmiReportsAFaultAgainWhenAReaderSawItClearedBetweenTwoPolls) {
-  ::unsetenv("ASCEND_SIM_ROOT");
   EmulatedHost host("atlas800t-a2");
-  BackendOptions o;
-  o.backend = Backend::kDcmi;
-  o.root = host.root();
-  o.poll_interval = std::chrono::milliseconds(400);
-  auto dq = open_device_query(o);
+  auto dq = open_poller(host, std::chrono::milliseconds(400));
   ASSERT_TRUE(dq.ok()) << dq.error().message();
   std::mutex mu;
   std::condition_variable cv;

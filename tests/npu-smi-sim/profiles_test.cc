@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "ascend/npu/yaml_json.h"
+#include "ascend/common/yaml_json.h"
 
 namespace ascend::npu {
 namespace {

@@ -192,6 +192,19 @@ TEST_F(Probe, Verdicts) {
   }
 }
 
+// "<kernel boot_id>:<host load id>"; the DCMI backend cannot tell the load id and leaves it empty, so a
+// vNPU stamped by a shim on the emulator backend must not look rebooted to a plugin on DCMI (and back).
+TEST(EarlierBoot, KernelAlwaysCountsTheLoadOnlyWhenBothSidesKnowIt) {
+  EXPECT_FALSE(earlier_boot("k1:load1", "k1:load1"));
+  EXPECT_TRUE(earlier_boot("k1:load1", "k1:load2"));  // the emulated host was reloaded
+  EXPECT_TRUE(earlier_boot("k1:load1", "k2:load1"));  // the machine rebooted
+  EXPECT_TRUE(earlier_boot("k1:", "k2:"));
+  EXPECT_FALSE(earlier_boot("k1:load1", "k1:"));  // stamped through the emulator, judged through DCMI
+  EXPECT_FALSE(earlier_boot("k1:", "k1:load1"));  // and the other way round
+  EXPECT_TRUE(earlier_boot("k1:", "k2:load1"));
+  EXPECT_FALSE(earlier_boot("", "k1:load1"));  // no stamp: no verdict by boot
+}
+
 TEST(PlanGc, StaticVnpusAreNeverListedAndOnlyGoneOnesAreDestroyed) {
   HostState s;
   auto add = [&](int id, const std::string& container) {

@@ -5,8 +5,8 @@
 #include <filesystem>
 
 #include "ascend/common/fs.h"
+#include "ascend/common/yaml_json.h"
 #include "ascend/npu/profiles.h"
-#include "ascend/npu/yaml_json.h"
 
 namespace ascend::scheduler {
 
@@ -26,7 +26,7 @@ Result<YamlDoc> read_yaml(const std::string& path) {
   const std::string& text = *text_or;
   try {
     YAML::Node root = YAML::Load(text);
-    json value = npu::yaml_to_json(root);
+    json value = ascend::yaml_to_json(root);
     return YamlDoc{root, std::move(value)};
   } catch (const YAML::Exception& e) {
     return Error::invalid(path + ": line " + std::to_string(e.mark.line + 1) + ": " + e.msg);

@@ -6,7 +6,7 @@
 
 #include <map>
 
-#include "ascend/npu/yaml_json.h"
+#include "ascend/common/yaml_json.h"
 #include "ascend/scheduler/pod.h"
 
 namespace ascend::scheduler {
@@ -17,7 +17,7 @@ using nlohmann::json;
 std::vector<json> load_all(const std::string& name) {
   std::vector<json> docs;
   for (const auto& d : YAML::LoadAllFromFile(std::string(ASCEND_SOURCE_DIR) + "/deploy/kubernetes/" + name)) {
-    docs.push_back(npu::yaml_to_json(d));
+    docs.push_back(ascend::yaml_to_json(d));
   }
   return docs;
 }
@@ -33,7 +33,7 @@ json find_kind(const std::vector<json>& docs, const std::string& kind, const std
 TEST(Deploy, TheSchedulerConfigurationCallsTheExtenderForEveryVerb) {
   auto docs = load_all("ascend-scheduler.yaml");
   json cm = find_kind(docs, "ConfigMap", "ascend-scheduler-config");
-  json cfg = npu::yaml_to_json(YAML::Load(cm["data"]["scheduler-config.yaml"].get<std::string>()));
+  json cfg = ascend::yaml_to_json(YAML::Load(cm["data"]["scheduler-config.yaml"].get<std::string>()));
   EXPECT_EQ(cfg["kind"], "KubeSchedulerConfiguration");
   EXPECT_EQ(cfg["apiVersion"], "kubescheduler.config.k8s.io/v1");
   ASSERT_EQ(cfg["extenders"].size(), 1U);

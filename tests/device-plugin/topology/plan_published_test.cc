@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ascend/npu/yaml_json.h"
+#include "ascend/common/yaml_json.h"
 #include "ascend/topology/plan.h"
 
 namespace ascend::topology {
@@ -23,7 +23,7 @@ constexpr double kTolerance = 0.10;
 
 PlanRequest request_of(const json& c) {
   PlanRequest r;
-  auto chip = npu::load_yaml_file(kDir + "/" + c["chip"].get<std::string>());
+  auto chip = ascend::load_yaml_file(kDir + "/" + c["chip"].get<std::string>());
   EXPECT_TRUE(chip.ok()) << chip.error().message();
   auto spec = chip_from_json(*chip);
   EXPECT_TRUE(spec.ok()) << spec.error().message();
@@ -63,7 +63,7 @@ const PlanEntry* published_entry(const PlanResult& p, const json& pub) {
 }
 
 TEST(PlanPublished, RanksThePublishedLayoutAndPredictsItsUtilization) {
-  auto doc = npu::load_yaml_file(kDir + "/published.yaml");
+  auto doc = ascend::load_yaml_file(kDir + "/published.yaml");
   ASSERT_TRUE(doc.ok()) << doc.error().message();
   const json& configs = (*doc)["configurations"];
   ASSERT_GE(configs.size(), 10U);

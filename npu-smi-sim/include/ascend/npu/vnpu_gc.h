@@ -18,6 +18,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ascend/common/error.h"
@@ -53,6 +54,10 @@ std::uint64_t process_start(const std::string& proc, int pid);
 std::string own_pid_ns(const std::string& proc);
 // "<kernel boot_id>:<host boot_id>": changes when the machine or the emulated host reboots.
 std::string boot_of(const DeviceSnapshot& host, const std::string& proc);
+// Whether an owner's `recorded` boot is of an earlier boot than `now`: the kernel's boot ids differ, or both
+// name a host load and those differ. A backend that cannot tell the load (DCMI: boot_id empty) leaves that
+// part empty, so an owner stamped through one backend is judged alike through the other.
+bool earlier_boot(std::string_view recorded, std::string_view now);
 // The owner the runtime records for a container it is creating now: this process, its pid namespace, the
 // boot.
 VnpuOwner owner_for_this_process(std::string container_id, std::string state_root,

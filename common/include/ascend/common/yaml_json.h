@@ -13,7 +13,7 @@ namespace YAML {
 class Node;
 }
 
-namespace ascend::npu {
+namespace ascend {
 
 nlohmann::json yaml_to_json(const YAML::Node& n);
 // Parses a YAML document; errors name `name` (the file it came from) and the line.
@@ -21,4 +21,4 @@ Result<nlohmann::json> parse_yaml(const std::string& text, const std::string& na
 // Reads and parses a YAML file; errors name the file and line.
 Result<nlohmann::json> load_yaml_file(const std::string& path);
 
-}  // namespace ascend::npu
+}  // namespace ascend
