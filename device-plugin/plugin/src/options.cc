@@ -1,5 +1,6 @@
 #include "ascend/plugin/options.h"
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -39,9 +40,9 @@ class YamlConfig final : public CLI::Config {
       const auto key = kv.first.as<std::string>();
       const CLI::Option* opt = app_.get_option_no_throw("--" + key);
       if (opt == nullptr || !opt->get_configurable() || key == "config" || key == "help") {
-        throw CLI::ConfigError(where + ": unknown key '" + key + "' (valid: " + valid_keys() + ")");
+        throw CLI::ConfigError(fmt::format("{}: unknown key '{}' (valid: {})", where, key, valid_keys()));
       }
-      if (!kv.second.IsScalar()) throw CLI::ConfigError(where + ": '" + key + "' must be a string");
+      if (!kv.second.IsScalar()) throw CLI::ConfigError(fmt::format("{}: '{}' must be a string", where, key));
       CLI::ConfigItem item;
       item.name = key;
       item.inputs = {kv.second.as<std::string>()};
