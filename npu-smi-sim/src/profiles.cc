@@ -1,6 +1,6 @@
 #include "ascend/npu/profiles.h"
 
-#include <cstdio>
+#include <fmt/format.h>
 
 #include "profile_data.h"
 
@@ -89,9 +89,7 @@ std::vector<std::string> builtin_profile_names() {
 }
 
 std::string device_ip(int node_index, int phy_id) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "10.%d.%d.%d", 100 + phy_id, node_index / 254, node_index % 254 + 1);
-  return buf;
+  return fmt::format("10.{}.{}.{}", 100 + phy_id, node_index / 254, node_index % 254 + 1);
 }
 
 void assign_device_ips(HostState& s, int node_index) {

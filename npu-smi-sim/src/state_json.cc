@@ -1,8 +1,8 @@
 // The state file's JSON form (state.h: serialize, parse_state, state_from_json and to_json).
 #include "ascend/npu/state.h"
 
+#include <fmt/format.h>
 #include <algorithm>
-#include <cstdio>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -81,9 +81,7 @@ class Reader {
 };
 
 std::string hex_code(std::uint32_t code) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%08X", code);
-  return buf;
+  return fmt::format("0x{:08X}", code);
 }
 
 Result<std::uint32_t> parse_code(const std::string& s) {

@@ -1,6 +1,7 @@
 #include "ascend/npu/status.h"
 
-#include <cstdio>
+#include <fmt/printf.h>
+
 #include <nlohmann/json.hpp>
 
 namespace ascend::npu {
@@ -12,10 +13,8 @@ std::string format_status(const HostState& s, const std::string& root) {
                     std::to_string(s.majors.manager) + ", devmm_svm " + std::to_string(s.majors.svm) +
                     ", hisi_hdc " + std::to_string(s.majors.hdc) + ", vdavinci " +
                     std::to_string(s.majors.vdavinci) + "\n\n";
-  char line[256];
-  std::snprintf(line, sizeof line, "%-5s %-5s %-5s %-10s %-9s %-14s %-7s %-8s %-15s %s\n", "PHY", "CARD",
-                "CHIP", "NAME", "HEALTH", "BUS-ID", "AICORE", "HBM(MB)", "DEVICE-IP", "VNPUS");
-  out += line;
+  out += fmt::sprintf("%-5s %-5s %-5s %-10s %-9s %-14s %-7s %-8s %-15s %s\n", "PHY", "CARD", "CHIP", "NAME",
+                      "HEALTH", "BUS-ID", "AICORE", "HBM(MB)", "DEVICE-IP", "VNPUS");
   for (const auto& c : s.chips) {
     std::string vn;
     for (const auto& v : s.vnpus) {
@@ -24,15 +23,11 @@ std::string format_status(const HostState& s, const std::string& root) {
       if (!vn.empty()) vn += ',';
       vn.append(std::to_string(v.id)).append(":").append(v.template_name);
     }
-    std::snprintf(line, sizeof line, "%-5d %-5d %-5d %-10s %-9s %-14s %-7d %-8d %-15s %s\n", c.phy_id,
-                  c.card_id, c.chip_index, c.name.c_str(), std::string(to_string(c.health())).c_str(),
-                  c.bus_id.c_str(), c.aicore_count, c.hbm_total_mb, c.device_ip.c_str(),
-                  vn.empty() ? "-" : vn.c_str());
-    out += line;
+    out += fmt::sprintf("%-5d %-5d %-5d %-10s %-9s %-14s %-7d %-8d %-15s %s\n", c.phy_id, c.card_id,
+                        c.chip_index, c.name, std::string(to_string(c.health())), c.bus_id, c.aicore_count,
+                        c.hbm_total_mb, c.device_ip, vn.empty() ? std::string("-") : vn);
     for (const auto& f : c.faults) {
-      std::snprintf(line, sizeof line, "      fault 0x%08X %s\n", f.code,
-                    std::string(to_string(f.severity)).c_str());
-      out += line;
+      out += fmt::sprintf("      fault 0x%08X %s\n", f.code, std::string(to_string(f.severity)));
     }
   }
   return out;
