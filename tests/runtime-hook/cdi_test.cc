@@ -8,6 +8,7 @@
 
 #include "ascend/hook/cdi.h"
 #include "ascend/npu/profiles.h"
+#include "test_dir.h"
 
 namespace ascend::hook {
 namespace {
@@ -121,6 +122,29 @@ TEST(Cdi, ValidatorRejectsWhatTheSpecificationForbids) {
     "hooks":[{"hookName":"createContainer","path":"/bin/vendor-hook"}]}})");
   auto st = validate_cdi_spec(example);
   EXPECT_TRUE(st.ok()) << st.error().message();
+}
+
+// ascend-ctk cdi validate FILE: one line for a valid spec, an error naming the file otherwise.
+TEST(Cdi, ValidateFileSaysValidOrNamesTheFile) {
+  testing::TempDir dir;
+  const std::string good = dir.path() + "/good.json";
+  std::ofstream(good) << R"({"cdiVersion": "0.5.0", "kind": "huawei.com/npu",
+    "devices": [{"name": "0", "containerEdits": {"deviceNodes": [{"path": "/dev/davinci0"}]}}]})";
+  auto ok = validate_cdi_file(good);
+  ASSERT_TRUE(ok.ok()) << ok.error().message();
+  EXPECT_EQ(*ok, good + ": valid CDI spec (0.5.0)\n");
+  const std::string not_json = dir.path() + "/bad.json";
+  std::ofstream(not_json) << "{";
+  auto bad = validate_cdi_file(not_json);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message(), not_json + ": not JSON");
+  const std::string invalid = dir.path() + "/invalid.json";
+  std::ofstream(invalid) << R"({"cdiVersion": "9.9.9", "kind": "huawei.com/npu", "devices": []})";
+  auto inv = validate_cdi_file(invalid);
+  ASSERT_FALSE(inv.ok());
+  EXPECT_NE(inv.error().message().find(invalid), std::string::npos) << inv.error().message();
+  EXPECT_NE(inv.error().message().find("cdiVersion"), std::string::npos) << inv.error().message();
+  EXPECT_EQ(validate_cdi_file(dir.path() + "/missing.json").error().code(), ENOENT);
 }
 
 }  // namespace

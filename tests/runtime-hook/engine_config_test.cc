@@ -1,10 +1,14 @@
 // ascend-ctk's engine configuration: daemon.json and config.toml merges keep what was there.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include <toml++/toml.h>
 #include <nlohmann/json.hpp>
 
 #include "ascend/hook/engine_config.h"
+#include "test_dir.h"
 
 namespace ascend::hook {
 namespace {
@@ -187,6 +191,40 @@ TEST(DockerConfig, MalformedJsonNamesLineAndColumn) {
   auto array = configure_docker("[1]", entry());
   ASSERT_FALSE(array.ok());
   EXPECT_NE(array.error().message().find("not a JSON object"), std::string::npos);
+}
+
+// ascend-ctk runtime configure/unconfigure: the default file, a file not there yet (its folder made), a dry
+// run that writes nothing, and errors that name the file.
+TEST(EditEngineConfig, WritesTheFileOrPrintsItAndNamesTheFileInErrors) {
+  testing::TempDir dir;
+  EngineEdit e;
+  e.file = dir.path() + "/etc/docker/daemon.json";  // neither folder exists yet
+  e.entry.path = "/usr/local/bin/ascend-docker-runtime";
+  e.dry_run = true;
+  auto dry = edit_engine_config(e);
+  ASSERT_TRUE(dry.ok()) << dry.error().message();
+  EXPECT_EQ(ordered_json::parse(*dry)["runtimes"]["ascend"]["path"], "/usr/local/bin/ascend-docker-runtime");
+  EXPECT_FALSE(std::filesystem::exists(e.file)) << "a dry run writes nothing";
+  e.dry_run = false;
+  auto done = edit_engine_config(e);
+  ASSERT_TRUE(done.ok()) << done.error().message();
+  EXPECT_EQ(*done, "updated " + e.file + "; restart dockerd to apply it\n");
+  std::ifstream in(e.file);
+  EXPECT_EQ(ordered_json::parse(in)["runtimes"]["ascend"]["path"], "/usr/local/bin/ascend-docker-runtime");
+  e.add = false;
+  ASSERT_TRUE(edit_engine_config(e).ok());
+  std::ifstream again(e.file);
+  EXPECT_FALSE(ordered_json::parse(again).contains("runtimes"));
+
+  e.engine = "podman";
+  EXPECT_EQ(edit_engine_config(e).error().code(), EINVAL);
+  e.engine = "docker";
+  std::ofstream(e.file) << "{not json";
+  auto bad = edit_engine_config(e);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find(e.file), std::string::npos) << bad.error().message();
+  e.file = dir.path();  // a folder: cannot be read as a file
+  EXPECT_FALSE(edit_engine_config(e).ok());
 }
 
 }  // namespace
