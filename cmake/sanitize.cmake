@@ -66,6 +66,10 @@ function(ascend_sanitize_fixups)
     endforeach()
     add_library(${lib}_plain STATIC ${abs_srcs})
     target_include_directories(${lib}_plain PUBLIC ${dir}/include)
+    # The original's own include folders and definitions (its private src/, where generated sources such as
+    # profile_data.cc find their header; fmt's header-only mode), with those of what it links.
+    target_include_directories(${lib}_plain PRIVATE $<TARGET_PROPERTY:${lib},INCLUDE_DIRECTORIES>)
+    target_compile_definitions(${lib}_plain PRIVATE $<TARGET_PROPERTY:${lib},COMPILE_DEFINITIONS>)
     target_compile_options(${lib}_plain PRIVATE ${plain})
   endforeach()
   target_link_libraries(ascend_npu_core_plain PUBLIC ascend_common_core_plain nlohmann_json::nlohmann_json
