@@ -303,8 +303,18 @@ Status Emulator::unload() {
   // Held while the state and the lock file go away: a writer waiting on it then finds no host.
   ASCEND_ASSIGN(FileLock lock, FileLock::acquire(join(root_, kLock)), "unload");
   auto snap = read_state();
+  // Every node this host has, with its numbers: once a node is gone its /dev/char link must go too (udev
+  // removes a node's link with the node; the runtime made these, dev_char.h).
+  std::vector<DeviceNode> nodes;
   if (snap) {
-    for (const auto& v : snap->vnpus) ::unlink(host_path(snap->vnpu_node(v.id).path).c_str());
+    for (const auto& v : snap->vnpus) {
+      nodes.push_back(snap->vnpu_node(v.id));
+      ::unlink(host_path(nodes.back().path).c_str());
+    }
+    if (snap->device_nodes) {
+      for (const auto& c : snap->chips) nodes.push_back(snap->chip_node(c.phy_id));
+      for (const auto& n : snap->control_nodes()) nodes.push_back(n);
+    }
   }
   auto manifest = read_file(join(root_, kManifest));
   std::vector<std::string> entries;
@@ -321,6 +331,9 @@ Status Emulator::unload() {
     if (e.back() != '/') ::unlink(join(root_, e).c_str());
   }
   ::rmdir(join(root_, kStateDir).c_str());
+  // Only a link that leads to its node's path and no longer to the device: another device's, or a node
+  // someone made again since, keeps its link.
+  for (const auto& n : nodes) (void)remove_stale_dev_char_link(root_, n.path, n.major, n.minor);
   for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
     if (it->back() == '/') ::rmdir(join(root_, it->substr(0, it->size() - 1)).c_str());
   }

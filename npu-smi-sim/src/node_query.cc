@@ -5,6 +5,7 @@
 #include <sys/sysmacros.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <nlohmann/json.hpp>
 
@@ -68,14 +69,10 @@ class NodeQuery final : public DeviceQuery {
 
  private:
   Result<nlohmann::json> call(const std::vector<std::string>& verb) const {
-    std::vector<std::string> argv = {o_.helper, "--root", o_.root};
-    if (!o_.dcmi_library.empty()) argv.insert(argv.end(), {"--library", o_.dcmi_library});
-    argv.insert(argv.end(), verb.begin(), verb.end());
-    // A fixed environment: the helper's library finds its host from its own path, not from ours.
-    ASCEND_ASSIGN(
-        ProcessOutput r,
-        run_capture(argv, {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, 64U << 20, std::chrono::seconds(30)),
-        "DCMI helper (set dcmi-helper in the config)");
+    const HelperRunner run = o_.run ? o_.run : HelperRunner(run_capture);
+    ASCEND_ASSIGN(ProcessOutput r,
+                  run(helper_argv(o_, verb), helper_env(), 64U << 20, std::chrono::seconds(30)),
+                  "DCMI helper (set dcmi-helper in the config)");
     auto j = nlohmann::json::parse(r.out, nullptr, false);
     if (j.is_discarded()) {
       return Error(EIO, o_.helper + " " + verb[0] + " exited " + std::to_string(r.exit_code) +
@@ -142,6 +139,64 @@ Result<DeviceSnapshot> scan_device_nodes(const std::string& root) {
   s.links.assign(s.chips.size() * s.chips.size(), Link::kNa);
   s.resource_name.clear();
   return s;
+}
+
+std::vector<std::string> helper_argv(const HelperOptions& o, const std::vector<std::string>& verb) {
+  std::vector<std::string> argv = {o.helper, "--root", o.root};
+  if (!o.dcmi_library.empty()) argv.insert(argv.end(), {"--library", o.dcmi_library});
+  argv.insert(argv.end(), verb.begin(), verb.end());
+  return argv;
+}
+
+Status admit_helper_verb(std::span<const std::string> verb) {
+  enum class Value { kNumber, kName, kJson };
+  struct Verb {
+    std::string_view name;
+    std::vector<std::pair<std::string_view, Value>> options;
+  };
+  static const Verb kVerbs[] = {
+      {"snapshot", {}},
+      {"create",
+       {{"--phy", Value::kNumber},
+        {"--template", Value::kName},
+        {"--id", Value::kNumber},
+        {"--owner", Value::kJson}}},
+      {"destroy", {{"--id", Value::kNumber}, {"--phy", Value::kNumber}, {"--holder", Value::kJson}}},
+  };
+  auto refuse = [](const std::string& why) { return Error(EPERM, "DCMI helper arguments: " + why); };
+  if (verb.empty()) return refuse("no verb");
+  const Verb* v = nullptr;
+  for (const auto& k : kVerbs) {
+    if (verb[0] == k.name) v = &k;
+  }
+  if (v == nullptr) return refuse("unknown verb '" + verb[0].substr(0, 32) + "'");
+  std::vector<std::string_view> seen;
+  for (std::size_t i = 1; i < verb.size(); i += 2) {
+    const std::string& opt = verb[i];
+    auto it =
+        std::find_if(v->options.begin(), v->options.end(), [&](const auto& o) { return o.first == opt; });
+    if (it == v->options.end()) return refuse("'" + opt.substr(0, 32) + "' is not an option of " + verb[0]);
+    if (std::find(seen.begin(), seen.end(), it->first) != seen.end()) return refuse(opt + " given twice");
+    seen.push_back(it->first);
+    if (i + 1 >= verb.size()) return refuse(opt + " has no value");
+    const std::string& val = verb[i + 1];
+    const bool good = [&] {
+      switch (it->second) {
+        case Value::kNumber:
+          return !val.empty() && val.size() <= 9 &&
+                 std::all_of(val.begin(), val.end(), [](char c) { return c >= '0' && c <= '9'; });
+        case Value::kName:
+          return !val.empty() && val.size() <= 64 && std::all_of(val.begin(), val.end(), [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+          });
+        case Value::kJson:
+          return val.size() <= 4096 && val.starts_with('{');
+      }
+      return false;
+    }();
+    if (!good) return refuse("a bad value for " + opt);
+  }
+  return {};
 }
 
 std::unique_ptr<DeviceQuery> open_node_query(HelperOptions opts) {

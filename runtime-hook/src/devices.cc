@@ -15,7 +15,7 @@
 namespace ascend::hook {
 namespace {
 
-bool use_dcmi(const Config& config, npu::Backend b) {
+bool dcmi_backend(const Config& config, npu::Backend b) {
   if (b != npu::Backend::kAuto) return b == npu::Backend::kDcmi;
   if (!config.dcmi_library.empty()) return true;
   for (const std::string& lib : npu::dcmi_library_candidates(config.host_root)) {
@@ -24,12 +24,35 @@ bool use_dcmi(const Config& config, npu::Backend b) {
   return false;
 }
 
+npu::HelperOptions helper_options(const Config& config) {
+  npu::HelperOptions o;
+  o.root = config.host_root;
+  o.helper = config.dcmi_helper;
+  o.dcmi_library = config.dcmi_library;
+  return o;
+}
+
 }  // namespace
 
-Result<std::unique_ptr<npu::DeviceQuery>> open_devices(const Config& config, bool full) {
+Result<bool> uses_dcmi(const Config& config) {
   ASCEND_ASSIGN(npu::Backend b, npu::parse_backend(config.backend), "config 'backend'");
-  if (!use_dcmi(config, b))
-    return std::unique_ptr<npu::DeviceQuery>(std::make_unique<npu::Emulator>(config.host_root));
+  return dcmi_backend(config, b);
+}
+
+Result<std::unique_ptr<ExecBroker>> start_helper_broker(const Config& config) {
+  ASCEND_ASSIGN(bool dcmi, uses_dcmi(config), "");
+  if (!dcmi) return std::unique_ptr<ExecBroker>();
+  BrokerProgram p;
+  p.prefix = npu::helper_argv(helper_options(config), {});
+  p.env = npu::helper_env();
+  p.admit = npu::admit_helper_verb;
+  return ExecBroker::start(std::move(p)).context("DCMI helper (set dcmi-helper in the config)");
+}
+
+Result<std::unique_ptr<npu::DeviceQuery>> open_devices(const Config& config, bool full,
+                                                       npu::HelperRunner run_helper) {
+  ASCEND_ASSIGN(bool dcmi, uses_dcmi(config), "");
+  if (!dcmi) return std::unique_ptr<npu::DeviceQuery>(std::make_unique<npu::Emulator>(config.host_root));
   if (full) {
     UniqueFd fd(::open(config.dcmi_helper.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd.valid())
@@ -37,11 +60,9 @@ Result<std::unique_ptr<npu::DeviceQuery>> open_devices(const Config& config, boo
                                "DCMI helper " + config.dcmi_helper + " (set dcmi-helper in the config)");
     ASCEND_CHECK(check_protected(fd.get(), config.dcmi_helper, "DCMI helper"), "");
   }
-  npu::HelperOptions o;
-  o.root = config.host_root;
-  o.helper = config.dcmi_helper;
-  o.dcmi_library = config.dcmi_library;
+  npu::HelperOptions o = helper_options(config);
   o.full = full;
+  o.run = std::move(run_helper);
   return npu::open_node_query(std::move(o));
 }
 

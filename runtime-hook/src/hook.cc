@@ -74,8 +74,8 @@ Status run_prestart(std::string_view oci_state, const Config& config, const Pres
     return {};
   }
 
-  ASCEND_ASSIGN(std::unique_ptr<npu::DeviceQuery> devices, open_devices(config, needs_full_snapshot(env)),
-                "");
+  ASCEND_ASSIGN(std::unique_ptr<npu::DeviceQuery> devices,
+                open_devices(config, needs_full_snapshot(env), opts.run_helper), "");
   npu::DeviceQuery& dq = *devices;
   ASCEND_ASSIGN(npu::DeviceSnapshot host, dq.snapshot(), "read the NPU host");
   ASCEND_ASSIGN(std::optional<Request> request, parse_request(env, host), "");
@@ -105,14 +105,15 @@ Status run_prestart(std::string_view oci_state, const Config& config, const Pres
   return execute(plan, dq, target).context("container " + state.id);
 }
 
-Status run_poststop(std::string_view oci_state, const Config& config, int destroy_vnpu) {
+Status run_poststop(std::string_view oci_state, const Config& config, int destroy_vnpu,
+                    const npu::HelperRunner& run_helper) {
   ASCEND_ASSIGN(OciState state, parse_oci_state(oci_state), "");
   const std::string& id = state.id;
   if (id.empty()) {
     return Error::invalid("OCI state has no container id: vNPU " + std::to_string(destroy_vnpu) +
                           " is left to 'ascend-ctk vnpu gc'");
   }
-  ASCEND_ASSIGN(std::unique_ptr<npu::DeviceQuery> devices, open_devices(config, true), "");
+  ASCEND_ASSIGN(std::unique_ptr<npu::DeviceQuery> devices, open_devices(config, true, run_helper), "");
   npu::DeviceQuery& dq = *devices;
   // Only while this container still holds it: after a `vnpu gc` the id may belong to another container.
   npu::VnpuOwner holder;

@@ -7,6 +7,7 @@
 #include "ascend/common/main_guard.h"
 #include "ascend/hook/cli.h"
 #include "ascend/hook/config.h"
+#include "ascend/hook/devices.h"
 #include "ascend/hook/hardening.h"
 #include "ascend/hook/hook.h"
 #include "ascend/hook/oci.h"
@@ -23,7 +24,10 @@ Stages (the OCI state arrives on stdin, at most 1 MiB):
              creates the device nodes and writes the cgroup v1 devices.allow rules; on cgroup v2 that needs
              the runtime, and the hook fails saying so.
   poststop   --destroy-vnpu ID destroys the dynamic vNPU the runtime made for the container.
-The hook runs with an explicit minimal environment, least capabilities and a seccomp filter (no exec).
+The hook runs with an explicit minimal environment, least capabilities and a seccomp filter (no exec). With
+the DCMI backend it forks, before hardening, a broker that can run only the configured dcmi-helper
+(ascend-dcmi-query) with the config's --root/--library and the helper's own verbs; the stages reach DCMI
+through it.
 Exit codes: 0 done (or nothing requested), 1 the injection failed (one line on stderr says why; the container
 does not start), 2 bad usage.)";
 
@@ -59,11 +63,16 @@ static int run_main(int argc, char** argv) {
   auto state = ascend::read_file("/dev/stdin", ascend::hook::kMaxStateBytes);
   if (!state)
     return ascend::hook::report_failure("ascend-docker-hook", state.error().context("read OCI state"));
+  // With DCMI the stages need the helper, which the hardened process can no longer run itself.
+  auto broker = ascend::hook::start_helper_broker(*config);
+  if (!broker) return ascend::hook::report_failure("ascend-docker-hook", broker.error());
+  ascend::npu::HelperRunner run_helper;
+  if (*broker) run_helper = (*broker)->runner();
   if (auto st = ascend::hook::harden_hook_process(); !st) {
     return ascend::hook::report_failure("ascend-docker-hook", st.error());
   }
-  ascend::Status st = poststop->parsed() ? ascend::hook::run_poststop(*state, *config, vnpu)
-                                         : ascend::hook::run_prestart(*state, *config, {legacy});
+  ascend::Status st = poststop->parsed() ? ascend::hook::run_poststop(*state, *config, vnpu, run_helper)
+                                         : ascend::hook::run_prestart(*state, *config, {legacy, run_helper});
   if (!st) return ascend::hook::report_failure("ascend-docker-hook", st.error());
   return 0;
 }

@@ -1,6 +1,6 @@
-// End to end with real dockerd: a private daemon (its own data root, exec root, socket and daemon.json that
-// registers the runtime as `ascend`), a busybox-static image made with `docker import`, and the issue's
-// commands. Every container, image and daemon the test starts is removed. Root only.
+// End to end with real dockerd: a private daemon (support.h PrivateDockerd, with a daemon.json that registers
+// the runtime as `ascend`), a busybox-static image made with `docker import`, and the commands. Every
+// container, image and daemon the test starts is removed. Root only.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -33,48 +33,15 @@ class DockerTest : public ::testing::Test {
     auto conf = run({bin("ascend-ctk"), "runtime", "configure", "--runtime", "docker", "--file",
                      tmp_ / "daemon.json", "--runtime-arg=--config", "--runtime-arg=" + config});
     ASSERT_EQ(conf.exit_code, 0) << conf.err;
-    sock_ = "unix://" + (tmp_ / "docker.sock");
-    // A private daemon, whether or not another one runs: nothing here touches the machine's docker.
-    pid_ = spawn_background({"dockerd", "--config-file", tmp_ / "daemon.json", "--data-root", tmp_ / "data",
-                             "--exec-root", tmp_ / "exec", "--pidfile", tmp_ / "docker.pid", "-H", sock_,
-                             "--iptables=false", "--ip6tables=false", "--bridge=none"},
-                            tmp_ / "dockerd.log");
-    ASSERT_GT(pid_, 0);
-    bool up = false;
-    for (int i = 0; i < 300 && !up; ++i) {
-      up = docker({"version"}).exit_code == 0;
-      if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    if (!up) FAIL() << "dockerd did not start:\n" << slurp(tmp_ / "dockerd.log").substr(0, 4000);
-    make_busybox_rootfs(tmp_ / "image");
-    auto imported = run({"sh", "-c",
-                         "tar -C " + (tmp_ / "image") + " -c . | docker --config " + (tmp_ / "cli") + " -H " +
-                             sock_ + " import -c 'ENV PATH=/usr/local/bin:/bin' - " + kImage});
-    ASSERT_EQ(imported.exit_code, 0) << imported.err;
+    dockerd_ = std::make_unique<PrivateDockerd>(tmp_.path(), tmp_ / "daemon.json", kImage);
+    ASSERT_TRUE(dockerd_->ok()) << dockerd_->error();
   }
 
-  void TearDown() override {
-    if (pid_ <= 0) return;
-    auto ids = docker({"ps", "-aq"});
-    std::istringstream in(ids.out);
-    std::string id;
-    while (std::getline(in, id)) {
-      if (!id.empty()) docker({"rm", "-f", id});
-    }
-    docker({"rmi", "-f", kImage});
-    stop_process(pid_, std::chrono::seconds(20));
-  }
-
-  Output docker(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {"docker", "--config", tmp_ / "cli", "-H", sock_};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return run(argv, {.timeout = std::chrono::seconds(90)});
-  }
+  Output docker(const std::vector<std::string>& args) { return dockerd_->docker(args); }
 
   TempDir tmp_{"docker"};
   std::unique_ptr<EmulatedHost> host_;
-  std::string sock_;
-  int pid_ = -1;
+  std::unique_ptr<PrivateDockerd> dockerd_;
 };
 
 TEST_F(DockerTest, RunWithTwoNpusShowsExactlyThoseInNpuSmi) {

@@ -9,14 +9,24 @@
 // README "The device seam" gives the measured cost of both paths.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "ascend/common/error.h"
+#include "ascend/common/process.h"
 #include "ascend/npu/device_query.h"
 
 namespace ascend::npu {
+
+// Runs a program as run_capture() does (common/process.h): the default. A process that may no longer exec
+// (the hardened hook) passes its exec broker's runner (common/exec_broker.h) instead.
+using HelperRunner = std::function<Result<ProcessOutput>(
+    const std::vector<std::string>& argv, const std::vector<std::string>& env, std::size_t max_out,
+    std::chrono::milliseconds timeout)>;
 
 struct HelperOptions {
   std::string root = "/";    // the host root
@@ -25,7 +35,24 @@ struct HelperOptions {
   // Full: snapshot() asks the helper (every field); otherwise it is the node scan (chips and vNPUs by
   // number, device nodes, the rest empty).
   bool full = false;
+  HelperRunner run;  // empty: run_capture
 };
+
+// The helper's environment: fixed, so that its library finds its host from its own path, not from ours.
+inline const std::vector<std::string>& helper_env() {
+  static const std::vector<std::string> kEnv = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
+  return kEnv;
+}
+
+// The helper's command line for a verb: the program, --root and --library (when set), then the verb.
+std::vector<std::string> helper_argv(const HelperOptions& o, const std::vector<std::string>& verb);
+
+// Whether `verb` (what follows helper_argv's fixed part) is one this client sends: `snapshot`; `create --phy
+// N --template NAME [--id N] [--owner JSON]`; `destroy --id N [--phy N] [--holder JSON]`, each option once,
+// in the separate-value form. Everything else is refused (EPERM), in particular --root, --library and
+// --backend, which the helper also takes after its verb: an exec broker admits only these, so the process
+// it serves cannot point the helper at another host or make it load another library.
+Status admit_helper_verb(std::span<const std::string> verb);
 
 // The node scan of `root`: chips, vNPUs (phy_id from the id; no template) and control nodes, sorted, with
 // their device numbers; backend "dcmi". ENODEV when no /dev/davinci<N> exists.

@@ -11,15 +11,27 @@
 #include <vector>
 
 #include "ascend/common/error.h"
+#include "ascend/common/exec_broker.h"
 #include "ascend/hook/config.h"
 #include "ascend/npu/device_query.h"
+#include "ascend/npu/node_query.h"
 
 namespace ascend::hook {
 
 // `full`: the caller needs more than the device nodes tell (a chip name, a vNPU template, vNPU owners, a
 // vNPU to create or destroy); with DCMI that runs the helper, which must then be root-owned and not writable
-// by others (checked on the opened file).
-Result<std::unique_ptr<npu::DeviceQuery>> open_devices(const Config& config, bool full);
+// by others (checked on the opened file). `run_helper` runs it (empty: spawned directly; the hardened hook
+// passes its broker's runner).
+Result<std::unique_ptr<npu::DeviceQuery>> open_devices(const Config& config, bool full,
+                                                       npu::HelperRunner run_helper = {});
+
+// Whether the config's backend resolves to DCMI (`auto` included), so that `full` queries run the helper.
+Result<bool> uses_dcmi(const Config& config);
+
+// For a process about to give up exec (the hook, before harden_hook_process): when the backend is DCMI, an
+// exec broker that runs only the configured helper, with this config's --root and --library and the verbs
+// the DCMI client sends (npu::admit_helper_verb), in the helper's fixed environment. Null for the emulator.
+Result<std::unique_ptr<ExecBroker>> start_helper_broker(const Config& config);
 
 // Whether the request in `env` needs the full snapshot: a vNPU template (ASCEND_VNPU_SPECS), or a device
 // named rather than numbered in ASCEND_VISIBLE_DEVICES ("Ascend910-3"; numbers, ranges and "all" do not).
