@@ -70,7 +70,17 @@ Status validate(const Config& c) {
         "--vnpu=static does not work with --allocate-mode=cdi (CDI specs name whole chips only)");
   }
   if (!c.scheduler_url.empty()) {
-    ASCEND_CHECK(parse_scheduler_url(c.scheduler_url), "--scheduler-url");
+    ASCEND_ASSIGN(SchedulerUrl url, parse_scheduler_url(c.scheduler_url), "--scheduler-url");
+    if (!url.https && !loopback_host(url.host) && !c.insecure_scheduler_http) {
+      return Error::invalid("--scheduler-url " + c.scheduler_url +
+                            " is plain http to a host that is not loopback: the bearer token would cross the "
+                            "network in clear text and any answer would be believed; use https:// (with "
+                            "--scheduler-ca-file) or, on a network you trust, --insecure-scheduler-http");
+    }
+    if (!url.https && !c.scheduler_ca_file.empty()) {
+      return Error::invalid("--scheduler-ca-file is set but --scheduler-url " + c.scheduler_url +
+                            " is not https://");
+    }
     if (c.ranktable_dir.empty() || c.ranktable_dir.front() != '/') {
       return Error::invalid("--ranktable-dir must be an absolute path (got '" + c.ranktable_dir + "')");
     }

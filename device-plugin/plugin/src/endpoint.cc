@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include "ascend/plugin/grpc_status.h"
 #include "ascend/plugin/plugin.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
@@ -34,21 +36,41 @@ Status Endpoint::start() {
   const std::string path = socket_path();
   if (::unlink(path.c_str()) != 0 && errno != ENOENT)
     return Error::from_errno(errno, "remove stale socket " + path);
+  // gRPC's unix listener binds the socket with the process umask's mode (srwxrwxrwx under umask 0), and
+  // anyone who connects before a chmod keeps the connection. So it binds in a fresh 0700 folder beside the
+  // final path, where only root can reach it, is made 0600 there and then renamed into place: the socket
+  // is never reachable with a wider mode. (Setting the umask around the bind would not do: the umask is the
+  // whole process's, and gRPC's and the device watcher's threads create files too.)
+  std::string dir_template = socket_dir_ + (socket_dir_.ends_with('/') ? "" : "/") + ".ascend-XXXXXX";
+  if (::mkdtemp(dir_template.data()) == nullptr)
+    return Error::from_errno(errno, "serve " + res_.name + ": create a private folder in " + socket_dir_);
+  const std::string private_dir = dir_template;
+  const std::string bound = private_dir + "/s";  // short: sun_path holds 107 bytes
+  auto cleanup = [&] {
+    ::unlink(bound.c_str());
+    ::rmdir(private_dir.c_str());
+  };
   service_ = std::make_unique<DevicePluginService>(plugin_, res_, metrics_);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix://" + path, grpc::InsecureServerCredentials());
+  builder.AddListeningPort("unix://" + bound, grpc::InsecureServerCredentials());
   builder.RegisterService(service_.get());
   server_ = builder.BuildAndStart();
   if (!server_) {
     service_.reset();
+    cleanup();
     return Error(EADDRNOTAVAIL, "serve " + res_.name + " on " + path + " (see the log for gRPC's reason)");
   }
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) {
-    int err = errno;
+  auto fail = [&](const std::string& what) {
+    const int err = errno;
     stop();
-    return Error::from_errno(err, "serve " + res_.name + ": stat " + path);
-  }
+    cleanup();
+    return Error::from_errno(err, "serve " + res_.name + ": " + what);
+  };
+  if (::chmod(bound.c_str(), kSocketMode) != 0) return fail("chmod " + bound);
+  if (::rename(bound.c_str(), path.c_str()) != 0) return fail("rename " + bound + " to " + path);
+  ::rmdir(private_dir.c_str());
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return fail("stat " + path);
   dev_ = st.st_dev;
   ino_ = st.st_ino;
   spdlog::info("{}: serving on {}", res_.name, path);

@@ -105,6 +105,8 @@ Options::Options(CLI::App& app)
                  "file holding the scheduler's bearer token");
   app.add_option("--scheduler-ca-file", cfg_.scheduler_ca_file,
                  "CA certificate(s) for an https scheduler (default: the system's)");
+  app.add_flag("--insecure-scheduler-http", cfg_.insecure_scheduler_http,
+               "allow an http:// --scheduler-url that is not loopback (token and answers in clear text)");
   app.add_option("--ranktable-dir", cfg_.ranktable_dir, "where job rank tables are written")
       ->capture_default_str();
   app.add_option("--health-interval", health_ms_,

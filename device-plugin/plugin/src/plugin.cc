@@ -4,11 +4,14 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "ascend/common/fs.h"
 #include "ascend/plugin/metrics.h"
 #include "ascend/plugin/preferred.h"
 #include "ascend/plugin/scheduler_plan.h"
+
+#include <unistd.h>
 
 namespace ascend::plugin {
 
@@ -223,6 +226,16 @@ Result<std::vector<ContainerAllocation>> Plugin::allocate(
   if (out.ok() && scheduler_ != nullptr && res.kind == DeviceKind::kChip) {
     const auto table = device_table(host_, res, ledger_);
     for (const auto& ids : requests) phys.push_back(chip_phys(table, ids));
+    // The kubelet hands a chip out again only once the pod that held it is gone: so is that pod's rank table
+    // (pod-resources may not have said so yet, or may not be there at all).
+    const std::set<int> again = [&] {
+      std::set<int> all;
+      for (const auto& p : phys) all.insert(p.begin(), p.end());
+      return all;
+    }();
+    remove_ranktables_locked([&](const std::set<int>& chips) {
+      return std::any_of(chips.begin(), chips.end(), [&](int p) { return again.count(p) != 0; });
+    });
   }
   // With a scheduler to ask, the claim is announced only once the call succeeds: a refused Allocate must not
   // show the scheduler its chips in use for a moment.
@@ -280,22 +293,61 @@ Status Plugin::take_each(const std::vector<std::vector<int>>& phys, std::vector<
       ASCEND_ASSIGN(host_path, ranktable_host_path(cfg_.ranktable_dir, *grant), "");
     }
     // Checked before the file is written: a grant the container cannot use leaves nothing behind.
-    ASCEND_ASSIGN(ContainerAllocation granted, with_grant(out[i], *grant, host_path), "");
-    if (!host_path.empty()) {
-      ASCEND_CHECK(make_dirs(cfg_.ranktable_dir), "create the rank-table folder");
-      ASCEND_CHECK(atomic_replace(host_path, grant->ranktable, 0644), "write the rank table");
+    ASCEND_ASSIGN(GrantedAllocation granted, with_grant(out[i], *grant, host_path), "");
+    if (!granted.dropped.empty()) {
+      spdlog::warn(
+          "chips {}: dropped {} env entr{} of the scheduler's answer for pod {}/{} (not launch env: {}): {}",
+          fmt::join(phys[i], ","), granted.dropped.size(), granted.dropped.size() == 1 ? "y" : "ies",
+          grant->pod_namespace, grant->pod, fmt::join(kLaunchEnv, ","), fmt::join(granted.dropped, ","));
     }
-    out[i] = std::move(granted);
+    if (!host_path.empty()) ASCEND_CHECK(write_ranktable(host_path, grant->ranktable, phys[i]), "");
+    out[i] = std::move(granted.allocation);
     spdlog::info("chips {} go to pod {}/{}{}{}", fmt::join(phys[i], ","), grant->pod_namespace, grant->pod,
                  grant->job.empty() ? "" : " of job ", grant->job);
   }
   return {};
 }
 
+Status Plugin::write_ranktable(const std::string& path, const std::string& content,
+                               const std::vector<int>& phys) {
+  // Under the mutex: a rank table freed by reconcile() at the same moment must not remove this new file.
+  std::lock_guard lock(mu_);
+  ASCEND_CHECK(make_dirs(cfg_.ranktable_dir, 0755), "create the rank-table folder");
+  // A file left by an earlier pod of that name goes first: atomic_replace keeps an existing file's mode, and
+  // this one must be kRanktableMode.
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+    return Error::from_errno(errno, "remove the old rank table " + path);
+  ASCEND_CHECK(atomic_replace(path, content, kRanktableMode), "write the rank table");
+  ranktables_[path].insert(phys.begin(), phys.end());
+  return {};
+}
+
+void Plugin::remove_ranktables_locked(const std::function<bool(const std::set<int>&)>& freed) {
+  for (auto it = ranktables_.begin(); it != ranktables_.end();) {
+    if (!freed(it->second)) {
+      ++it;
+      continue;
+    }
+    if (::unlink(it->first.c_str()) == 0 || errno == ENOENT) {
+      spdlog::info("removed rank table {}: the chips it was written for are free", it->first);
+    } else {
+      spdlog::warn("cannot remove rank table {}: {}", it->first, std::strerror(errno));
+    }
+    it = ranktables_.erase(it);
+  }
+}
+
+void Plugin::remove_unclaimed_ranktables_locked() {
+  remove_ranktables_locked([this](const std::set<int>& chips) {
+    return std::none_of(chips.begin(), chips.end(), [this](int p) { return ledger_.whole(p); });
+  });
+}
+
 void Plugin::release_chips(const std::vector<std::vector<int>>& phys) {
   {
     std::lock_guard lock(mu_);
     for (const auto& p : phys) ledger_.release_whole(p);
+    remove_unclaimed_ranktables_locked();
     ++version_;
   }
   cv_.notify_all();
@@ -330,7 +382,10 @@ int Plugin::reconcile(const std::map<std::string, std::set<std::string>>& in_use
     std::lock_guard lock(mu_);
     if (!tracks_whole_chips(cfg_)) return 0;
     ended = ledger_.reconcile(in_use, resources_.front().name, kCoreResource, Clock::now(), grace);
-    if (ended > 0) ++version_;
+    if (ended > 0) {
+      remove_unclaimed_ranktables_locked();
+      ++version_;
+    }
   }
   if (ended > 0) {
     cv_.notify_all();

@@ -5,9 +5,16 @@
 #include <spdlog/fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <strings.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "ascend/common/fs.h"
@@ -158,7 +165,23 @@ Result<SchedulerUrl> parse_scheduler_url(std::string_view url) {
   while (path.ends_with('/')) path.remove_suffix(1);
   out.origin = std::string(url.substr(0, url.size() - rest.size())) + std::string(authority);
   out.prefix = std::string(path);
+  out.host = host.starts_with('[') ? std::string(host.substr(1, host.size() - 2)) : std::string(host);
   return out;
+}
+
+bool loopback_host(std::string_view host) {
+  const std::string h(host);
+  if (h.size() == 9 && ::strncasecmp(h.c_str(), "localhost", 9) == 0) return true;
+  // inet_pton takes only the strict forms (four decimal parts; no "127.1" or "0x7f.0.0.1", which
+  // getaddrinfo would read as other addresses), so what passes here is what the client connects to.
+  in_addr v4{};
+  if (::inet_pton(AF_INET, h.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (::inet_pton(AF_INET6, h.c_str(), &v6) == 1) {
+    if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+  }
+  return false;
 }
 
 // ---- HTTP
@@ -199,6 +222,24 @@ int transport_errno(httplib::Error e) {
   }
 }
 
+// What went wrong on the way, in words: for a certificate the scheduler's CA (or the system's) does not
+// vouch for, OpenSSL's reason ("self-signed certificate", "certificate has expired"), since that is what
+// the operator has to fix.
+std::string transport_text(httplib::Client& client, httplib::Error e) {
+#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
+  if (e == httplib::Error::SSLServerVerification) {
+    const long v = client.get_openssl_verify_result();
+    return v == X509_V_OK
+               ? "the server's certificate does not name this host"
+               : fmt::format("the server's certificate is not trusted: {}", X509_verify_cert_error_string(v));
+  }
+  if (e == httplib::Error::SSLLoadingCerts) return "the CA certificates cannot be loaded";
+#else
+  (void)client;
+#endif
+  return httplib::to_string(e);
+}
+
 int status_errno(int status) {
   if (status >= 500) return EAGAIN;
   switch (status) {
@@ -218,6 +259,22 @@ int status_errno(int status) {
 
 }  // namespace
 
+Status check_ca_file(const std::string& path) {
+  auto pem = read_file(path, 4U << 20);
+  if (!pem) return pem.error().context("--scheduler-ca-file");
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(pem->data(), static_cast<int>(pem->size())),
+                                                &BIO_free);
+  if (!bio) return Error(ENOMEM, "--scheduler-ca-file " + path + ": out of memory");
+  STACK_OF(X509_INFO)* infos = PEM_X509_INFO_read_bio(bio.get(), nullptr, nullptr, nullptr);
+  int certs = 0;
+  if (infos != nullptr) {
+    for (int i = 0; i < sk_X509_INFO_num(infos); ++i) certs += sk_X509_INFO_value(infos, i)->x509 != nullptr;
+    sk_X509_INFO_pop_free(infos, X509_INFO_free);
+  }
+  if (certs == 0) return Error::invalid("--scheduler-ca-file " + path + " holds no PEM certificate");
+  return {};
+}
+
 bool scheduler_unavailable(const Error& e) {
   return e.code() == ECONNREFUSED || e.code() == ETIMEDOUT || e.code() == EIO || e.code() == EAGAIN;
 }
@@ -229,6 +286,7 @@ Result<std::unique_ptr<HttpScheduler>> HttpScheduler::create(const Config& cfg, 
 #ifndef CPPHTTPLIB_OPENSSL_SUPPORT
   if (s->url_.https) return Error::invalid("--scheduler-url: this build of cpp-httplib has no TLS support");
 #endif
+  if (!cfg.scheduler_ca_file.empty()) ASCEND_CHECK(check_ca_file(cfg.scheduler_ca_file), "");
   if (cfg.node_name.empty())
     return Error::invalid("--node-name is empty (and so are $NODE_NAME and the host name)");
   s->node_ = cfg.node_name;
@@ -280,7 +338,8 @@ Result<std::string> HttpScheduler::exchange(const char* method, const std::strin
                         : m == "PUT" ? client.Put(path, headers, body, "application/json")
                                      : client.Post(path, headers, body, "application/json");
   if (!res) {
-    return Error(transport_errno(res.error()), fmt::format("{}: {}", what, httplib::to_string(res.error())));
+    return Error(transport_errno(res.error()),
+                 fmt::format("{}: {}", what, transport_text(client, res.error())));
   }
   answer->code = res->status;
   if (res->status >= 200 && res->status < 300) return std::move(res->body);

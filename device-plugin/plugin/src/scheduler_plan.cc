@@ -88,23 +88,31 @@ Result<std::string> ranktable_host_path(const std::string& dir, const Grant& gra
   return fmt::format("{}{}{}_{}.json", dir, dir.ends_with('/') ? "" : "/", grant.pod_namespace, grant.pod);
 }
 
-Result<ContainerAllocation> with_grant(ContainerAllocation base, const Grant& grant,
-                                       const std::string& host_path) {
+static_assert(std::is_sorted(kLaunchEnv.begin(), kLaunchEnv.end()), "launch_env_name searches it");
+
+bool launch_env_name(std::string_view name) {
+  return std::binary_search(kLaunchEnv.begin(), kLaunchEnv.end(), name);
+}
+
+Result<GrantedAllocation> with_grant(ContainerAllocation base, const Grant& grant,
+                                     const std::string& host_path) {
+  if (!grant.ranktable.empty() && !safe_container_path(grant.ranktable_path)) {
+    return Error(EPROTO,
+                 fmt::format("the scheduler's ranktable_path '{}' is not an absolute path without '..'",
+                             grant.ranktable_path));
+  }
+  GrantedAllocation out;
   for (const auto& [name, value] : grant.env) {
-    if (name.empty() || name.find_first_of(std::string_view("=\0", 2)) != std::string::npos) {
-      return Error(EPROTO, fmt::format("the scheduler sends an env entry named '{}'", name));
+    if (!launch_env_name(name) || value.find('\0') != std::string::npos) {
+      constexpr std::size_t kShown = 64;
+      out.dropped.push_back(fmt::format("{:?}{}", name.substr(0, kShown), name.size() > kShown ? "..." : ""));
+      continue;
     }
     base.envs.emplace(name, value);  // emplace keeps an entry the plugin set
   }
-  if (!grant.ranktable.empty()) {
-    if (!safe_container_path(grant.ranktable_path)) {
-      return Error(EPROTO,
-                   fmt::format("the scheduler's ranktable_path '{}' is not an absolute path without '..'",
-                               grant.ranktable_path));
-    }
-    base.mounts.push_back({grant.ranktable_path, host_path, true});
-  }
-  return base;
+  if (!grant.ranktable.empty()) base.mounts.push_back({grant.ranktable_path, host_path, true});
+  out.allocation = std::move(base);
+  return out;
 }
 
 }  // namespace ascend::plugin

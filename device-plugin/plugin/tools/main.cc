@@ -11,8 +11,10 @@
 #include "ascend/common/main_guard.h"
 #include "ascend/npu/backend.h"
 #include "ascend/npu/emulator.h"
+#include "ascend/plugin/config.h"
 #include "ascend/plugin/daemon.h"
 #include "ascend/plugin/options.h"
+#include "ascend/plugin/scheduler_client.h"
 
 namespace {
 
@@ -24,7 +26,8 @@ Flags on the command line win over the file; an unknown key or a bad value in it
 Resources: the whole-chip resource (huawei.com/Ascend910, huawei.com/Ascend310P, or --resource-name);
   --vnpu=static adds one resource per vNPU template (huawei.com/Ascend910-10c.3cpu.32g for vir10_3c_32g);
   --vnpu=dynamic adds huawei.com/npu-core (one device per AICore).
-Sockets: <kubelet-socket-dir>/ascend-<resource>.sock, registered on <kubelet-socket-dir>/kubelet.sock.
+Sockets: <kubelet-socket-dir>/ascend-<resource>.sock, registered on <kubelet-socket-dir>/kubelet.sock;
+  mode 0600 whatever the umask (only root, the kubelet, may call Allocate).
 Devices: the host under --host-root (else $ASCEND_SIM_ROOT, else /), read through --backend: dcmi loads the
   driver's libdcmi.so (--dcmi-library, else <root>/usr/local/dcmi/libdcmi.so or the driver tree's) and polls
   it every 200 ms; emulator reads the emulated host's state file; auto (the default) is dcmi when that
@@ -38,16 +41,23 @@ Scheduler (--scheduler-url, the ascend-scheduler serve extender; without it the 
   allocate     POST .../allocations with each container's chips (1 s): 200 adds the job's launch env and
                a read-only mount of its rank table (written to <ranktable-dir>/<namespace>_<pod>.json);
                409 fails the Allocate with the scheduler's reason; 404, no answer or 5xx answer as alone.
-  https:// URLs are verified against --scheduler-ca-file (else the system's CAs); with
-  --scheduler-token-file every request carries "Authorization: Bearer <token>".
+  env          only the launch env the scheduler documents (ASCEND_JOB, RANK_TABLE_FILE, RANK_SIZE,
+               WORLD_SIZE, RANK_START, NODE_RANK, NNODES, NPROC_PER_NODE); any other name the answer
+               carries (LD_PRELOAD, PATH, ASCEND_*, ...) is dropped with one log line.
+  rank tables  mode 0640; removed once none of their chips is in use (pod-resources) or one is handed out
+               again.
+  https:// URLs are verified against --scheduler-ca-file (else the system's CAs); an unverified server
+  gets nothing. With --scheduler-token-file every request carries "Authorization: Bearer <token>".
+  http:// is refused (bad usage) unless the host is loopback (127.0.0.0/8, ::1, localhost) or
+  --insecure-scheduler-http is given.
 Driver: every --health-interval the plugin asks the driver for its devices; when that fails (driver unloaded,
   DCMI failing) every device turns Unhealthy and Allocate is refused, with one log line saying why; when the
   driver answers again the devices follow it (its new device nodes and majors included).
 vNPU gc: every --vnpu-gc-interval, dynamic vNPUs whose container is gone are destroyed (as ascend-ctk vnpu
   gc); this needs the host's pid namespace and runc's state folders, else nothing is destroyed.
 Signals: SIGTERM or SIGINT removes the sockets (the kubelet then drops the resources) and exits 0.
-Exit codes: 0 clean stop, 1 failure (one line on stderr says why), 2 bad usage (a flag, or the --config
-  file: unreadable, malformed, an unknown key or a bad value).)";
+Exit codes: 0 clean stop, 1 failure (one line on stderr says why), 2 bad usage (a flag or a combination of
+  flags, or the --config file: unreadable, malformed, an unknown key or a bad value).)";
 
 ascend::plugin::Daemon* g_daemon = nullptr;
 
@@ -55,9 +65,9 @@ void on_signal(int /*sig*/) {
   if (g_daemon != nullptr) g_daemon->stop();
 }
 
-int fail(const ascend::Error& e) {
+int fail(const ascend::Error& e, int code = 1) {
   std::fprintf(stderr, "ascend-device-plugin: %s\n", e.message().c_str());
-  return 1;
+  return code;
 }
 
 }  // namespace
@@ -77,6 +87,11 @@ static int run_main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
   const ascend::plugin::Config cfg = options.config();
+  if (auto st = ascend::plugin::validate(cfg); !st) return fail(st.error(), 2);
+  // Before anything else is opened or logged: a CA file that cannot verify any server is the whole story.
+  if (!cfg.scheduler_url.empty() && !cfg.scheduler_ca_file.empty()) {
+    if (auto st = ascend::plugin::check_ca_file(cfg.scheduler_ca_file); !st) return fail(st.error());
+  }
 
   ascend::LogOptions log;
   log.level = cfg.log_level;

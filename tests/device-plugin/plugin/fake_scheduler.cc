@@ -12,8 +12,9 @@ FakeScheduler::~FakeScheduler() {
   stop();
 }
 
-int FakeScheduler::start(int port, const std::string& cert, const std::string& key) {
+int FakeScheduler::start(int port, const std::string& cert, const std::string& key, const std::string& host) {
   stop();
+  host_ = host;
   https_ = !cert.empty();
   if (https_) {
     server_ = std::make_unique<httplib::SSLServer>(cert.c_str(), key.c_str());
@@ -23,9 +24,9 @@ int FakeScheduler::start(int port, const std::string& cert, const std::string& k
   if (!server_->is_valid()) return -1;
   routes();
   if (port == 0) {
-    port_ = server_->bind_to_any_port("127.0.0.1");
+    port_ = server_->bind_to_any_port(host_.c_str());
   } else {
-    port_ = server_->bind_to_port("127.0.0.1", port) ? port : -1;
+    port_ = server_->bind_to_port(host_.c_str(), port) ? port : -1;
   }
   if (port_ <= 0) return -1;
   thread_ = std::thread([this] { server_->listen_after_bind(); });
@@ -42,7 +43,7 @@ void FakeScheduler::stop() {
 }
 
 std::string FakeScheduler::url() const {
-  return std::string(https_ ? "https" : "http") + "://127.0.0.1:" + std::to_string(port_) + prefix_;
+  return std::string(https_ ? "https" : "http") + "://" + host_ + ":" + std::to_string(port_) + prefix_;
 }
 
 void FakeScheduler::set_inventory_answer(int status, const std::string& error) {

@@ -41,11 +41,12 @@ class FakeScheduler {
   FakeScheduler(const FakeScheduler&) = delete;
   FakeScheduler& operator=(const FakeScheduler&) = delete;
 
-  // Listens on 127.0.0.1:`port` (0: a free port) and returns the port; -1 when it cannot. With a cert and
-  // key, serves https.
-  int start(int port = 0, const std::string& cert = "", const std::string& key = "");
+  // Listens on `host`:`port` (0: a free port) and returns the port; -1 when it cannot. With a cert and
+  // key, serves https. `host` is an IPv4 address.
+  int start(int port = 0, const std::string& cert = "", const std::string& key = "",
+            const std::string& host = "127.0.0.1");
   void stop();
-  std::string url() const;  // http(s)://127.0.0.1:<port><prefix>
+  std::string url() const;  // http(s)://<host>:<port><prefix>
   int port() const { return port_; }
 
   // Answers. Inventory: 200 {"node", "chips"} unless set otherwise. Reservations: the list set here.
@@ -70,6 +71,7 @@ class FakeScheduler {
   std::thread thread_;
   int port_ = 0;
   bool https_ = false;
+  std::string host_ = "127.0.0.1";
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -581,6 +581,50 @@ TEST_F(PluginE2E, PluginStartedBeforeKubeletWaitsThenRegisters) {
       1000);
 }
 
+// ---- the sockets' mode ----------------------------------------------------------------------------------
+
+// Every entry of the device-plugins folder but the kubelet's: name -> mode (file type bits included).
+std::map<std::string, mode_t> plugin_entries(const std::string& dir) {
+  std::map<std::string, mode_t> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename();
+    if (name == "kubelet.sock") continue;
+    struct stat st {};
+    if (::lstat(e.path().c_str(), &st) == 0) out[name] = st.st_mode;
+  }
+  return out;
+}
+
+class Umask {
+ public:
+  explicit Umask(mode_t m) : old_(::umask(m)) {}
+  ~Umask() { ::umask(old_); }
+  Umask(const Umask&) = delete;
+  Umask& operator=(const Umask&) = delete;
+
+ private:
+  mode_t old_;
+};
+
+// Whoever can connect to a plugin socket can Allocate: only the kubelet (root) may, whatever the umask.
+TEST_F(PluginE2E, SocketsAreMode0600UnderUmask000AndStaySoAfterAKubeletRestart) {
+  Umask open_umask(0);
+  Config cfg = config();
+  cfg.vnpu = VnpuMode::kDynamic;  // two resources, two sockets
+  up("atlas800t-a2", cfg, 2);
+  const mode_t socket_0600 = S_IFSOCK | S_IRUSR | S_IWUSR;
+  const std::map<std::string, mode_t> want = {{"ascend-Ascend910.sock", socket_0600},
+                                              {"ascend-npu-core.sock", socket_0600}};
+  EXPECT_EQ(plugin_entries(dir), want) << "0600 sockets and nothing else (no private folder left behind)";
+  const int before = kubelet->registration_count();
+  kubelet->restart();
+  ASSERT_TRUE(kubelet->wait_registrations(before + 2, 5s));
+  EXPECT_EQ(plugin_entries(dir), want);
+  grpc::Status s;
+  allocate("ascend-Ascend910.sock", {{"Ascend910-0"}}, &s);
+  EXPECT_TRUE(s.ok()) << "the kubelet (root, the owner) still connects: " << s.error_message();
+}
+
 // ---- the binary: SIGTERM, --config, --help --------------------------------------------------------------
 
 pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
@@ -637,6 +681,25 @@ TEST_F(PluginE2E, BinaryServesFromAConfigFileAndDeregistersOnSigterm) {
   EXPECT_TRUE(exists(dir + "/kubelet.sock")) << "the kubelet's socket is left alone";
   for (int i = 0; i < 100 && !w->ended(); ++i) std::this_thread::sleep_for(20ms);
   EXPECT_TRUE(w->ended()) << "the ListAndWatch stream ends";
+}
+
+TEST_F(PluginE2E, BinaryUnderUmask000ServesOnAMode0600Socket) {
+  load("atlas800t-a2");
+  start_kubelet();
+  const std::string bin = std::string(ASCEND_BIN_DIR) + "/ascend-device-plugin";
+  pid_t pid = -1;
+  {
+    Umask open_umask(0);  // the child inherits it
+    pid = spawn({bin, "--host-root", root, "--kubelet-socket-dir", dir, "--pod-resources-socket", "",
+                 "--backend", ascend::testing::test_backend()},
+                tmp / "plugin.log");
+  }
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(kubelet->wait_registrations(1, 10s)) << "see " << (tmp / "plugin.log");
+  EXPECT_EQ(plugin_entries(dir),
+            (std::map<std::string, mode_t>{{"ascend-Ascend910.sock", S_IFSOCK | S_IRUSR | S_IWUSR}}));
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  EXPECT_EQ(wait_exit(pid, 10s), 0);
 }
 
 TEST_F(PluginE2E, BinaryHelpAndUsageErrors) {

@@ -3,18 +3,23 @@
 // and after Allocate, retries while the scheduler is away, GetPreferredAllocation from reservations,
 // Allocate's env and rank table, 404 and 409, an unreachable or hanging scheduler, the token, https, and
 // the binary's flags.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "ascend/common/fs.h"
@@ -342,7 +347,7 @@ TEST_F(SchedulerE2E, AllocateWithAReservationGivesTheJobEnvAndARankTableMount) {
   EXPECT_EQ(*content, table.dump(4));
   struct stat st {};
   ASSERT_EQ(::stat(m.host_path().c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 0644U);
+  EXPECT_EQ(st.st_mode & 07777, static_cast<mode_t>(S_IRUSR | S_IWUSR | S_IRGRP)) << "0640";
 
   auto posts = sched.requests("POST");
   ASSERT_EQ(posts.size(), 1U);
@@ -356,6 +361,68 @@ TEST_F(SchedulerE2E, AllocateWithAReservationGivesTheJobEnvAndARankTableMount) {
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(envs_of(solo), (std::map<std::string, std::string>{{"ASCEND_VISIBLE_DEVICES", "0"}}));
   EXPECT_EQ(solo.mounts_size(), 1);
+}
+
+// Whoever answers in the scheduler's place must not get code into the container (LD_PRELOAD, PATH) or
+// change its devices (ASCEND_*): only the launch env the README documents reaches it.
+TEST_F(SchedulerE2E, AllocateTakesOnlyTheDocumentedLaunchEnvFromTheScheduler) {
+  ASSERT_GT(sched.start(), 0);
+  const std::map<std::string, std::string> documented = {
+      {"ASCEND_JOB", "train"}, {"RANK_TABLE_FILE", "/etc/ascend/hccl.json"},
+      {"RANK_SIZE", "16"},     {"WORLD_SIZE", "16"},
+      {"RANK_START", "8"},     {"NODE_RANK", "1"},
+      {"NNODES", "2"},         {"NPROC_PER_NODE", "8"}};
+  json env = documented;
+  env["LD_PRELOAD"] = "/tmp/evil.so";
+  env["LD_LIBRARY_PATH"] = "/tmp";
+  env["PATH"] = "/tmp:/usr/bin";
+  env["ASCEND_RUNTIME_OPTIONS"] = "NODRV";
+  env["ASCEND_VISIBLE_DEVICES"] = "all";
+  env["ASCEND_VNPU_SPECS"] = "vir01";
+  env["SOME_UNKNOWN_NAME"] = "x";
+  sched.set_allocation_answer({0, 1, 2, 3, 4, 5, 6, 7}, 200,
+                              {{"namespace", "default"}, {"pod", "train-1"}, {"job", "train"}, {"env", env}});
+  up(config(sched.url()));
+  grpc::Status s;
+  auto c = allocate({0, 1, 2, 3, 4, 5, 6, 7}, &s);
+  ASSERT_TRUE(s.ok()) << "the Allocate succeeds without the dropped names: " << s.error_message();
+  auto want = documented;
+  want["ASCEND_VISIBLE_DEVICES"] = "0,1,2,3,4,5,6,7";  // the plugin's, not the scheduler's "all"
+  EXPECT_EQ(envs_of(c), want);
+  EXPECT_EQ(c.mounts_size(), 8) << "only the plugin's device markers: no rank table was sent";
+}
+
+// A rank table is for the container that mounts it and root: 0640. It goes when its pod's chips are free
+// (the kubelet's pod-resources no longer list them).
+TEST_F(SchedulerE2E, TheRankTableIsMode0640AndGoesWhenThePodsChipsAreFreed) {
+  ASSERT_GT(sched.start(), 0);
+  sched.set_allocation_answer({2, 3}, 200,
+                              {{"namespace", "ml"},
+                               {"pod", "train-0"},
+                               {"job", "train"},
+                               {"env", {{"ASCEND_JOB", "train"}}},
+                               {"ranktable_path", "/etc/ascend/hccl.json"},
+                               {"ranktable", {{"version", "1.0"}}}});
+  up(config(sched.url()));
+  kubelet->set_in_use({{"huawei.com/Ascend910", {"Ascend910-2", "Ascend910-3"}}});
+  grpc::Status s;
+  auto c = allocate({2, 3}, &s);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  const std::string file = tmp / "ranktables/ml_train-0.json";
+  ASSERT_EQ(c.mounts(c.mounts_size() - 1).host_path(), file);
+  struct stat st {};
+  ASSERT_EQ(::stat(file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, static_cast<mode_t>(S_IRUSR | S_IWUSR | S_IRGRP)) << "0640";
+  // While the kubelet lists the chips the table stays, past the grace period.
+  std::this_thread::sleep_for(700ms);
+  EXPECT_TRUE(std::filesystem::exists(file));
+  // The pod is gone.
+  kubelet->set_in_use({});
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::filesystem::exists(file) && std::chrono::steady_clock::now() - t0 < 5s)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_FALSE(std::filesystem::exists(file)) << "the rank table outlived its pod's chips";
+  ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {})), 5s)) << "and the chips are free";
 }
 
 TEST_F(SchedulerE2E, AllocateOfAPodTheSchedulerDoesNotKnowIsAnsweredAsToday) {
@@ -466,6 +533,14 @@ TEST_F(SchedulerE2E, AWrongTokenIsRefusedAndNothingIsTaken) {
 
 // ---- https ----------------------------------------------------------------------------------------------
 
+// A self-signed certificate for 127.0.0.1: <tmp>/<name>.pem and <name>-key.pem.
+bool self_signed(const TempDir& tmp, const std::string& name) {
+  auto gen = testing::run_command({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                                   "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                                   "-keyout", tmp / (name + "-key.pem"), "-out", tmp / (name + ".pem")});
+  return gen.exit_code == 0;
+}
+
 TEST_F(SchedulerE2E, HttpsIsVerifiedAgainstTheSchedulerCa) {
   auto gen = testing::run_command({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
                                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
@@ -559,8 +634,122 @@ TEST_F(SchedulerE2E, BinaryTakesTheSchedulerFlagsAndTheNodeNameFromTheEnvironmen
     EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
   auto bad = testing::run_command(
       {bin, "--host-root", root, "--kubelet-socket-dir", dir, "--scheduler-url", "sched:8080"});
-  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.exit_code, 2) << "bad usage, as --help says";
   EXPECT_NE(bad.err.find("--scheduler-url"), std::string::npos) << bad.err;
+}
+
+// An IPv4 address of this machine that is not loopback ("" when it has none).
+std::string network_address() {
+  ifaddrs* all = nullptr;
+  if (::getifaddrs(&all) != 0) return "";
+  std::string out;
+  for (ifaddrs* a = all; a != nullptr && out.empty(); a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET || (a->ifa_flags & IFF_UP) == 0 ||
+        (a->ifa_flags & IFF_LOOPBACK) != 0)
+      continue;
+    char text[INET_ADDRSTRLEN] = {};
+    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, text, sizeof text);
+    out = text;
+  }
+  ::freeifaddrs(all);
+  return out;
+}
+
+std::size_t lines_of(const std::string& text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+TEST_F(SchedulerE2E, BinaryRefusesPlainHttpToTheNetworkUnlessTheInsecureFlagSaysSo) {
+  const std::string bin = std::string(ASCEND_BIN_DIR) + "/ascend-device-plugin";
+  const std::vector<std::string> base = {
+      bin,           "--host-root", root,    "--kubelet-socket-dir", dir, "--scheduler-token-file",
+      tmp / "token", "--node-name", "node-1"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  // A name is the network even when it would resolve to this machine.
+  for (const char* url : {"http://ascend-scheduler.kube-system.svc:8888", "http://10.0.0.1:8888",
+                          "http://127.0.0.1.nip.io:8888", "http://[fd00::1]:8888"}) {
+    auto r = testing::run_command(with({"--scheduler-url", url}));
+    EXPECT_EQ(r.exit_code, 2) << url << ": " << r.err;
+    EXPECT_EQ(lines_of(r.err), 1U) << "one line: " << r.err;
+    EXPECT_EQ(r.err.rfind("ascend-device-plugin: --scheduler-url ", 0), 0U) << r.err;
+    EXPECT_NE(r.err.find("--insecure-scheduler-http"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/" + kEndpoint)) << "refused before serving anything";
+
+  kubelet = std::make_unique<FakeKubelet>(dir);
+  kubelet->start();
+  // With the flag it starts (the scheduler need not be there: the plugin serves the kubelet meanwhile).
+  pid_t pid =
+      spawn(with({"--scheduler-url", "http://ascend-scheduler.invalid:8888", "--insecure-scheduler-http"}),
+            tmp / "insecure.log", {});
+  ASSERT_GT(pid, 0);
+  EXPECT_TRUE(kubelet->wait_registrations(1, 10s)) << "see " << (tmp / "insecure.log");
+  EXPECT_EQ(stop_and_wait(pid), 0);
+
+  // And it does send to a scheduler on the network, token and all; without the flag, nothing.
+  const std::string ip = network_address();
+  if (ip.empty()) GTEST_SKIP() << "this machine has no IPv4 address but loopback";
+  FakeScheduler remote;
+  remote.require_token(kToken);
+  ASSERT_GT(remote.start(0, "", "", ip), 0) << ip;
+  auto refused = testing::run_command(with({"--scheduler-url", remote.url()}));
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  pid = spawn(with({"--scheduler-url", remote.url(), "--insecure-scheduler-http"}), tmp / "remote.log", {});
+  ASSERT_GT(pid, 0);
+  SchedulerRequest got;
+  EXPECT_TRUE(remote.wait_for(put_of(inventory({}, {})), 10s, &got)) << "see " << (tmp / "remote.log");
+  EXPECT_EQ(got.authorization, std::string("Bearer ") + kToken);
+  EXPECT_EQ(stop_and_wait(pid), 0);
+  EXPECT_EQ(remote.requests().size(), remote.requests("PUT").size()) << "only reports: nothing was refused";
+}
+
+TEST_F(SchedulerE2E, BinaryFailsClosedWithOneLineOnAWrongCaAndRefusesACaFileWithoutACertificate) {
+  if (!self_signed(tmp, "server") || !self_signed(tmp, "other"))
+    GTEST_SKIP() << "openssl cannot make certificates";
+  ASSERT_GT(sched.start(0, tmp / "server.pem", tmp / "server-key.pem"), 0);
+  kubelet = std::make_unique<FakeKubelet>(dir);
+  kubelet->start();
+  const std::string bin = std::string(ASCEND_BIN_DIR) + "/ascend-device-plugin";
+  const std::vector<std::string> args = {bin,
+                                         "--host-root",
+                                         root,
+                                         "--kubelet-socket-dir",
+                                         dir,
+                                         "--scheduler-url",
+                                         sched.url(),
+                                         "--scheduler-token-file",
+                                         tmp / "token",
+                                         "--node-name",
+                                         "node-1",
+                                         "--scheduler-ca-file",
+                                         tmp / "other.pem"};
+  pid_t pid = spawn(args, tmp / "wrong-ca.log", {});
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(kubelet->wait_registrations(1, 10s)) << "the plugin serves the kubelet alone";
+  std::this_thread::sleep_for(1500ms);  // a few report attempts (100 ms backoff, doubling)
+  EXPECT_EQ(stop_and_wait(pid), 0);
+  EXPECT_TRUE(sched.requests().empty()) << "the token went to a server the CA does not vouch for";
+  auto log = read_file(tmp / "wrong-ca.log");
+  ASSERT_TRUE(log.ok());
+  std::size_t said = 0;
+  std::istringstream lines(*log);
+  for (std::string line; std::getline(lines, line);)
+    said += line.find("certificate is not trusted") != std::string::npos;
+  EXPECT_EQ(said, 1U) << "one line says why, not one per attempt:\n" << *log;
+
+  // A CA file that holds no certificate would refuse every server: refused at start, one line.
+  ASSERT_TRUE(atomic_replace(tmp / "empty.pem", "not a certificate\n").ok());
+  auto bad = args;
+  bad.back() = tmp / "empty.pem";
+  auto r = testing::run_command(bad);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(lines_of(r.err), 1U) << r.err;
+  EXPECT_NE(r.err.find("--scheduler-ca-file"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("holds no PEM certificate"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include <yaml-cpp/yaml.h>
@@ -49,24 +50,26 @@ TEST(SchedulerUrl, ParsesOriginAndPrefixAndRefusesTheRest) {
     const char* origin;  // nullptr: refused
     const char* prefix;
     bool https;
+    const char* host;
   };
   const Case cases[] = {
-      {"http://sched:8080", "http://sched:8080", "", false},
-      {"https://10.0.0.1:8443/", "https://10.0.0.1:8443", "", true},
-      {"http://sched/ascend/", "http://sched", "/ascend", false},
-      {"http://[::1]:9000/x/y", "http://[::1]:9000", "/x/y", false},
-      {"http://ascend-scheduler.kube-system.svc", "http://ascend-scheduler.kube-system.svc", "", false},
-      {"sched:8080", nullptr, nullptr, false},
-      {"ftp://sched", nullptr, nullptr, false},
-      {"http://", nullptr, nullptr, false},
-      {"http://:80", nullptr, nullptr, false},
-      {"http://h:0", nullptr, nullptr, false},
-      {"http://h:70000", nullptr, nullptr, false},
-      {"http://h:8a", nullptr, nullptr, false},
-      {"http://h:", nullptr, nullptr, false},
-      {"http://user@h", nullptr, nullptr, false},
-      {"http://h/?x=1", nullptr, nullptr, false},
-      {"http://[::1:80", nullptr, nullptr, false},
+      {"http://sched:8080", "http://sched:8080", "", false, "sched"},
+      {"https://10.0.0.1:8443/", "https://10.0.0.1:8443", "", true, "10.0.0.1"},
+      {"http://sched/ascend/", "http://sched", "/ascend", false, "sched"},
+      {"http://[::1]:9000/x/y", "http://[::1]:9000", "/x/y", false, "::1"},
+      {"http://ascend-scheduler.kube-system.svc", "http://ascend-scheduler.kube-system.svc", "", false,
+       "ascend-scheduler.kube-system.svc"},
+      {"sched:8080", nullptr, nullptr, false, nullptr},
+      {"ftp://sched", nullptr, nullptr, false, nullptr},
+      {"http://", nullptr, nullptr, false, nullptr},
+      {"http://:80", nullptr, nullptr, false, nullptr},
+      {"http://h:0", nullptr, nullptr, false, nullptr},
+      {"http://h:70000", nullptr, nullptr, false, nullptr},
+      {"http://h:8a", nullptr, nullptr, false, nullptr},
+      {"http://h:", nullptr, nullptr, false, nullptr},
+      {"http://user@h", nullptr, nullptr, false, nullptr},
+      {"http://h/?x=1", nullptr, nullptr, false, nullptr},
+      {"http://[::1:80", nullptr, nullptr, false, nullptr},
   };
   for (const auto& c : cases) {
     auto u = parse_scheduler_url(c.url);
@@ -78,7 +81,38 @@ TEST(SchedulerUrl, ParsesOriginAndPrefixAndRefusesTheRest) {
       continue;
     }
     ASSERT_TRUE(u.ok()) << c.url << ": " << u.error().message();
-    EXPECT_EQ(*u, (SchedulerUrl{c.origin, c.prefix, c.https})) << c.url;
+    EXPECT_EQ(*u, (SchedulerUrl{c.origin, c.prefix, c.https, c.host})) << c.url;
+  }
+}
+
+TEST(SchedulerUrl, LoopbackIsOnly127Slash8ColonColon1AndLocalhost) {
+  for (const char* h : {"127.0.0.1", "127.255.3.4", "127.0.0.0", "localhost", "LocalHost", "::1",
+                        "0:0:0:0:0:0:0:1", "::ffff:127.0.0.1"}) {
+    EXPECT_TRUE(loopback_host(h)) << h;
+  }
+  // Names that are not literally loopback count as the network, whatever they resolve to today; so do the
+  // short and hex forms of 127.0.0.1 that inet_aton (not inet_pton) would take.
+  for (const char* h : {"128.0.0.1",
+                        "126.255.255.255",
+                        "10.0.0.1",
+                        "0.0.0.0",
+                        "::",
+                        "::2",
+                        "::ffff:10.0.0.1",
+                        "fe80::1",
+                        "127.1",
+                        "0x7f.0.0.1",
+                        "2130706433",
+                        "127.0.0.1.",
+                        "127.0.0.1.nip.io",
+                        "localhost.",
+                        "localhost.localdomain",
+                        "my.localhost",
+                        "ip6-localhost",
+                        "sched",
+                        "",
+                        "[::1]"}) {
+    EXPECT_FALSE(loopback_host(h)) << h;
   }
 }
 
@@ -274,7 +308,22 @@ TEST(SchedulerPlan, RankTablePathIsNamedAfterThePodAndStaysInsideTheFolder) {
   EXPECT_EQ(*ranktable_host_path("/rt/", g), "/rt/default_p.json");
 }
 
-TEST(SchedulerPlan, WithGrantAddsEnvAndARankTableMountAndKeepsThePluginsEntries) {
+// The launch env, as the README lists it for the scheduler's grants ("Scheduler extender").
+const std::set<std::string> kDocumentedLaunchEnv = {"ASCEND_JOB", "RANK_TABLE_FILE", "RANK_SIZE",
+                                                    "WORLD_SIZE", "RANK_START",      "NODE_RANK",
+                                                    "NNODES",     "NPROC_PER_NODE"};
+
+TEST(SchedulerPlan, TheLaunchEnvAllowListIsTheDocumentedOne) {
+  EXPECT_EQ(std::set<std::string>(kLaunchEnv.begin(), kLaunchEnv.end()), kDocumentedLaunchEnv);
+  for (const auto& n : kDocumentedLaunchEnv) EXPECT_TRUE(launch_env_name(n)) << n;
+  for (const char* n : {"LD_PRELOAD", "LD_LIBRARY_PATH", "PATH", "ASCEND_RUNTIME_OPTIONS",
+                        "ASCEND_VISIBLE_DEVICES", "ASCEND_VNPU_SPECS", "ASCEND_JOBS", "RANK", "RANK_ID",
+                        "rank_size", "RANK_SIZE ", "", "MASTER_ADDR"}) {
+    EXPECT_FALSE(launch_env_name(n)) << n;
+  }
+}
+
+TEST(SchedulerPlan, WithGrantAddsTheLaunchEnvAndARankTableMountAndKeepsThePluginsEntries) {
   ContainerAllocation base;
   base.envs = {{"ASCEND_VISIBLE_DEVICES", "4,5"}};
   base.mounts = {{"/var/run/ascend-container-devices/4", "/dev/null", true}};
@@ -286,21 +335,22 @@ TEST(SchedulerPlan, WithGrantAddsEnvAndARankTableMountAndKeepsThePluginsEntries)
           "{}"};
   auto a = with_grant(base, g, "/rt/default_train-1.json");
   ASSERT_TRUE(a.ok()) << a.error().message();
-  EXPECT_EQ(a->envs, (std::map<std::string, std::string>{
-                         {"ASCEND_VISIBLE_DEVICES", "4,5"}, {"ASCEND_JOB", "train"}, {"RANK_SIZE", "8"}}));
-  ASSERT_EQ(a->mounts.size(), 2U);
-  EXPECT_EQ(a->mounts[0], base.mounts[0]);
-  EXPECT_EQ(a->mounts[1], (MountSpec{"/etc/ascend/hccl.json", "/rt/default_train-1.json", true}));
+  EXPECT_EQ(a->allocation.envs,
+            (std::map<std::string, std::string>{
+                {"ASCEND_VISIBLE_DEVICES", "4,5"}, {"ASCEND_JOB", "train"}, {"RANK_SIZE", "8"}}));
+  EXPECT_EQ(a->dropped, std::vector<std::string>{"\"ASCEND_VISIBLE_DEVICES\""});
+  ASSERT_EQ(a->allocation.mounts.size(), 2U);
+  EXPECT_EQ(a->allocation.mounts[0], base.mounts[0]);
+  EXPECT_EQ(a->allocation.mounts[1], (MountSpec{"/etc/ascend/hccl.json", "/rt/default_train-1.json", true}));
 
   // No job: nothing to add.
   auto solo = with_grant(base, Grant{"default", "solo", "", {}, "", ""}, "");
   ASSERT_TRUE(solo.ok());
-  EXPECT_EQ(solo->envs, base.envs);
-  EXPECT_EQ(solo->mounts, base.mounts);
+  EXPECT_EQ(solo->allocation.envs, base.envs);
+  EXPECT_EQ(solo->allocation.mounts, base.mounts);
+  EXPECT_TRUE(solo->dropped.empty());
 
   const std::pair<std::map<std::string, std::string>, std::string> bad[] = {
-      {{{"", "x"}}, "/etc/ascend/hccl.json"},
-      {{{"A=B", "x"}}, "/etc/ascend/hccl.json"},
       {{}, "etc/ascend/hccl.json"},
       {{}, "/etc/../../host/hccl.json"},
       {{}, "/.."},
@@ -311,6 +361,39 @@ TEST(SchedulerPlan, WithGrantAddsEnvAndARankTableMountAndKeepsThePluginsEntries)
     if (!r.ok()) {
       EXPECT_EQ(r.error().code(), EPROTO);
     }
+  }
+}
+
+TEST(SchedulerPlan, WithGrantDropsEveryNameOutsideTheLaunchEnvAndStillSucceeds) {
+  ContainerAllocation base;
+  base.envs = {{"ASCEND_VISIBLE_DEVICES", "3"}};
+  std::map<std::string, std::string> env;
+  for (const auto& n : kDocumentedLaunchEnv) env[n] = "v-" + n;
+  const std::map<std::string, std::string> hostile = {
+      {"LD_PRELOAD", "/tmp/evil.so"},
+      {"LD_LIBRARY_PATH", "/tmp"},
+      {"PATH", "/tmp:/bin"},
+      {"ASCEND_RUNTIME_OPTIONS", "NODRV"},
+      {"ASCEND_VISIBLE_DEVICES", "all"},
+      {"ASCEND_VNPU_SPECS", "vir01"},
+      {"SOMETHING_ELSE", "x"},
+      {"", "empty"},
+      {"A=B", "x"},
+      {std::string("NUL\0NAME", 8), "x"},
+      {std::string(300, 'X'), "long"},
+  };
+  env.insert(hostile.begin(), hostile.end());
+  env["NNODES"] = std::string("4\0LD_PRELOAD=/tmp/evil.so", 26);  // a documented name, an unusable value
+  auto a = with_grant(base, Grant{"default", "p", "j", env, "", ""}, "");
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  std::map<std::string, std::string> want = {{"ASCEND_VISIBLE_DEVICES", "3"}};
+  for (const auto& n : kDocumentedLaunchEnv)
+    if (n != "NNODES") want[n] = "v-" + n;
+  EXPECT_EQ(a->allocation.envs, want);
+  EXPECT_EQ(a->dropped.size(), hostile.size() + 1);
+  for (const auto& d : a->dropped) {
+    EXPECT_LE(d.size(), 64U + 2 + 3) << "cut short for the log: " << d;
+    EXPECT_EQ(d.find('\0'), std::string::npos) << "printable for the log";
   }
 }
 
@@ -345,9 +428,66 @@ TEST(SchedulerConfig, YamlKeysAndValidation) {
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message().find("--scheduler-url"), std::string::npos) << st.error().message();
   Config bad_dir;
-  bad_dir.scheduler_url = "http://sched";
+  bad_dir.scheduler_url = "http://127.0.0.1:8888";
   bad_dir.ranktable_dir = "rt";
   EXPECT_FALSE(validate(bad_dir).ok());
+}
+
+TEST(SchedulerConfig, PlainHttpGoesOnlyToLoopbackUnlessTheInsecureFlagSaysSo) {
+  auto check = [](std::vector<std::string> args) {
+    auto c = parse_options(args);
+    EXPECT_TRUE(c.ok()) << c.error().message();
+    return c.ok() ? validate(*c) : Status(c.error());
+  };
+  for (const char* url :
+       {"http://127.0.0.1:8888", "http://127.9.9.9", "http://[::1]:8888", "http://localhost:1/x",
+        "https://ascend-scheduler.kube-system.svc:8888", "https://10.0.0.1"}) {
+    auto st = check({"--scheduler-url", url, "--scheduler-token-file", "/t"});
+    EXPECT_TRUE(st.ok()) << url << ": " << st.error().message();
+  }
+  for (const char* url :
+       {"http://ascend-scheduler.kube-system.svc:8888", "http://10.0.0.1:8888", "http://[fd00::1]:8888",
+        "http://127.1:8888", "http://localhost.localdomain", "http://0.0.0.0:8888"}) {
+    auto st = check({"--scheduler-url", url, "--scheduler-token-file", "/t"});
+    ASSERT_FALSE(st.ok()) << url;
+    EXPECT_EQ(st.error().code(), EINVAL);
+    const std::string& m = st.error().message();
+    EXPECT_EQ(m.find('\n'), std::string::npos) << "one line: " << m;
+    EXPECT_NE(m.find(url), std::string::npos) << m;
+    EXPECT_NE(m.find("--insecure-scheduler-http"), std::string::npos) << m;
+    EXPECT_TRUE(check({"--scheduler-url", url, "--insecure-scheduler-http"}).ok()) << url;
+  }
+  // In the YAML file too.
+  testing::TempDir dir;
+  ASSERT_TRUE(
+      atomic_replace(dir / "c.yaml", "scheduler-url: http://sched:8888\ninsecure-scheduler-http: true\n")
+          .ok());
+  auto c = parse_options({"--config", dir / "c.yaml"});
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_TRUE(c->insecure_scheduler_http);
+  EXPECT_TRUE(validate(*c).ok());
+  // A CA file says the operator expects TLS: with http:// it is a mistake, not something to ignore.
+  auto st = check({"--scheduler-url", "http://127.0.0.1:8888", "--scheduler-ca-file", "/ca.crt"});
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("--scheduler-ca-file"), std::string::npos) << st.error().message();
+}
+
+TEST(SchedulerConfig, TheCaFileMustHoldACertificate) {
+  testing::TempDir dir;
+  Config c;
+  c.scheduler_url = "https://127.0.0.1:1";
+  c.node_name = "n";
+  c.scheduler_ca_file = dir / "missing.crt";
+  auto s = HttpScheduler::create(c, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("--scheduler-ca-file"), std::string::npos) << s.error().message();
+  ASSERT_TRUE(
+      atomic_replace(dir / "junk.crt", "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n")
+          .ok());
+  c.scheduler_ca_file = dir / "junk.crt";
+  s = HttpScheduler::create(c, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("holds no PEM certificate"), std::string::npos) << s.error().message();
 }
 
 TEST(SchedulerConfig, NodeNameDefaultsToTheEnvironmentThenTheHostName) {
@@ -387,32 +527,61 @@ TEST(SchedulerConfig, HttpSchedulerNeedsANodeNameAndAReadableTokenPerRequest) {
   EXPECT_TRUE(scheduler_unavailable(st.error())) << st.error().message();
 }
 
-TEST(SchedulerConfig, TheShippedDaemonSetWiresTheSchedulerNodeNameRankTablesAndToken) {
+TEST(SchedulerConfig, TheShippedDaemonSetWiresTheSchedulerOverTlsNodeNameRankTablesTokenAndMetrics) {
   YAML::Node cm;
   YAML::Node ds;
+  YAML::Node policy;
   for (const auto& doc : YAML::LoadAllFromFile(std::string(ASCEND_SOURCE_DIR) +
                                                "/deploy/kubernetes/ascend-device-plugin.yaml")) {
     const auto kind = doc["kind"].as<std::string>();
     if (kind == "ConfigMap") cm = doc;
     if (kind == "DaemonSet") ds = doc;
+    if (kind == "NetworkPolicy") policy = doc;
   }
-  ASSERT_TRUE(cm && ds);
-  testing::TempDir dir;
-  ASSERT_TRUE(atomic_replace(dir / "config.yaml", cm["data"]["config.yaml"].as<std::string>()).ok());
-  auto cfg = parse_options({"--config", dir / "config.yaml"});
-  ASSERT_TRUE(cfg.ok()) << cfg.error().message();
-  EXPECT_TRUE(validate(*cfg).ok());
-  EXPECT_EQ(cfg->scheduler_url, "http://ascend-scheduler.kube-system.svc:8888");
-  EXPECT_TRUE(cfg->node_name.empty()) << "the node name comes from $NODE_NAME";
-
+  ASSERT_TRUE(cm && ds && policy);
   const YAML::Node pod = ds["spec"]["template"]["spec"];
   const YAML::Node c = pod["containers"][0];
-  bool node_name = false;
+  std::map<std::string, std::string> fields;  // env name -> downward API field
   for (const auto& e : c["env"]) {
-    if (e["name"].as<std::string>() == "NODE_NAME")
-      node_name = e["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>() == "spec.nodeName";
+    if (e["valueFrom"] && e["valueFrom"]["fieldRef"])
+      fields[e["name"].as<std::string>()] = e["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>();
   }
-  EXPECT_TRUE(node_name) << "NODE_NAME from the downward API's spec.nodeName";
+  EXPECT_EQ(fields["NODE_NAME"], "spec.nodeName") << "NODE_NAME from the downward API's spec.nodeName";
+  EXPECT_EQ(fields["POD_IP"], "status.podIP");
+
+  // The command line as the kubelet expands it ($(POD_IP) is the pod's IP), the ConfigMap as the file.
+  testing::TempDir dir;
+  ASSERT_TRUE(atomic_replace(dir / "config.yaml", cm["data"]["config.yaml"].as<std::string>()).ok());
+  std::vector<std::string> args;
+  for (std::size_t i = 1; i < c["command"].size(); ++i) {
+    auto a = c["command"][i].as<std::string>();
+    if (auto at = a.find("$(POD_IP)"); at != std::string::npos) a.replace(at, 9, "10.1.2.3");
+    if (a.starts_with("--config=")) a = "--config=" + (dir / "config.yaml");
+    args.push_back(a);
+  }
+  auto cfg = parse_options(args);
+  ASSERT_TRUE(cfg.ok()) << cfg.error().message();
+  EXPECT_TRUE(validate(*cfg).ok()) << validate(*cfg).error().message();
+  EXPECT_TRUE(cfg->node_name.empty()) << "the node name comes from $NODE_NAME";
+  EXPECT_EQ(cfg->metrics_addr, "10.1.2.3:9101") << "the pod IP only, not every address";
+  EXPECT_EQ(cfg->scheduler_url, "https://ascend-scheduler.kube-system.svc:8888");
+  EXPECT_FALSE(cfg->insecure_scheduler_http);
+  int metrics_port = 0;
+  for (const auto& p : c["ports"])
+    if (p["name"].as<std::string>() == "metrics") metrics_port = p["containerPort"].as<int>();
+  EXPECT_EQ(metrics_port, 9101);
+
+  // Only the namespace `monitoring` reaches the plugin's pods, on the metrics port only.
+  EXPECT_EQ(policy["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/name"].as<std::string>(),
+            ds["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"].as<std::string>());
+  ASSERT_EQ(policy["spec"]["ingress"].size(), 1U);
+  const YAML::Node rule = policy["spec"]["ingress"][0];
+  ASSERT_EQ(rule["ports"].size(), 1U);
+  EXPECT_EQ(rule["ports"][0]["port"].as<std::string>(), "metrics");
+  ASSERT_EQ(rule["from"].size(), 1U);
+  EXPECT_EQ(
+      rule["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"].as<std::string>(),
+      "monitoring");
 
   // name -> mount path, and name -> volume
   std::map<std::string, std::string> mounts;
@@ -440,6 +609,15 @@ TEST(SchedulerConfig, TheShippedDaemonSetWiresTheSchedulerNodeNameRankTablesAndT
     token = true;
   }
   EXPECT_TRUE(token) << "no Secret volume holds " << cfg->scheduler_token_file;
+  // The scheduler's CA from a ConfigMap (a CA is no secret; the scheduler's key is not mounted here).
+  bool ca = false;
+  for (const auto& [name, path] : mounts) {
+    if (cfg->scheduler_ca_file != path + "/ca.crt") continue;
+    ASSERT_TRUE(volumes[name]["configMap"]) << name;
+    EXPECT_EQ(volumes[name]["configMap"]["name"].as<std::string>(), "ascend-scheduler-ca");
+    ca = true;
+  }
+  EXPECT_TRUE(ca) << "no ConfigMap volume holds " << cfg->scheduler_ca_file;
 }
 
 // ---- the Plugin and the Reporter over a recording SchedulerApi ------------------------------------------
@@ -530,7 +708,7 @@ class PluginWithScheduler : public ::testing::Test {
 
   void SetUp() override {
     Config cfg;
-    cfg.scheduler_url = "http://sched";
+    cfg.scheduler_url = "https://sched";
     cfg.node_name = "node-1";
     cfg.ranktable_dir = tmp / "ranktables";
     auto p = Plugin::create(query, cfg, nullptr, &sched);
@@ -592,7 +770,7 @@ TEST_F(PluginWithScheduler, AllocateAddsTheGrantWritesTheRankTableAndMarksTheChi
   EXPECT_EQ(*content, table.dump(4));
   struct stat st {};
   ASSERT_EQ(::stat(file.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 0644U);
+  EXPECT_EQ(st.st_mode & 07777, static_cast<mode_t>(S_IRUSR | S_IWUSR | S_IRGRP)) << "0640";
 
   EXPECT_GT(plugin->version(), v0) << "the reporter must wake";
   auto inv = plugin->inventory();
@@ -655,6 +833,68 @@ TEST_F(PluginWithScheduler, AnAbsentOrBrokenSchedulerIsAnsweredAsAloneButABadGra
       << "an unusable grant leaves no file";
 }
 
+TEST_F(PluginWithScheduler, AllocateDropsTheEnvTheSchedulerDoesNotDocumentAndSucceeds) {
+  std::map<std::string, std::string> env = {{"LD_PRELOAD", "/tmp/evil.so"},
+                                            {"PATH", "/tmp"},
+                                            {"ASCEND_RUNTIME_OPTIONS", "NODRV"},
+                                            {"ASCEND_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7"},
+                                            {"UNKNOWN_NAME", "x"}};
+  for (const auto& n : kDocumentedLaunchEnv) env[n] = "v";
+  sched.grants.insert_or_assign({2, 3}, Grant{"default", "p", "j", env, "", ""});
+  auto r = plugin->allocate(kChips, {chip_ids(kChips, {2, 3})});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  std::map<std::string, std::string> want = {{"ASCEND_VISIBLE_DEVICES", "2,3"}};
+  for (const auto& n : kDocumentedLaunchEnv) want[n] = "v";
+  EXPECT_EQ(r->at(0).envs, want);
+  EXPECT_TRUE(plugin->inventory().chips[2].in_use) << "the Allocate succeeded";
+}
+
+// A rank table lives as long as its pod's chips: it goes when the pod-resources no longer list them, when
+// a failed Allocate gives them back, and when the kubelet hands one of them out again (its pod is gone).
+TEST_F(PluginWithScheduler, RankTablesAreRemovedWhenTheirChipsAreFreed) {
+  auto grant = [](const char* pod) { return Grant{"default", pod, "j", {}, "/etc/ascend/hccl.json", "{}"}; };
+  const std::string a = tmp / "ranktables/default_a.json";
+  const std::string b = tmp / "ranktables/default_b.json";
+  sched.grants.insert_or_assign({0, 1}, grant("a"));
+  sched.grants.insert_or_assign({2, 3}, grant("b"));
+  ASSERT_TRUE(plugin->allocate(kChips, {chip_ids(kChips, {0, 1})}).ok());
+  ASSERT_TRUE(plugin->allocate(kChips, {chip_ids(kChips, {2, 3})}).ok());
+  ASSERT_TRUE(std::filesystem::exists(a));
+  ASSERT_TRUE(std::filesystem::exists(b));
+  // Pod a's chips are still listed; pod b's are not.
+  const std::map<std::string, std::set<std::string>> listed = {
+      {"huawei.com/Ascend910", {"Ascend910-0", "Ascend910-1"}}};
+  EXPECT_EQ(plugin->reconcile(listed, 1h), 0) << "within the grace period";
+  EXPECT_TRUE(std::filesystem::exists(b));
+  EXPECT_EQ(plugin->reconcile(listed, 0ms), 2) << "chips 2 and 3";
+  EXPECT_TRUE(std::filesystem::exists(a));
+  EXPECT_FALSE(std::filesystem::exists(b)) << "pod b's chips are free";
+
+  // The kubelet hands chip 1 out again, to a pod the scheduler does not know: pod a is gone.
+  ASSERT_TRUE(plugin->allocate(kChips, {chip_ids(kChips, {1})}).ok());
+  EXPECT_FALSE(std::filesystem::exists(a));
+
+  // A failed Allocate leaves no rank table behind.
+  const std::string c = tmp / "ranktables/default_c.json";
+  sched.grants.insert_or_assign({4, 5}, grant("c"));
+  sched.grants.insert_or_assign({6, 7}, Error(EBUSY, "409 reserved chips are 6,8"));
+  EXPECT_FALSE(plugin->allocate(kChips, {chip_ids(kChips, {4, 5}), chip_ids(kChips, {6, 7})}).ok());
+  EXPECT_FALSE(std::filesystem::exists(c));
+  EXPECT_EQ(sched.returned.back(), (std::vector<int>{4, 5}));
+}
+
+TEST_F(PluginWithScheduler, ARankTableLeftByAnEarlierPodOfTheSameNameIsReplacedWithMode0640) {
+  const std::string file = tmp / "ranktables/default_p.json";
+  ASSERT_TRUE(make_dirs(tmp / "ranktables").ok());
+  ASSERT_TRUE(atomic_replace(file, "old", 0666).ok());
+  sched.grants.insert_or_assign({5}, Grant{"default", "p", "j", {}, "/etc/ascend/hccl.json", "{\"new\": 1}"});
+  ASSERT_TRUE(plugin->allocate(kChips, {chip_ids(kChips, {5})}).ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, static_cast<mode_t>(S_IRUSR | S_IWUSR | S_IRGRP));
+  EXPECT_EQ(*read_file(file), "{\"new\": 1}");
+}
+
 TEST_F(PluginWithScheduler, HandedOutChipsEndWhenThePodResourcesNoLongerListThem) {
   ASSERT_TRUE(plugin->allocate(kChips, {chip_ids(kChips, {6})}).ok());
   EXPECT_TRUE(plugin->inventory().chips[6].in_use);
@@ -670,7 +910,7 @@ TEST(Reporter, SendsAtStartOnEveryChangeAndPeriodically) {
   npu::HostState s = profile("atlas800t-a2");
   FixedQuery query(s);
   Config cfg;
-  cfg.scheduler_url = "http://sched";
+  cfg.scheduler_url = "https://sched";
   RecordingScheduler sched;
   auto plugin = Plugin::create(query, cfg, nullptr, &sched);
   ASSERT_TRUE(plugin.ok());
@@ -700,7 +940,7 @@ TEST(Reporter, SendsAtStartOnEveryChangeAndPeriodically) {
 TEST(Reporter, BacksOffWhileTheSchedulerIsAwayAndSlowsDownOnARefusal) {
   FixedQuery query(profile("atlas800t-a2"));
   Config cfg;
-  cfg.scheduler_url = "http://sched";
+  cfg.scheduler_url = "https://sched";
   RecordingScheduler sched;
   // Away for 5 attempts, then a refusal twice, then accepted.
   sched.put_answer = [](int n) -> Status {
@@ -732,7 +972,7 @@ TEST(Reporter, BacksOffWhileTheSchedulerIsAwayAndSlowsDownOnARefusal) {
 TEST(Reporter, StopsPromptlyWhileWaiting) {
   FixedQuery query(profile("atlas800t-a2"));
   Config cfg;
-  cfg.scheduler_url = "http://sched";
+  cfg.scheduler_url = "https://sched";
   RecordingScheduler sched;
   auto plugin = Plugin::create(query, cfg, nullptr, &sched);
   ASSERT_TRUE(plugin.ok());

@@ -65,6 +65,10 @@ struct Config {
   std::string node_name;             // empty: $NODE_NAME, else the host name (default_node_name())
   std::string scheduler_token_file;  // its trimmed content is sent as "Authorization: Bearer <token>"
   std::string scheduler_ca_file;  // https: the CA that signed the scheduler's certificate (else the system's)
+  // Allows an http:// scheduler URL whose host is not loopback (--insecure-scheduler-http): the token then
+  // crosses the network in clear text and whoever answers in the scheduler's place is believed. Off, such a
+  // URL is bad usage.
+  bool insecure_scheduler_http = false;
   std::string ranktable_dir = kDefaultRanktableDir;  // where job rank tables are written for containers
   // How often the inventory is sent although nothing changed (a restarted scheduler learns the node again),
   // and how often a refused (4xx) report is tried again. Not a flag: tests shorten it.
@@ -79,7 +83,8 @@ bool tracks_whole_chips(const Config& c);
 std::string default_node_name();
 
 // Checks combinations that cannot work (dynamic vNPU needs runtime mode; cdi mode has no vNPU names) and the
-// scheduler settings (an http(s) URL, an absolute rank-table folder).
+// scheduler settings (an http(s) URL, an absolute rank-table folder; http:// only to a loopback host unless
+// insecure_scheduler_http; a CA file only with https://). Every failure is bad usage of the flags.
 Status validate(const Config& c);
 
 }  // namespace ascend::plugin

@@ -28,6 +28,8 @@ class DevicePluginService;
 
 inline constexpr const char* kApiVersion = "v1beta1";
 inline constexpr const char* kKubeletSocketName = "kubelet.sock";
+// The plugin's sockets: the kubelet (root) is their only client, and whoever can connect can Allocate.
+inline constexpr mode_t kSocketMode = 0600;
 
 class Endpoint {
  public:
@@ -42,7 +44,8 @@ class Endpoint {
   // True while the socket file is the one this endpoint created (the kubelet deletes it when it restarts).
   bool socket_intact() const;
 
-  // Removes a stale socket file of the same name and serves on a new one.
+  // Removes a stale socket file of the same name and serves on a new one, mode kSocketMode whatever the
+  // umask.
   Status start();
   // Ends open ListAndWatch streams, stops the server and removes its socket file.
   void stop();

@@ -11,9 +11,12 @@
 // thread, the daemon's loop).
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,6 +36,10 @@
 namespace ascend::plugin {
 
 class Metrics;
+
+// Rank tables are read by the container (through the kubelet's bind mount) and by root; no one else on the
+// node needs a job's addresses.
+inline constexpr mode_t kRanktableMode = 0640;
 
 struct PreferredRequest {
   std::vector<std::string> available;
@@ -103,6 +110,12 @@ class Plugin {
   Status take_each(const std::vector<std::vector<int>>& phys, std::vector<ContainerAllocation>& out,
                    std::vector<std::vector<int>>& taken);
   void release_chips(const std::vector<std::vector<int>>& phys);
+  // Writes a grant's rank table (mode kRanktableMode) and remembers that it serves `phys`.
+  Status write_ranktable(const std::string& path, const std::string& content, const std::vector<int>& phys);
+  // Removes the rank tables whose chips `freed` says are free (mu_ held).
+  void remove_ranktables_locked(const std::function<bool(const std::set<int>&)>& freed);
+  // Removes the rank tables none of whose chips the ledger claims any more (mu_ held).
+  void remove_unclaimed_ranktables_locked();
   void mark_lost(const std::string& why);
   // Logs when the kubelet hands a container ids that no GetPreferredAllocation answer of that size named.
   void note_unpreferred(const ResourceSpec& res, const std::vector<std::vector<std::string>>& requests) const;
@@ -124,6 +137,10 @@ class Plugin {
   // The last GetPreferredAllocation answers per resource (sorted id sets), to notice a kubelet that chose
   // otherwise.
   mutable std::map<std::string, std::vector<std::vector<std::string>>> preferred_;
+  // The rank tables this plugin wrote (host path -> the chips of the grants it was written for). A table
+  // goes when none of its chips is claimed any more (the pod-resources reconcile, a failed Allocate) or when
+  // one of them is handed out again.
+  std::map<std::string, std::set<int>> ranktables_;
 
   // The driver check (check_driver every health_interval); stopped before the subscription.
   std::thread health_;

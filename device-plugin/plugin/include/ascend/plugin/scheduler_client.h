@@ -77,12 +77,22 @@ struct SchedulerUrl {
   std::string origin;  // "http://host:port" or "https://host:port" (what the HTTP client connects to)
   std::string prefix;  // a path prefix without the trailing '/' ("" or "/ascend")
   bool https = false;
+  std::string host;  // the host as written, an IPv6 address without its brackets ("::1")
   bool operator==(const SchedulerUrl&) const = default;
 };
 
 // http[s]://host[:port][/prefix]; a host may be a name, an IPv4 or a bracketed IPv6 address. No user
 // info, query or fragment.
 Result<SchedulerUrl> parse_scheduler_url(std::string_view url);
+
+// True when `host` (a SchedulerUrl::host) can only be this machine: `localhost` (any case), an IPv4
+// address in 127.0.0.0/8 in dotted-quad form, ::1, or an IPv4-mapped ::ffff:127.x.y.z. Any other name is
+// the network, even one that resolves to a loopback address today: what a name resolves to can change.
+bool loopback_host(std::string_view host);
+
+// The --scheduler-ca-file must be readable and hold at least one PEM certificate: one that holds none would
+// fail every https request, which is better said once at start than on every report.
+Status check_ca_file(const std::string& path);
 
 // ---- the interface
 // ------------------------------------------------------------------------------------------

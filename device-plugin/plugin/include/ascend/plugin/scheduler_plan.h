@@ -3,10 +3,12 @@
 // functions of their inputs (no HTTP, no files); thread-safe.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ascend/common/error.h"
@@ -43,11 +45,29 @@ std::optional<std::size_t> pick_reservation(const std::vector<Reservation>& rese
 // lead the path out of `dir`.
 Result<std::string> ranktable_host_path(const std::string& dir, const Grant& grant);
 
-// `base` with the grant's env entries and, when the grant carries a rank table, a read-only mount of
-// `host_path` at its ranktable_path. The plugin's own entries win over the scheduler's (the device choice is
-// the plugin's). Fails (EPROTO) on an env name that is empty or holds '=' and on a ranktable_path that is not
-// an absolute path without "..".
-Result<ContainerAllocation> with_grant(ContainerAllocation base, const Grant& grant,
-                                       const std::string& host_path);
+// The environment variables a scheduler grant may set in a container: the launch env that
+// `ascend-scheduler` documents for a job's pods (README, "Scheduler extender"; Scheduler::grant_of emits
+// exactly these). The one allow-list: any other name, LD_PRELOAD, PATH or ASCEND_RUNTIME_OPTIONS say,
+// would let whoever answers in the scheduler's place run code in, or change the devices of, every NPU
+// container, so it is dropped. Sorted.
+inline constexpr std::array<std::string_view, 8> kLaunchEnv = {
+    "ASCEND_JOB", "NNODES",     "NODE_RANK",       "NPROC_PER_NODE",
+    "RANK_SIZE",  "RANK_START", "RANK_TABLE_FILE", "WORLD_SIZE",
+};
+bool launch_env_name(std::string_view name);
+
+struct GrantedAllocation {
+  ContainerAllocation allocation;
+  // The grant's env entries left out: a name not in kLaunchEnv, or a value holding NUL (no environment
+  // can carry it). Printable and cut short (fmt's "{:?}" of at most 64 bytes), fit for one log line.
+  std::vector<std::string> dropped;
+};
+
+// `base` with the grant's kLaunchEnv entries and, when the grant carries a rank table, a read-only mount
+// of `host_path` at its ranktable_path. The plugin's own entries win over the scheduler's (the device
+// choice is the plugin's). Fails (EPROTO) only on a ranktable_path that is not an absolute path without
+// "..": the other entries are dropped, not failed.
+Result<GrantedAllocation> with_grant(ContainerAllocation base, const Grant& grant,
+                                     const std::string& host_path);
 
 }  // namespace ascend::plugin
