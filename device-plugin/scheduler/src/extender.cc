@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cstdint>
+#include <limits>
 #include <set>
 
 #include <fmt/format.h>
@@ -65,36 +67,88 @@ topology::Job JobRecord::job() const {
   j.tp = spec.tp;
   j.pp = spec.pp;
   j.dp = spec.dp;
-  j.npus = spec.tp * spec.pp * spec.dp;
+  // In 64 bits (each factor is at most 2^20). A job is placed only when this equals pods x chips per pod
+  // (at most 100 000 x 4 096, place_job and load check it), so it fits an int; anything larger is given as
+  // INT_MAX, which topology::place refuses, never as a wrapped value.
+  j.npus = static_cast<int>(std::min<std::int64_t>(spec.npus(), std::numeric_limits<int>::max()));
   j.order = spec.order;
   j.npus_per_pod = chips_per_pod;
   j.comm = spec.comm;
   return j;
 }
 
+namespace {
+
+std::shared_ptr<const std::unordered_map<std::string, int>> index_of(const topology::Cluster& c) {
+  auto index = std::make_shared<std::unordered_map<std::string, int>>();
+  for (std::size_t n = 0; n < c.nodes.size(); ++n) index->emplace(c.nodes[n].name, static_cast<int>(n));
+  return index;
+}
+
+}  // namespace
+
 Scheduler::Scheduler(topology::Cluster cluster, std::chrono::milliseconds reservation_ttl)
-    : cluster_(std::move(cluster)), ttl_(reservation_ttl), nodes_(cluster_.nodes.size()) {
+    : Scheduler(std::make_shared<const topology::Cluster>(std::move(cluster)), nullptr, reservation_ttl) {}
+
+Scheduler::Scheduler(std::shared_ptr<const topology::Cluster> cluster, std::shared_ptr<const NodeIndex> index,
+                     std::chrono::milliseconds ttl)
+    : cluster_(std::move(cluster)),
+      index_(index ? std::move(index) : index_of(*cluster_)),
+      ttl_(ttl),
+      nodes_(cluster_->nodes.size()) {
+  std::size_t chips = 0;
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
-    nodes_[n].busy = cluster_.nodes[n].busy;
-    nodes_[n].unhealthy = cluster_.nodes[n].unhealthy;
-    index_.emplace(cluster_.nodes[n].name, static_cast<int>(n));
+    nodes_[n].busy = cluster_->nodes[n].busy;
+    nodes_[n].unhealthy = cluster_->nodes[n].unhealthy;
+    chips += static_cast<std::size_t>(cluster_->type_of(static_cast<int>(n)).size);
   }
+  seen_cap_ = std::max(kMinSeen, chips);
+}
+
+Scheduler Scheduler::snapshot() const {
+  Scheduler s(cluster_, index_, ttl_);
+  s.nodes_ = nodes_;
+  s.jobs_ = jobs_;
+  s.pods_ = pods_;
+  s.changes_ = changes_;
+  s.placed_ = placed_;
+  s.refused_ = refused_;
+  return s;
+}
+
+Result<Scheduler> Scheduler::job_snapshot(const std::string& ns, const std::string& job) const {
+  auto it = jobs_.find(ns + "/" + job);
+  if (it == jobs_.end()) return Error::not_found("no job " + ns + "/" + job);
+  Scheduler s(cluster_, index_, ttl_);
+  s.jobs_.emplace(it->first, it->second);
+  return s;
+}
+
+void Scheduler::remember(const PodInfo& pod, Clock::time_point now) {
+  auto it = seen_.find(pod.key());
+  if (it == seen_.end() && seen_.size() >= seen_cap_) {
+    // Full: forget the oldest (a scan, only when full; seen_ is bounded, so it is bounded too).
+    auto oldest = std::min_element(seen_.begin(), seen_.end(),
+                                   [](const auto& a, const auto& b) { return a.second.at < b.second.at; });
+    seen_.erase(oldest);
+  }
+  seen_[pod.key()] = Seen{pod, now};
 }
 
 int Scheduler::node_index(const std::string& name) const {
-  auto it = index_.find(name);
-  return it == index_.end() ? -1 : it->second;
+  auto it = index_->find(name);
+  return it == index_->end() ? -1 : it->second;
 }
 
 // ---- chips ----------------------------------------------------------------------------------------------
 
 std::uint64_t Scheduler::free_mask(int node) const {
   const NodeState& s = nodes_[idx(node)];
-  return cluster_.type_of(node).all() & ~s.busy & ~s.unhealthy & ~s.held;
+  return cluster_->type_of(node).all() & ~s.busy & ~s.unhealthy & ~s.held;
 }
 
 std::uint64_t Scheduler::mask_of(int node, const std::vector<int>& phys) const {
-  const auto& t = cluster_.type_of(node);
+  const auto& t = cluster_->type_of(node);
   std::uint64_t m = 0;
   for (int p : phys) {
     int slot = t.slot_of_phy(p);
@@ -104,7 +158,7 @@ std::uint64_t Scheduler::mask_of(int node, const std::vector<int>& phys) const {
 }
 
 std::vector<int> Scheduler::phys_of(int node, std::uint64_t mask) const {
-  const auto& t = cluster_.type_of(node);
+  const auto& t = cluster_->type_of(node);
   std::vector<int> out;
   for (int s = 0; s < t.size; ++s) {
     if ((mask >> s & 1) != 0) out.push_back(t.phy[idx(s)]);
@@ -122,7 +176,7 @@ void Scheduler::unhold(const Slot& s) {
 }
 
 std::string Scheduler::resource_of(int node) const {
-  return cluster_.type_of(node).host.resource_name;
+  return cluster_->type_of(node).host.resource_name;
 }
 
 Result<std::vector<int>> Scheduler::choose_on(int node, const std::string& resource, int chips) const {
@@ -134,7 +188,7 @@ Result<std::vector<int>> Scheduler::choose_on(int node, const std::string& resou
   if (n_free < chips) {
     const NodeState& s = nodes_[idx(node)];
     std::string why =
-        std::to_string(n_free) + " of " + std::to_string(cluster_.type_of(node).size) + " chips free";
+        std::to_string(n_free) + " of " + std::to_string(cluster_->type_of(node).size) + " chips free";
     std::vector<std::string> parts;
     if (int u = std::popcount(s.unhealthy); u > 0) parts.push_back(std::to_string(u) + " unhealthy");
     if (int h = std::popcount(s.held & ~s.unhealthy); h > 0)
@@ -145,10 +199,10 @@ Result<std::vector<int>> Scheduler::choose_on(int node, const std::string& resou
     if (!parts.empty()) why += ")";
     return Error(ENOSPC, why + "; the pod needs " + std::to_string(chips));
   }
-  ChoiceKey key{cluster_.nodes[idx(node)].type, chips, free};
+  ChoiceKey key{cluster_->nodes[idx(node)].type, chips, free};
   if (auto it = choices_.find(key); it != choices_.end()) return it->second;
   if (choices_.size() >= 65536) choices_.clear();
-  auto c = topology::choose(cluster_.type_of(node).host, phys_of(node, free), {}, chips);
+  auto c = topology::choose(cluster_->type_of(node).host, phys_of(node, free), {}, chips);
   choices_.emplace(key, c);
   return c;
 }
@@ -159,7 +213,7 @@ FilterResult Scheduler::filter(const PodInfo& pod, const std::vector<std::string
                                Clock::time_point now) {
   if (!pod.job && pod.job_error.empty()) {
     FilterResult r = filter_plain(pod, nodes);
-    if (!pod.resource.empty()) seen_[pod.key()] = Seen{pod, now};
+    if (!pod.resource.empty()) remember(pod, now);
     return r;
   }
   return filter_job(pod, nodes, now);
@@ -181,7 +235,7 @@ FilterResult Scheduler::filter_plain(const PodInfo& pod, const std::vector<std::
       if (it->second.slot.node == n) {
         r.passed.push_back(name);
       } else {
-        r.unresolvable[name] = "pod is bound to " + cluster_.nodes[idx(it->second.slot.node)].name;
+        r.unresolvable[name] = "pod is bound to " + cluster_->nodes[idx(it->second.slot.node)].name;
       }
       continue;
     }
@@ -260,7 +314,7 @@ FilterResult Scheduler::filter_job(const PodInfo& pod, const std::vector<std::st
     std::uint64_t want = mask_of(s.node, s.phys);
     if ((free_mask(s.node) & want) != want) {
       return fail_all("the chips of pod " + std::to_string(pod.index) + " of job " + key + " (" +
-                          cluster_.nodes[idx(s.node)].name + " chips " + join(s.phys) +
+                          cluster_->nodes[idx(s.node)].name + " chips " + join(s.phys) +
                           ") are no longer free; delete the job's pods to place it again",
                       true);
     }
@@ -271,8 +325,8 @@ FilterResult Scheduler::filter_job(const PodInfo& pod, const std::vector<std::st
     hold(s);
     ++changes_;
   }
-  seen_[pod.key()] = Seen{pod, now};
-  const std::string& target = cluster_.nodes[idx(s.node)].name;
+  remember(pod, now);
+  const std::string& target = cluster_->nodes[idx(s.node)].name;
   const std::string why = "job " + key + " reserves " + target + " for pod " + std::to_string(pod.index);
   for (const auto& name : nodes) {
     if (name == target) {
@@ -292,17 +346,17 @@ Result<JobRecord> Scheduler::place_job(const PodInfo& pod, const std::vector<int
   j.resource = pod.resource;
   j.chips_per_pod = pod.chips;
   j.placed_at = now;
-  topology::Job job = j.job();
-  long long npus = static_cast<long long>(j.spec.tp) * j.spec.pp * j.spec.dp;
-  if (npus != static_cast<long long>(j.spec.pods) * pod.chips) {
+  std::int64_t npus = j.spec.npus();
+  if (npus != static_cast<std::int64_t>(j.spec.pods) * pod.chips) {
     return Error::invalid("tp x pp x dp = " + std::to_string(npus) + " is not " +
                           std::to_string(j.spec.pods) + " pods x " + std::to_string(pod.chips) + " chips");
   }
   if (candidates.empty()) return Error(ENOSPC, "no candidate node has " + pod.resource + " chips");
+  topology::Job job = j.job();
   topology::ClusterState st;
-  st.free.assign(cluster_.nodes.size(), 0);
+  st.free.assign(cluster_->nodes.size(), 0);
   for (int n : candidates) st.free[idx(n)] = free_mask(n);
-  auto p = topology::place(cluster_, st, job, topology::Policy::kTopo);
+  auto p = topology::place(*cluster_, st, job, topology::Policy::kTopo);
   if (!p.ok()) return p.error();
   j.placement = std::move(*p);
   j.slots.resize(idx(j.spec.pods));
@@ -331,7 +385,7 @@ std::vector<NodeScore> Scheduler::prioritize(const PodInfo& pod,
   if (pod.job) {
     if (auto it = jobs_.find(pod.ns + "/" + pod.job->name);
         it != jobs_.end() && pod.index >= 0 && pod.index < static_cast<int>(it->second.slots.size())) {
-      reserved = cluster_.nodes[idx(it->second.slots[idx(pod.index)].node)].name;
+      reserved = cluster_->nodes[idx(it->second.slots[idx(pod.index)].node)].name;
     }
   }
   for (const auto& name : nodes) {
@@ -343,7 +397,7 @@ std::vector<NodeScore> Scheduler::prioritize(const PodInfo& pod,
       auto c = choose_on(n, pod.resource, pod.chips);
       if (c.ok()) {
         // Fewer whole HCCS domains (or cards) broken, and fewer chips left free (best fit), score higher.
-        const auto& t = cluster_.type_of(n);
+        const auto& t = cluster_->type_of(n);
         std::uint64_t before = free_mask(n);
         std::uint64_t after = before & ~mask_of(n, *c);
         const auto& units = t.domain_masks.size() > 1 ? t.domain_masks : t.card_masks;
@@ -394,7 +448,7 @@ Status Scheduler::bind(const std::string& ns, const std::string& name, const std
       if (s.pod != name || !holds(s.state)) continue;
       if (s.node != n) {
         return Error::invalid(
-            fmt::format("pod {} is reserved on {}, not {}", key, cluster_.nodes[idx(s.node)].name, node));
+            fmt::format("pod {} is reserved on {}, not {}", key, cluster_->nodes[idx(s.node)].name, node));
       }
       return ok_status();  // bound already (a retry)
     }
@@ -402,7 +456,7 @@ Status Scheduler::bind(const std::string& ns, const std::string& name, const std
   auto seen = seen_.find(key);
   if (auto it = pods_.find(key); it != pods_.end()) {
     if (it->second.slot.node != n) {
-      return Error::invalid("pod " + key + " is bound to " + cluster_.nodes[idx(it->second.slot.node)].name);
+      return Error::invalid("pod " + key + " is bound to " + cluster_->nodes[idx(it->second.slot.node)].name);
     }
     return ok_status();
   }
@@ -421,7 +475,7 @@ Status Scheduler::bind(const std::string& ns, const std::string& name, const std
                             " " + std::string(to_string(s.state)));
     }
     if (s.node != n) {
-      return Error::invalid("pod " + key + " is reserved on " + cluster_.nodes[idx(s.node)].name + ", not " +
+      return Error::invalid("pod " + key + " is reserved on " + cluster_->nodes[idx(s.node)].name + ", not " +
                             node);
     }
     if (auto other = waiting_same_size(n, s.phys.size(), jt->first, key, now); !other.empty()) {
@@ -528,7 +582,7 @@ int Scheduler::expire(Clock::time_point now) {
 Status Scheduler::put_inventory(const std::string& node, const Inventory& inv, Clock::time_point now) {
   int n = node_index(node);
   if (n < 0) return Error::not_found("node " + node + " is not in the scheduler's cluster file");
-  const auto& t = cluster_.type_of(n);
+  const auto& t = cluster_->type_of(n);
   if (!inv.resource.empty() && inv.resource != t.host.resource_name) {
     return Error::invalid("node " + node + " is a " + t.host.profile + " (" + t.host.resource_name +
                           ") in the cluster file; the plugin reports " + inv.resource);
@@ -584,7 +638,7 @@ Result<Grant> Scheduler::take_allocation(const std::string& node, std::vector<in
   auto note = [&](const std::string& who, const Slot& s) {
     std::vector<int> bad;
     for (int p : s.phys) {
-      int slot = cluster_.type_of(n).slot_of_phy(p);
+      int slot = cluster_->type_of(n).slot_of_phy(p);
       if (slot >= 0 && (nodes_[idx(n)].unhealthy >> slot & 1) != 0) bad.push_back(p);
     }
     others.push_back("pod " + who + " holds chips " + join(s.phys) +
@@ -647,8 +701,8 @@ Status Scheduler::return_allocation(const std::string& node, std::vector<int> ch
 
 Grant Scheduler::grant_of(const JobRecord& j, int index) const {
   const Slot& s = j.slots[idx(index)];
-  Grant g{j.ns, s.pod, j.spec.name, {}, topology::rank_table(cluster_, j.placement)};
-  int world = j.spec.tp * j.spec.pp * j.spec.dp;
+  Grant g{j.ns, s.pod, j.spec.name, {}, topology::rank_table(*cluster_, j.placement)};
+  std::int64_t world = j.spec.npus();
   g.env = {{"ASCEND_JOB", j.spec.name},
            {"RANK_TABLE_FILE", kRankTablePath},
            {"RANK_SIZE", std::to_string(world)},

@@ -88,18 +88,18 @@ json Scheduler::save() const {
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
     const NodeState& s = nodes_[n];
     if (!s.reported) continue;
-    nodes[cluster_.nodes[n].name] = {{"busy", phys_of(static_cast<int>(n), s.busy)},
-                                     {"unhealthy", phys_of(static_cast<int>(n), s.unhealthy)},
-                                     {"reported_ms", ms_of(s.reported_at)}};
+    nodes[cluster_->nodes[n].name] = {{"busy", phys_of(static_cast<int>(n), s.busy)},
+                                      {"unhealthy", phys_of(static_cast<int>(n), s.unhealthy)},
+                                      {"reported_ms", ms_of(s.reported_at)}};
   }
   json jobs = json::array();
   for (const auto& [key, j] : jobs_) {
     json ranks = json::array();
     for (const auto& c : j.placement.chips) {
-      ranks.push_back({cluster_.nodes[idx(c.node)].name, cluster_.type_of(c.node).phy[idx(c.slot)]});
+      ranks.push_back({cluster_->nodes[idx(c.node)].name, cluster_->type_of(c.node).phy[idx(c.slot)]});
     }
     json slots = json::array();
-    for (const Slot& s : j.slots) slots.push_back(slot_json(cluster_, s));
+    for (const Slot& s : j.slots) slots.push_back(slot_json(*cluster_, s));
     jobs.push_back({{"namespace", j.ns},
                     {"name", j.spec.name},
                     {"pods", j.spec.pods},
@@ -116,13 +116,13 @@ json Scheduler::save() const {
   }
   json pods = json::array();
   for (const auto& [key, p] : pods_) {
-    json s = slot_json(cluster_, p.slot);
+    json s = slot_json(*cluster_, p.slot);
     s["namespace"] = p.ns;
     s["resource"] = p.resource;
     pods.push_back(std::move(s));
   }
   return {{"schema", 1},
-          {"cluster", cluster_.name},
+          {"cluster", cluster_->name},
           {"placed", placed_},
           {"refused", refused_},
           {"nodes", std::move(nodes)},
@@ -165,7 +165,7 @@ Status Scheduler::load(const json& saved) {
   Reader top{saved, "state"};
   ASCEND_ASSIGN(long long schema, top.num("schema"), "");
   if (schema != 1) return Error::invalid("state.schema: " + std::to_string(schema) + " is not 1");
-  Scheduler fresh(cluster_, ttl_);
+  Scheduler fresh(cluster_, index_, ttl_);
   ASCEND_ASSIGN(long long placed, top.num("placed"), "");
   ASCEND_ASSIGN(long long refused, top.num("refused"), "");
   fresh.placed_ = static_cast<std::uint64_t>(placed);
@@ -173,7 +173,7 @@ Status Scheduler::load(const json& saved) {
   ASCEND_ASSIGN(const json* nodes, top.get("nodes", json::value_t::object), "");
   for (const auto& [name, v] : nodes->items()) {
     std::string where = "state.nodes." + name;
-    ASCEND_ASSIGN(int n, node_named(cluster_, name, where), "");
+    ASCEND_ASSIGN(int n, node_named(*cluster_, name, where), "");
     if (!v.is_object()) return Error::invalid(where + ": not an object");
     Reader r{v, where};
     ASCEND_ASSIGN(auto busy, r.ints("busy"), "");
@@ -199,8 +199,9 @@ Status Scheduler::load(const json& saved) {
     ASCEND_ASSIGN(long long pp, r.num("pp"), "");
     ASCEND_ASSIGN(long long dp, r.num("dp"), "");
     ASCEND_ASSIGN(long long per_pod, r.num("chips_per_pod"), "");
-    if (pods < 1 || tp < 1 || pp < 1 || dp < 1 || per_pod < 1 || tp * pp * dp != pods * per_pod ||
-        pods > 100000) {
+    constexpr long long kMaxDim = 1LL << 20;  // as parse_parallel: the product below cannot overflow
+    if (pods < 1 || tp < 1 || pp < 1 || dp < 1 || per_pod < 1 || pods > 100000 || per_pod > 4096 ||
+        tp > kMaxDim || pp > kMaxDim || dp > kMaxDim || tp * pp * dp != pods * per_pod) {
       return Error::invalid(where + ": tp x pp x dp is not pods x chips_per_pod");
     }
     j.spec.pods = static_cast<int>(pods);
@@ -229,17 +230,17 @@ Status Scheduler::load(const json& saved) {
       if (!rk.is_array() || rk.size() != 2 || !rk[0].is_string() || !rk[1].is_number_integer()) {
         return Error::invalid(where + ".ranks: each is [node, phy]");
       }
-      ASCEND_ASSIGN(int n, node_named(cluster_, rk[0].get<std::string>(), where + ".ranks"), "");
-      int slot = cluster_.type_of(n).slot_of_phy(rk[1].get<int>());
+      ASCEND_ASSIGN(int n, node_named(*cluster_, rk[0].get<std::string>(), where + ".ranks"), "");
+      int slot = cluster_->type_of(n).slot_of_phy(rk[1].get<int>());
       if (slot < 0)
         return Error::invalid(where + ".ranks: no chip " + rk[1].dump() + " on " + rk[0].get<std::string>());
       j.placement.chips.push_back({n, slot});
     }
-    j.placement.eval = topology::evaluate(cluster_, job, topology::groups_of(job), j.placement.chips);
+    j.placement.eval = topology::evaluate(*cluster_, job, topology::groups_of(job), j.placement.chips);
     ASCEND_ASSIGN(const json* slots, r.get("slots", json::value_t::array), "");
     if (static_cast<long long>(slots->size()) != pods) return Error::invalid(where + ".slots: wrong count");
     for (std::size_t k = 0; k < slots->size(); ++k) {
-      ASCEND_ASSIGN(Slot s, read_slot(cluster_, (*slots)[k], where + ".slots[" + std::to_string(k) + "]"),
+      ASCEND_ASSIGN(Slot s, read_slot(*cluster_, (*slots)[k], where + ".slots[" + std::to_string(k) + "]"),
                     "");
       if (holds(s.state)) fresh.hold(s);
       j.slots.push_back(std::move(s));
@@ -249,7 +250,7 @@ Status Scheduler::load(const json& saved) {
   ASCEND_ASSIGN(const json* pods, top.get("pods", json::value_t::array), "");
   for (std::size_t i = 0; i < pods->size(); ++i) {
     std::string where = "state.pods[" + std::to_string(i) + "]";
-    ASCEND_ASSIGN(Slot s, read_slot(cluster_, (*pods)[i], where), "");
+    ASCEND_ASSIGN(Slot s, read_slot(*cluster_, (*pods)[i], where), "");
     Reader r{(*pods)[i], where};
     PodRecord p;
     ASCEND_ASSIGN(p.ns, r.str("namespace"), "");

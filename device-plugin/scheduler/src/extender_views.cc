@@ -15,12 +15,12 @@ using nlohmann::ordered_json;
 Result<ordered_json> Scheduler::placement_of(const std::string& ns, const std::string& job) const {
   auto it = jobs_.find(ns + "/" + job);
   if (it == jobs_.end()) return Error::not_found("no job " + ns + "/" + job);
-  ordered_json j = topology::to_json(cluster_, it->second.placement);
+  ordered_json j = topology::to_json(*cluster_, it->second.placement);
   ordered_json pods = ordered_json::array();
   for (std::size_t i = 0; i < it->second.slots.size(); ++i) {
     const Slot& s = it->second.slots[i];
     pods.push_back({{"index", i},
-                    {"node", cluster_.nodes[idx(s.node)].name},
+                    {"node", cluster_->nodes[idx(s.node)].name},
                     {"chips", s.phys},
                     {"state", to_string(s.state)},
                     {"pod", s.pod}});
@@ -32,7 +32,7 @@ Result<ordered_json> Scheduler::placement_of(const std::string& ns, const std::s
 Result<ordered_json> Scheduler::ranktable_of(const std::string& ns, const std::string& job) const {
   auto it = jobs_.find(ns + "/" + job);
   if (it == jobs_.end()) return Error::not_found("no job " + ns + "/" + job);
-  return topology::rank_table(cluster_, it->second.placement);
+  return topology::rank_table(*cluster_, it->second.placement);
 }
 
 Result<std::map<std::string, std::string>> Scheduler::env_of(const std::string& ns, const std::string& job,
@@ -88,14 +88,14 @@ ordered_json Scheduler::cluster_view() const {
   }
   for (const auto& [key, pr] : pods_) {
     for (int phy : pr.slot.phys) {
-      owners[{pr.slot.node, cluster_.type_of(pr.slot.node).slot_of_phy(phy)}] = {
+      owners[{pr.slot.node, cluster_->type_of(pr.slot.node).slot_of_phy(phy)}] = {
           "", key, std::string(to_string(pr.slot.state)), -1, -1};
     }
   }
   ordered_json nodes = ordered_json::array();
-  for (std::size_t n = 0; n < cluster_.nodes.size(); ++n) {
-    const auto& node = cluster_.nodes[n];
-    const auto& t = cluster_.type_of(static_cast<int>(n));
+  for (std::size_t n = 0; n < cluster_->nodes.size(); ++n) {
+    const auto& node = cluster_->nodes[n];
+    const auto& t = cluster_->type_of(static_cast<int>(n));
     const NodeState& st = nodes_[n];
     ordered_json chips = ordered_json::array();
     for (int s = 0; s < t.size; ++s) {
@@ -119,9 +119,9 @@ ordered_json Scheduler::cluster_view() const {
       chips.push_back(std::move(c));
     }
     nodes.push_back({{"name", node.name},
-                     {"leaf", cluster_.leaves[idx(node.leaf)]},
-                     {"spine", cluster_.spines[idx(node.spine)]},
-                     {"profile", cluster_.type_names[idx(node.type)]},
+                     {"leaf", cluster_->leaves[idx(node.leaf)]},
+                     {"spine", cluster_->spines[idx(node.spine)]},
+                     {"profile", cluster_->type_names[idx(node.type)]},
                      {"resource", t.host.resource_name},
                      {"reported", st.reported},
                      {"chips", std::move(chips)}});
@@ -132,12 +132,12 @@ ordered_json Scheduler::cluster_view() const {
   for (const auto& [key, p] : pods_) {
     pods.push_back({{"namespace", p.ns},
                     {"name", p.slot.pod},
-                    {"node", cluster_.nodes[idx(p.slot.node)].name},
+                    {"node", cluster_->nodes[idx(p.slot.node)].name},
                     {"chips", p.slot.phys},
                     {"state", to_string(p.slot.state)}});
   }
   Counts k = counts();
-  return {{"name", cluster_.name},
+  return {{"name", cluster_->name},
           {"chips", {{"free", k.free}, {"used", k.used}, {"unhealthy", k.unhealthy}}},
           {"nodes", std::move(nodes)},
           {"jobs", std::move(jobs)},
@@ -148,7 +148,7 @@ Scheduler::Counts Scheduler::counts() const {
   Counts c;
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
     const NodeState& s = nodes_[n];
-    std::uint64_t all = cluster_.type_of(static_cast<int>(n)).all();
+    std::uint64_t all = cluster_->type_of(static_cast<int>(n)).all();
     c.unhealthy += std::popcount(s.unhealthy & all);
     c.used += std::popcount((s.busy | s.held) & ~s.unhealthy & all);
     c.free += std::popcount(free_mask(static_cast<int>(n)));

@@ -95,13 +95,26 @@ static int run_main(int argc, char** argv) {
   auto* sv =
       app.add_subcommand("serve", "kube-scheduler extender: place whole jobs, hand each pod its chips");
   sv->add_option("--cluster", so.cluster, "cluster file (YAML), as place reads it")->required();
-  sv->add_option("--listen", so.listen, "HOST:PORT to serve on (port 0: any free port)")
+  sv->add_option("--listen", so.listen,
+                 "HOST:PORT for the device plugins, the views and /healthz, /readyz, /metrics (port 0: any "
+                 "free port)")
       ->default_val(so.listen);
+  sv->add_option(
+        "--extender-listen", so.extender_listen,
+        "HOST:PORT for kube-scheduler's verbs (filter, prioritize, bind): a loopback address, or any "
+        "with the three --extender-tls options")
+      ->default_val(so.extender_listen);
   sv->add_option("--state", so.state, "keep reservations and bindings in this file (atomic writes)");
-  sv->add_option("--tls-cert", so.tls_cert, "serve HTTPS with this certificate (PEM)");
+  sv->add_option("--tls-cert", so.tls_cert, "serve HTTPS on --listen with this certificate (PEM)");
   sv->add_option("--tls-key", so.tls_key, "the certificate's private key (PEM)");
+  sv->add_option("--extender-tls-cert", so.extender_tls_cert,
+                 "serve HTTPS on --extender-listen with this certificate (PEM)");
+  sv->add_option("--extender-tls-key", so.extender_tls_key, "its private key (PEM)");
+  sv->add_option("--extender-client-ca", so.extender_client_ca,
+                 "serve --extender-listen only to clients with a certificate from this CA (PEM)");
   sv->add_option("--token-file", so.token_file,
-                 "bearer token required on the device-plugin and release endpoints (default: loopback only)");
+                 "bearer token required on --listen for everything but /healthz, /readyz and /metrics "
+                 "(default: loopback peers only)");
   sv->add_option("--kube-api", so.kube_api, "API server URL: bind creates the pod's Binding there");
   sv->add_option("--kube-token-file", so.kube_token_file, "bearer token for --kube-api");
   sv->add_option("--kube-ca-file", so.kube_ca_file, "CA bundle to verify an https --kube-api");

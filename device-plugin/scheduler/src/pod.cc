@@ -73,6 +73,12 @@ Status add_container(const json& c, const std::string& where, Demand& d) {
         if (!q.ok()) return q.error();
         mine[name] = std::max(mine[name], *q);
       } else if (is_vnpu_resource(name)) {
+        // Kept in the pod's record: bounded as a qualified name (a DNS subdomain prefix, '/', a 63-byte
+        // name).
+        if (name.size() > kDns1123SubdomainMax + 1 + kDns1123LabelMax) {
+          return Error::invalid(where + ".resources." + kind + ": a resource name longer than " +
+                                std::to_string(kDns1123SubdomainMax + 1 + kDns1123LabelMax) + " bytes");
+        }
         d.vnpu = name;
       }
     }
@@ -211,7 +217,92 @@ int index_of(const json& annotations, const std::string& pod_name, std::string& 
   return i;
 }
 
+// A value for a message: short enough that an oversized name never makes an oversized answer.
+std::string shown(std::string_view v) {
+  constexpr std::size_t kShown = 64;
+  if (v.size() <= kShown) return std::string(v);
+  return std::string(v.substr(0, kShown)) + "...(" + std::to_string(v.size()) + " bytes)";
+}
+
+bool label_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+}
+
+bool alnum_lower(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+// One RFC 1123 label, without the length rule.
+bool is_label(std::string_view v) {
+  return !v.empty() && alnum_lower(v.front()) && alnum_lower(v.back()) &&
+         std::all_of(v.begin(), v.end(), label_char);
+}
+
+// Every annotation key and value counted, as the API server counts them.
+Status check_annotations(const json& a) {
+  std::size_t total = 0;
+  for (const auto& [k, v] : a.items()) {
+    total += k.size() + (v.is_string() ? v.get_ref<const std::string&>().size() : v.dump().size());
+    if (total > kAnnotationsMax) {
+      return Error::invalid("Pod.metadata.annotations: more than " + std::to_string(kAnnotationsMax) +
+                            " bytes (Kubernetes' limit on an object's annotations)");
+    }
+  }
+  for (const char* key : {kJobAnnotation, kJobPodsAnnotation, kParallelAnnotation, kOrderAnnotation,
+                          kPodIndexAnnotation, kCommAnnotation, kCompletionIndexAnnotation}) {
+    auto it = a.find(key);
+    if (it == a.end() || !it->is_string()) continue;
+    if (it->get_ref<const std::string&>().size() > kOurAnnotationMax) {
+      return Error::invalid(std::string("Pod.metadata.annotations.") + key + ": longer than " +
+                            std::to_string(kOurAnnotationMax) + " bytes");
+    }
+  }
+  auto job = a.find(kJobAnnotation);
+  if (job != a.end() && job->is_string() && !job->get_ref<const std::string&>().empty()) {
+    return check_dns1123_subdomain(job->get_ref<const std::string&>(),
+                                   std::string("Pod.metadata.annotations.") + kJobAnnotation, kJobNameMax);
+  }
+  return ok_status();
+}
+
 }  // namespace
+
+Status check_dns1123_label(std::string_view v, const std::string& field) {
+  if (v.size() > kDns1123LabelMax || !is_label(v)) {
+    return Error::invalid(field + ": '" + shown(v) + "' is not a DNS-1123 label (at most " +
+                          std::to_string(kDns1123LabelMax) +
+                          " characters of a-z, 0-9 and '-', starting and ending with a letter or digit)");
+  }
+  return ok_status();
+}
+
+Status check_dns1123_subdomain(std::string_view v, const std::string& field, std::size_t max) {
+  bool ok = !v.empty() && v.size() <= max;
+  for (std::size_t pos = 0; ok && pos <= v.size();) {
+    std::size_t dot = v.find('.', pos);
+    if (dot == std::string_view::npos) dot = v.size();
+    ok = is_label(v.substr(pos, dot - pos));
+    pos = dot + 1;
+  }
+  if (!ok) {
+    return Error::invalid(field + ": '" + shown(v) + "' is not a DNS-1123 subdomain (at most " +
+                          std::to_string(max) +
+                          " characters of a-z, 0-9, '-' and '.', each dot-separated part starting and "
+                          "ending with a letter or digit)");
+  }
+  return ok_status();
+}
+
+Status check_uid(std::string_view v, const std::string& field) {
+  bool ok = v.size() <= kUidMax && std::all_of(v.begin(), v.end(), [](char c) {
+              return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-';
+            });
+  if (!ok) {
+    return Error::invalid(field + ": '" + shown(v) + "' is not an object UID (at most " +
+                          std::to_string(kUidMax) + " characters of letters, digits and '-')");
+  }
+  return ok_status();
+}
 
 const json* find_field(const json& j, std::string_view key) {
   if (!j.is_object()) return nullptr;
@@ -257,12 +348,16 @@ Result<PodInfo> read_pod(const json& pod) {
   PodInfo p;
   ASCEND_ASSIGN(p.name, string_field(*meta, "name", "Pod.metadata.name"), "");
   if (p.name.empty()) return Error::invalid("Pod.metadata.name: missing");
+  ASCEND_CHECK(check_dns1123_subdomain(p.name, "Pod.metadata.name"), "");
   ASCEND_ASSIGN(p.ns, string_field(*meta, "namespace", "Pod.metadata.namespace"), "");
   if (p.ns.empty()) p.ns = "default";
+  ASCEND_CHECK(check_dns1123_label(p.ns, "Pod.metadata.namespace"), "");
   ASCEND_ASSIGN(p.uid, string_field(*meta, "uid", "Pod.metadata.uid"), "");
+  ASCEND_CHECK(check_uid(p.uid, "Pod.metadata.uid"), "");
   json annotations = json::object();
   if (const json* a = find_field(*meta, "annotations"); a != nullptr && !a->is_null()) {
     if (!a->is_object()) return Error::invalid("Pod.metadata.annotations: not an object");
+    ASCEND_CHECK(check_annotations(*a), "");
     annotations = *a;
   }
   const json* spec = find_field(pod, "spec");

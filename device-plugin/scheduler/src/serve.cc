@@ -49,10 +49,12 @@ int run_serve(const ServeCommand& o, std::ostream& err) {
     sigwait(&set, &sig);
     srv.stop();
   });
-  std::string host = o.server.listen.substr(0, o.server.listen.rfind(':'));
-  // The one line a supervisor or test reads to learn the port (with --listen HOST:0).
-  std::cout << "ascend-scheduler: serving " << (o.server.tls_cert.empty() ? "http" : "https") << "://" << host
-            << ":" << srv.port() << std::endl;
+  auto host_of = [](const std::string& listen) { return listen.substr(0, listen.rfind(':')); };
+  // The two lines a supervisor or test reads to learn the ports (with HOST:0): the plugins' first.
+  std::cout << "ascend-scheduler: serving " << (o.server.tls_cert.empty() ? "http" : "https") << "://"
+            << host_of(o.server.listen) << ":" << srv.port() << "\n"
+            << "ascend-scheduler: extender " << (o.server.extender_tls_cert.empty() ? "http" : "https")
+            << "://" << host_of(o.server.extender_listen) << ":" << srv.extender_port() << std::endl;
   auto st = srv.run();
   // Wake the signal thread if the server stopped by itself.
   pthread_kill(waiter.native_handle(), SIGUSR1);

@@ -1,6 +1,8 @@
 #include "ascend/scheduler/server.h"
 
 #include <httplib.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
@@ -56,7 +58,7 @@ int http_status(const Error& e) {
 }
 
 bool loopback(const std::string& addr) {
-  return addr == "127.0.0.1" || addr == "::1" || addr == "::ffff:127.0.0.1" || addr.starts_with("127.");
+  return addr == "::1" || addr.starts_with("127.") || addr.starts_with("::ffff:127.");
 }
 
 Result<std::string> read_token(const std::string& path) {
@@ -74,10 +76,10 @@ bool same(std::string_view a, std::string_view b) {  // constant time in the len
   return diff == 0;
 }
 
-Result<std::pair<std::string, int>> parse_listen(const std::string& s) {
+Result<std::pair<std::string, int>> parse_listen(const std::string& flag, const std::string& s) {
   std::size_t colon = s.rfind(':');
   if (colon == std::string::npos || colon + 1 == s.size()) {
-    return Error::invalid("--listen " + s + ": give HOST:PORT (port 0 picks a free one)");
+    return Error::invalid(flag + " " + s + ": give HOST:PORT (port 0 picks a free one)");
   }
   std::string host = s.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
@@ -88,7 +90,7 @@ Result<std::pair<std::string, int>> parse_listen(const std::string& s) {
     port = std::stoi(s.substr(colon + 1), &used);
     if (used != s.size() - colon - 1 || port < 0 || port > 65535) throw std::out_of_range("port");
   } catch (const std::exception&) {
-    return Error::invalid("--listen " + s + ": the port must be a number from 0 to 65535");
+    return Error::invalid(flag + " " + s + ": the port must be a number from 0 to 65535");
   }
   return std::make_pair(host, port);
 }
@@ -104,7 +106,10 @@ class KubeBinder final : public Binder {
     cli.set_read_timeout(std::chrono::seconds(10));
     if (!ca_.empty()) cli.set_ca_cert_path(ca_.c_str());
     if (!token_.empty()) cli.set_bearer_token_auth(token_.c_str());
-    std::string path = "/api/v1/namespaces/" + ns + "/pods/" + pod + "/binding";
+    // The names were checked as DNS-1123 names when the request was parsed; encoded all the same, so that no
+    // name can ever add a path segment or a query to the API server's URL.
+    std::string path = "/api/v1/namespaces/" + httplib::detail::encode_query_param(ns) + "/pods/" +
+                       httplib::detail::encode_query_param(pod) + "/binding";
     BindingArgs b{pod, ns, uid, node};
     auto r = cli.Post(path.c_str(), binding_object(b).dump(), "application/json");
     if (!r) return Error(EIO, "POST " + url_ + path + ": " + httplib::to_string(r.error()));
@@ -122,8 +127,47 @@ class KubeBinder final : public Binder {
   std::string ca_;
 };
 
-const char* const kVerbs[] = {"filter",  "prioritize", "bind", "inventory", "reservations", "allocations",
-                              "release", "cluster",    "jobs", "dashboard", "healthz",      "metrics"};
+const char* const kVerbs[] = {"filter",      "prioritize", "bind",    "inventory", "reservations",
+                              "allocations", "release",    "cluster", "jobs",      "dashboard",
+                              "healthz",     "readyz",     "metrics"};
+
+// Who may call a path, decided from the path alone before the body is read.
+enum class Access {
+  kOpen,      // /healthz, /readyz, /metrics: anyone (they carry no names)
+  kExtender,  // kube-scheduler's verbs: the extender listener only
+  kGuarded,   // everything else: the plugin endpoints, release, the views and the dashboard
+};
+
+Access access_of(const std::string& path) {
+  if (path == "/healthz" || path == "/readyz" || path == "/metrics") return Access::kOpen;
+  if (path == "/filter" || path == "/prioritize" || path == "/bind" || path == "/preempt")
+    return Access::kExtender;
+  return Access::kGuarded;
+}
+
+// The views and the dashboard: served on both listeners (on the extender's without a token, since whoever
+// reaches it may already reserve chips).
+bool is_view(const std::string& path) {
+  return path == "/" || path == "/v1/cluster" || path.starts_with("/v1/jobs/");
+}
+
+bool is_host_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.starts_with("127.");
+}
+
+// A refusal before the body is read: the connection is closed after it, so that the unread body is never
+// taken for the next request.
+void refuse(httplib::Response& res, int status, const std::string& why) {
+  reply_error(res, status, why);
+  res.set_header("Connection", "close");
+}
+
+// A name from a request path: the same limits as in a body (pod.h), or a 400 naming it.
+bool path_name_ok(httplib::Response& res, const Status& s) {
+  if (s.ok()) return true;
+  reply_error(res, 400, s.error().message());
+  return false;
+}
 
 }  // namespace
 
@@ -144,17 +188,30 @@ struct Server::Impl {
   ServeOptions opts;
   std::unique_ptr<Binder> binder;
   std::string token;
-  std::unique_ptr<httplib::Server> http;
-  int port = 0;
+  std::size_t node_count = 0;  // the cluster file's; a longer node list in a request is refused
+  bool extender_tls = false;
 
-  std::mutex mu;  // guards sched and saved
+  // Two listeners: `http` (--listen) for the device plugins, the views and the probes; `ext`
+  // (--extender-listen) for kube-scheduler's verbs, loopback or TLS with a verified client certificate.
+  std::unique_ptr<httplib::Server> http;
+  std::unique_ptr<httplib::Server> ext;
+  int port = 0;
+  int ext_port = 0;
+
+  std::mutex mu;  // guards sched: held for a transition and for taking a snapshot, never for building JSON
   Scheduler sched;
-  std::uint64_t saved = 0;
+
+  // The state file is written outside `mu`, from a snapshot: writes are serialised by persist_mu, and one
+  // older than the last written (by its change count) is dropped, so the file only moves forward.
+  std::mutex persist_mu;
+  std::atomic<std::uint64_t> written{0};
 
   std::mutex stop_mu;
   std::condition_variable stop_cv;
   bool stopping = false;
   std::atomic<bool> serving{false};  // run() was called and has not returned
+  std::atomic<bool> http_done{false};
+  std::atomic<bool> ext_done{false};
   std::thread expirer;
 
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
@@ -162,6 +219,11 @@ struct Server::Impl {
                                                           .Name("ascend_scheduler_requests_total")
                                                           .Help("requests by verb and HTTP status class")
                                                           .Register(*registry);
+  prometheus::Family<prometheus::Counter>& refusals =
+      prometheus::BuildCounter()
+          .Name("ascend_scheduler_refused_requests_total")
+          .Help("requests refused before their body was read, by listener and reason")
+          .Register(*registry);
   prometheus::Family<prometheus::Histogram>& latency = prometheus::BuildHistogram()
                                                            .Name("ascend_scheduler_request_duration_seconds")
                                                            .Help("time to answer a request, by verb")
@@ -177,35 +239,95 @@ struct Server::Impl {
   std::map<std::string, prometheus::Histogram*> latency_of;
 
   Impl(ServeOptions o, topology::Cluster c, std::unique_ptr<Binder> b)
-      : opts(std::move(o)), binder(std::move(b)), sched(std::move(c), opts.reservation_ttl) {
+      : opts(std::move(o)),
+        binder(std::move(b)),
+        node_count(c.nodes.size()),
+        sched(std::move(c), opts.reservation_ttl) {
     static const prometheus::Histogram::BucketBoundaries kBuckets = {
         0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1};
     for (const char* v : kVerbs) latency_of[v] = &latency.Add({{"verb", v}}, kBuckets);
   }
 
-  // Writes the state file when the scheduler changed since the last write. Called with `mu` held.
-  Status persist_locked() {
-    if (opts.state.empty() || sched.changes() == saved) return ok_status();
-    auto s = atomic_replace(opts.state, sched.save().dump() + "\n", 0600);
+  // Called with `lock` (on mu) held; releases it. Writes the state file when the scheduler changed since the
+  // last write: the snapshot is taken under the lock, the JSON built and written outside it.
+  Status persist(std::unique_lock<std::mutex>& lock) {
+    if (opts.state.empty() || sched.changes() == written.load()) {
+      lock.unlock();
+      return ok_status();
+    }
+    Scheduler snap = sched.snapshot();
+    lock.unlock();
+    std::lock_guard p(persist_mu);
+    if (snap.changes() <= written.load()) return ok_status();  // a newer snapshot is on disk already
+    auto s = atomic_replace(opts.state, snap.save().dump() + "\n", 0600);
     if (!s.ok()) return s.error().context("state file");
-    saved = sched.changes();
+    written = snap.changes();
     return ok_status();
   }
 
-  void persist_or_log() {
-    if (auto s = persist_locked(); !s.ok()) spdlog::error("{}", s.error().message());
+  void persist_or_log(std::unique_lock<std::mutex>& lock) {
+    if (auto s = persist(lock); !s.ok()) spdlog::error("{}", s.error().message());
   }
 
-  bool authorized(const httplib::Request& req, httplib::Response& res) const {
+  Scheduler snapshot() {
+    std::lock_guard lock(mu);
+    return sched.snapshot();
+  }
+
+  bool authorized(const httplib::Request& req, httplib::Response& res) {
     if (token.empty()) {
       if (loopback(req.remote_addr)) return true;
-      reply_error(res, 403,
-                  "this endpoint accepts loopback peers only (start the scheduler with --token-file)");
+      refusals.Add({{"listener", "plugin"}, {"reason", "not-loopback"}}).Increment();
+      refuse(res, 403, "this endpoint accepts loopback peers only (start the scheduler with --token-file)");
       return false;
     }
     std::string auth = req.get_header_value("Authorization");
     if (!auth.starts_with("Bearer ") || !same(std::string_view(auth).substr(7), token)) {
-      reply_error(res, 401, "a valid bearer token is required");
+      refusals.Add({{"listener", "plugin"}, {"reason", "no-token"}}).Increment();
+      refuse(res, 401, "a valid bearer token is required");
+      return false;
+    }
+    return true;
+  }
+
+  // The plugin listener's access check, before the body is read (pre-routing, and for Expect: 100-continue
+  // before the client is asked to send it). True: go on to the handler.
+  bool plugin_access(const httplib::Request& req, httplib::Response& res) {
+    switch (access_of(req.path)) {
+      case Access::kOpen:
+        return true;
+      case Access::kExtender:
+        refusals.Add({{"listener", "plugin"}, {"reason", "extender-verb"}}).Increment();
+        refuse(res, 404,
+               "the extender verbs are served on the extender listener only (--extender-listen), not here");
+        return false;
+      case Access::kGuarded:
+        return authorized(req, res);
+    }
+    return false;
+  }
+
+  // The extender listener's: a loopback peer, or over TLS a client certificate the handshake verified
+  // against --extender-client-ca (checked again here); only the extender verbs, the views and the probes.
+  bool extender_access(const httplib::Request& req, httplib::Response& res) {
+    if (extender_tls) {
+      const SSL* ssl = req.ssl;
+      X509* peer = ssl != nullptr ? SSL_get_peer_certificate(ssl) : nullptr;
+      bool verified = peer != nullptr && SSL_get_verify_result(ssl) == X509_V_OK;
+      X509_free(peer);
+      if (!verified) {
+        refusals.Add({{"listener", "extender"}, {"reason", "no-client-certificate"}}).Increment();
+        refuse(res, 403, "the extender verbs need a client certificate from --extender-client-ca");
+        return false;
+      }
+    } else if (!loopback(req.remote_addr)) {
+      refusals.Add({{"listener", "extender"}, {"reason", "not-loopback"}}).Increment();
+      refuse(res, 403, "the extender listener serves loopback peers only");
+      return false;
+    }
+    if (access_of(req.path) == Access::kGuarded && !is_view(req.path)) {
+      refusals.Add({{"listener", "extender"}, {"reason", "plugin-endpoint"}}).Increment();
+      refuse(res, 404, "the device-plugin endpoints are served on --listen, not on the extender listener");
       return false;
     }
     return true;
@@ -213,12 +335,13 @@ struct Server::Impl {
 
   using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
 
-  // Wraps a handler: metrics, optional access check, and a last-resort catch (one JSON line, never a crash).
-  httplib::Server::Handler wrap(const char* verb, bool guarded, Handler h) {
-    return [this, verb, guarded, h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
+  // Wraps a handler: metrics and a last-resort catch (one JSON line, never a crash). Access was checked
+  // before routing.
+  httplib::Server::Handler wrap(const char* verb, Handler h) {
+    return [this, verb, h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
       auto t0 = std::chrono::steady_clock::now();
       try {
-        if (!guarded || authorized(req, res)) h(req, res);
+        h(req, res);
       } catch (const std::exception& e) {
         reply_error(res, 500, std::string("internal error: ") + e.what());
       }
@@ -243,10 +366,17 @@ struct Server::Impl {
     return true;
   }
 
+  bool ready() const { return serving && http->is_running() && ext->is_running() && !http_done && !ext_done; }
+
   void routes();
+  void common_routes(httplib::Server& s);
+  void view_routes(httplib::Server& s);
+  void plugin_routes(httplib::Server& s);
+  void extender_routes(httplib::Server& s);
   void on_filter(const httplib::Request& req, httplib::Response& res);
   void on_prioritize(const httplib::Request& req, httplib::Response& res);
   void on_bind(const httplib::Request& req, httplib::Response& res);
+  void on_job(const httplib::Request& req, httplib::Response& res);
   std::string metrics_text();
   void expire_loop();
 };
@@ -254,11 +384,11 @@ struct Server::Impl {
 void Server::Impl::on_filter(const httplib::Request& req, httplib::Response& res) {
   json body;
   if (!body_json(req, res, body)) return;
-  auto args = parse_extender_args(body);
+  auto args = parse_extender_args(body, node_count);
   if (!args.ok()) return reply_error(res, 400, args.error().message());
   FilterResult r;
   {
-    std::lock_guard lock(mu);
+    std::unique_lock lock(mu);
     auto before = sched.counts();
     r = sched.filter(args->pod, args->node_names, std::chrono::system_clock::now());
     auto after = sched.counts();
@@ -267,7 +397,7 @@ void Server::Impl::on_filter(const httplib::Request& req, httplib::Response& res
     } else if (after.refused != before.refused && !r.failed.empty()) {
       spdlog::info("refused pod {}: {}", args->pod.key(), r.failed.begin()->second);
     }
-    persist_or_log();
+    persist_or_log(lock);
   }
   reply(res, 200, filter_result_json(*args, r));
 }
@@ -275,7 +405,7 @@ void Server::Impl::on_filter(const httplib::Request& req, httplib::Response& res
 void Server::Impl::on_prioritize(const httplib::Request& req, httplib::Response& res) {
   json body;
   if (!body_json(req, res, body)) return;
-  auto args = parse_extender_args(body);
+  auto args = parse_extender_args(body, node_count);
   if (!args.ok()) return reply_error(res, 400, args.error().message());
   std::vector<NodeScore> scores;
   {
@@ -291,23 +421,55 @@ void Server::Impl::on_bind(const httplib::Request& req, httplib::Response& res) 
   auto b = parse_binding_args(body);
   if (!b.ok()) return reply_error(res, 400, b.error().message());
   {
-    std::lock_guard lock(mu);
+    std::unique_lock lock(mu);
     auto s = sched.bind(b->pod_namespace, b->pod_name, b->pod_uid, b->node, std::chrono::system_clock::now());
     if (!s.ok()) return reply(res, 200, binding_result_json(s.error().message()));
-    persist_or_log();
+    persist_or_log(lock);
   }
   if (binder) {
     // Outside the lock: the API server may be slow. The chips stay held meanwhile; a failure gives them back.
     if (auto s = binder->bind(b->pod_namespace, b->pod_name, b->pod_uid, b->node); !s.ok()) {
-      std::lock_guard lock(mu);
+      std::unique_lock lock(mu);
       sched.unbind(b->pod_namespace, b->pod_name, std::chrono::system_clock::now());
-      persist_or_log();
+      persist_or_log(lock);
       spdlog::warn("bind {}/{} to {}: {}", b->pod_namespace, b->pod_name, b->node, s.error().message());
       return reply(res, 200, binding_result_json("creating the Binding failed: " + s.error().message()));
     }
   }
   spdlog::info("bound {}/{} to {}", b->pod_namespace, b->pod_name, b->node);
   reply(res, 200, binding_result_json(""));
+}
+
+void Server::Impl::on_job(const httplib::Request& q, httplib::Response& r) {
+  std::string ns = q.matches[1];
+  std::string job = q.matches[2];
+  std::string what = q.matches[3];
+  if (!path_name_ok(r, check_dns1123_label(ns, "namespace")) ||
+      !path_name_ok(r, check_dns1123_subdomain(job, "job", kJobNameMax)))
+    return;
+  auto snap = [&] {
+    std::lock_guard lock(mu);
+    return sched.job_snapshot(ns, job);
+  }();
+  if (!snap.ok()) return reply_error(r, http_status(snap.error()), snap.error().message());
+  if (what == "env") {
+    std::string pod = q.get_param_value("pod");
+    int index = -1;
+    try {
+      std::size_t used = 0;
+      index = std::stoi(pod, &used);
+      if (used != pod.size()) index = -1;
+    } catch (const std::exception&) {
+      index = -1;
+    }
+    if (index < 0) return reply_error(r, 400, "give ?pod=N, the pod's index in its job");
+    auto env = snap->env_of(ns, job, index);
+    if (!env.ok()) return reply_error(r, http_status(env.error()), env.error().message());
+    return reply(r, 200, json(*env));
+  }
+  auto v = what == "placement" ? snap->placement_of(ns, job) : snap->ranktable_of(ns, job);
+  if (!v.ok()) return reply_error(r, http_status(v.error()), v.error().message());
+  reply(r, 200, *v);
 }
 
 std::string Server::Impl::metrics_text() {
@@ -328,127 +490,149 @@ std::string Server::Impl::metrics_text() {
   return prometheus::TextSerializer().Serialize(registry->Collect());
 }
 
-void Server::Impl::routes() {
-  auto& s = *http;
-  s.Post("/filter", wrap("filter", false, [this](const auto& q, auto& r) { on_filter(q, r); }));
-  s.Post("/prioritize", wrap("prioritize", false, [this](const auto& q, auto& r) { on_prioritize(q, r); }));
-  s.Post("/bind", wrap("bind", false, [this](const auto& q, auto& r) { on_bind(q, r); }));
+// /healthz and /readyz on both listeners (they say nothing but "ok"/"ready").
+void Server::Impl::common_routes(httplib::Server& s) {
+  s.Get("/healthz", wrap("healthz", [](const auto&, auto& r) { r.set_content("ok\n", "text/plain"); }));
+  s.Get("/readyz", wrap("readyz", [this](const auto&, auto& r) {
+          if (ready()) return r.set_content("ready\n", "text/plain");
+          r.status = 503;
+          r.set_content("not ready\n", "text/plain");
+        }));
+}
 
-  s.Put(R"(/v1/nodes/([^/]+))", wrap("inventory", true, [this](const auto& q, auto& r) {
+void Server::Impl::view_routes(httplib::Server& s) {
+  s.Get("/v1/cluster", wrap("cluster", [this](const auto&, auto& r) {
+          // The snapshot under the lock, the JSON (every node and chip) outside it: a slow reader, or many,
+          // never hold up a filter.
+          Scheduler snap = snapshot();
+          reply(r, 200, snap.cluster_view());
+        }));
+  s.Get(R"(/v1/jobs/([^/]+)/([^/]+)/(placement|ranktable|env))",
+        wrap("jobs", [this](const auto& q, auto& r) { on_job(q, r); }));
+  s.Get("/", wrap("dashboard",
+                  [](const auto&, auto& r) { r.set_content(dashboard_html(), "text/html; charset=utf-8"); }));
+}
+
+void Server::Impl::plugin_routes(httplib::Server& s) {
+  s.Put(R"(/v1/nodes/([^/]+))", wrap("inventory", [this](const auto& q, auto& r) {
+          std::string node = q.matches[1];
+          if (!path_name_ok(r, check_dns1123_subdomain(node, "node"))) return;
           json body;
           if (!body_json(q, r, body)) return;
           auto inv = parse_inventory(body);
           if (!inv.ok()) return reply_error(r, 400, inv.error().message());
-          std::string node = q.matches[1];
-          std::lock_guard lock(mu);
+          std::unique_lock lock(mu);
           auto st = sched.put_inventory(node, *inv, std::chrono::system_clock::now());
           if (!st.ok()) return reply_error(r, http_status(st.error()), st.error().message());
-          persist_or_log();
+          persist_or_log(lock);
           reply(r, 200, json{{"node", node}, {"chips", inv->chips.size()}});
         }));
-  s.Get(R"(/v1/nodes/([^/]+)/reservations)", wrap("reservations", true, [this](const auto& q, auto& r) {
+  s.Get(R"(/v1/nodes/([^/]+)/reservations)", wrap("reservations", [this](const auto& q, auto& r) {
           std::string node = q.matches[1];
+          if (!path_name_ok(r, check_dns1123_subdomain(node, "node"))) return;
           std::lock_guard lock(mu);
           auto rs = sched.reservations(node);
           if (!rs.ok()) return reply_error(r, http_status(rs.error()), rs.error().message());
           reply(r, 200, reservations_json(node, *rs));
         }));
-  s.Post(R"(/v1/nodes/([^/]+)/allocations)", wrap("allocations", true, [this](const auto& q, auto& r) {
+  s.Post(R"(/v1/nodes/([^/]+)/allocations)", wrap("allocations", [this](const auto& q, auto& r) {
+           std::string node = q.matches[1];
+           if (!path_name_ok(r, check_dns1123_subdomain(node, "node"))) return;
            json body;
            if (!body_json(q, r, body)) return;
            auto chips_or = parse_allocation(body);
            if (!chips_or.ok()) return reply_error(r, 400, chips_or.error().message());
-           std::string node = q.matches[1];
-           std::lock_guard lock(mu);
+           std::unique_lock lock(mu);
            auto g = sched.take_allocation(node, *chips_or, std::chrono::system_clock::now());
            if (!g.ok()) return reply_error(r, http_status(g.error()), g.error().message());
-           persist_or_log();
+           persist_or_log(lock);
            spdlog::info("{}/{} got its chips on {}", g->ns, g->pod, node);
            reply(r, 200, grant_json(*g));
          }));
-  s.Post(R"(/v1/nodes/([^/]+)/allocations/return)", wrap("allocations", true, [this](const auto& q, auto& r) {
+  s.Post(R"(/v1/nodes/([^/]+)/allocations/return)", wrap("allocations", [this](const auto& q, auto& r) {
+           std::string node = q.matches[1];
+           if (!path_name_ok(r, check_dns1123_subdomain(node, "node"))) return;
            json body;
            if (!body_json(q, r, body)) return;
            auto chips_or = parse_allocation(body);
            if (!chips_or.ok()) return reply_error(r, 400, chips_or.error().message());
-           std::string node = q.matches[1];
-           std::lock_guard lock(mu);
+           std::unique_lock lock(mu);
            auto st = sched.return_allocation(node, *chips_or, std::chrono::system_clock::now());
            if (!st.ok()) return reply_error(r, http_status(st.error()), st.error().message());
-           persist_or_log();
+           persist_or_log(lock);
            spdlog::info("chips {} on {} are waiting for their pod again", body["chips"].dump(), node);
            reply(r, 200, json{{"returned", *chips_or}});
          }));
-  s.Delete(R"(/v1/pods/([^/]+)/([^/]+))", wrap("release", true, [this](const auto& q, auto& r) {
+  s.Delete(R"(/v1/pods/([^/]+)/([^/]+))", wrap("release", [this](const auto& q, auto& r) {
              std::string ns = q.matches[1];
              std::string name = q.matches[2];
-             std::lock_guard lock(mu);
+             if (!path_name_ok(r, check_dns1123_label(ns, "namespace")) ||
+                 !path_name_ok(r, check_dns1123_subdomain(name, "pod")))
+               return;
+             std::unique_lock lock(mu);
              auto st = sched.release(ns, name, std::chrono::system_clock::now());
              if (!st.ok()) return reply_error(r, http_status(st.error()), st.error().message());
-             persist_or_log();
+             persist_or_log(lock);
              spdlog::info("released {}/{}", ns, name);
              reply(r, 200, json{{"released", ns + "/" + name}});
            }));
-
-  s.Get("/v1/cluster", wrap("cluster", false, [this](const auto&, auto& r) {
-          ordered_json v;
-          {
-            std::lock_guard lock(mu);
-            v = sched.cluster_view();
-          }
-          reply(r, 200, v);
-        }));
-  s.Get(R"(/v1/jobs/([^/]+)/([^/]+)/(placement|ranktable|env))",
-        wrap("jobs", false, [this](const auto& q, auto& r) {
-          std::string ns = q.matches[1];
-          std::string job = q.matches[2];
-          std::string what = q.matches[3];
-          std::lock_guard lock(mu);
-          if (what == "env") {
-            std::string pod = q.get_param_value("pod");
-            int index = -1;
-            try {
-              std::size_t used = 0;
-              index = std::stoi(pod, &used);
-              if (used != pod.size()) index = -1;
-            } catch (const std::exception&) {
-              index = -1;
-            }
-            if (index < 0) return reply_error(r, 400, "give ?pod=N, the pod's index in its job");
-            auto env = sched.env_of(ns, job, index);
-            if (!env.ok()) return reply_error(r, http_status(env.error()), env.error().message());
-            return reply(r, 200, json(*env));
-          }
-          auto v = what == "placement" ? sched.placement_of(ns, job) : sched.ranktable_of(ns, job);
-          if (!v.ok()) return reply_error(r, http_status(v.error()), v.error().message());
-          reply(r, 200, *v);
-        }));
-  s.Get("/healthz",
-        wrap("healthz", false, [](const auto&, auto& r) { r.set_content("ok\n", "text/plain"); }));
-  s.Get("/metrics", wrap("metrics", false, [this](const auto&, auto& r) {
+  s.Get("/metrics", wrap("metrics", [this](const auto&, auto& r) {
           r.set_content(metrics_text(), "text/plain; version=0.0.4");
         }));
-  s.Get("/", wrap("dashboard", false,
-                  [](const auto&, auto& r) { r.set_content(dashboard_html(), "text/html; charset=utf-8"); }));
+}
 
-  // Errors the HTTP library makes itself (unknown path, body over the limit) get the same JSON shape; a
-  // body over the limit is a bad request like any other.
-  s.set_error_handler(
-      httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        if (res.status == 413) {
-          reply_error(res, 400, "request body is larger than the limit (--max-body)");
-        } else if (res.status == 404) {
-          reply_error(res, 404, "no such endpoint");
-        } else {
-          reply_error(res, res.status, "HTTP " + std::to_string(res.status));
-        }
-        return httplib::Server::HandlerResponse::Handled;
-      }));
-  s.set_payload_max_length(opts.max_body);
-  s.set_keep_alive_max_count(10000);
-  s.set_tcp_nodelay(true);  // a response is written in two parts: no Nagle wait for the client's delayed ACK
-  s.set_read_timeout(std::chrono::seconds(30));
+void Server::Impl::extender_routes(httplib::Server& s) {
+  s.Post("/filter", wrap("filter", [this](const auto& q, auto& r) { on_filter(q, r); }));
+  s.Post("/prioritize", wrap("prioritize", [this](const auto& q, auto& r) { on_prioritize(q, r); }));
+  s.Post("/bind", wrap("bind", [this](const auto& q, auto& r) { on_bind(q, r); }));
+}
+
+void Server::Impl::routes() {
+  plugin_routes(*http);
+  view_routes(*http);
+  common_routes(*http);
+  extender_routes(*ext);
+  view_routes(*ext);
+  common_routes(*ext);
+
+  // The access checks run before routing, so that nothing of a refused request's body is read; a client
+  // that announces its body (Expect: 100-continue) is answered before it sends it.
+  http->set_pre_routing_handler([this](const httplib::Request& q, httplib::Response& r) {
+    return plugin_access(q, r) ? httplib::Server::HandlerResponse::Unhandled
+                               : httplib::Server::HandlerResponse::Handled;
+  });
+  http->set_expect_100_continue_handler([this](const httplib::Request& q, httplib::Response& r) {
+    return plugin_access(q, r) ? 100 : r.status;
+  });
+  ext->set_pre_routing_handler([this](const httplib::Request& q, httplib::Response& r) {
+    return extender_access(q, r) ? httplib::Server::HandlerResponse::Unhandled
+                                 : httplib::Server::HandlerResponse::Handled;
+  });
+  ext->set_expect_100_continue_handler([this](const httplib::Request& q, httplib::Response& r) {
+    return extender_access(q, r) ? 100 : r.status;
+  });
+
+  for (httplib::Server* s : {http.get(), ext.get()}) {
+    // Errors the HTTP library makes itself (unknown path, body over the limit) get the same JSON shape; a
+    // body over the limit is a bad request like any other.
+    s->set_error_handler(
+        httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
+          if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+          if (res.status == 413) {
+            reply_error(res, 400, "request body is larger than the limit (--max-body)");
+          } else if (res.status == 404) {
+            reply_error(res, 404, "no such endpoint");
+          } else {
+            reply_error(res, res.status, "HTTP " + std::to_string(res.status));
+          }
+          return httplib::Server::HandlerResponse::Handled;
+        }));
+    s->set_payload_max_length(opts.max_body);
+    s->set_keep_alive_max_count(10000);
+    s->set_tcp_nodelay(
+        true);  // a response is written in two parts: no Nagle wait for the client's delayed ACK
+    s->set_read_timeout(std::chrono::seconds(30));
+  }
 }
 
 void Server::Impl::expire_loop() {
@@ -460,11 +644,11 @@ void Server::Impl::expire_loop() {
     if (stopping) break;
     stop_lock.unlock();
     {
-      std::lock_guard lock(mu);
+      std::unique_lock lock(mu);
       if (int n = sched.expire(std::chrono::system_clock::now()); n > 0) {
         spdlog::info("{} reservation(s) expired unbound", n);
       }
-      persist_or_log();
+      persist_or_log(lock);
     }
     stop_lock.lock();
   }
@@ -477,12 +661,57 @@ Server::~Server() {
   if (impl_->expirer.joinable()) impl_->expirer.join();
 }
 
+namespace {
+
+// Binds `s` to HOST:PORT (port 0: any free one); the port, or an error naming the flag.
+Result<int> bind_listener(httplib::Server& s, const std::string& flag, const std::string& value,
+                          const std::pair<std::string, int>& where) {
+  const auto& [host, port] = where;
+  int got = port == 0 ? s.bind_to_any_port(host.c_str()) : (s.bind_to_port(host.c_str(), port) ? port : -1);
+  if (got <= 0)
+    return Error(EADDRINUSE,
+                 "cannot listen on " + flag + " " + value + " (in use, or not an address of this host)");
+  return got;
+}
+
+Result<std::unique_ptr<httplib::Server>> tls_server(const std::string& what, const std::string& cert,
+                                                    const std::string& key, const std::string& client_ca) {
+  for (const auto& f : {cert, key, client_ca}) {
+    if (f.empty()) continue;
+    if (auto t = read_file(f, 1U << 20); !t.ok()) return t.error().context(what);
+  }
+  // With a client CA the library verifies the peer in the handshake (SSL_VERIFY_PEER, and a client without
+  // a certificate is refused): no HTTP request reaches us from anyone else.
+  auto tls = std::make_unique<httplib::SSLServer>(cert.c_str(), key.c_str(),
+                                                  client_ca.empty() ? nullptr : client_ca.c_str());
+  if (!tls->is_valid())
+    return Error::invalid(what + ": " + cert + " / " + key + (client_ca.empty() ? "" : " / " + client_ca) +
+                          " is not a usable certificate, key" + (client_ca.empty() ? "" : " and CA"));
+  std::unique_ptr<httplib::Server> s = std::move(tls);
+  return s;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Server>> Server::create(const ServeOptions& o, topology::Cluster cluster,
                                                std::unique_ptr<Binder> binder) {
-  ASCEND_ASSIGN(auto listen, parse_listen(o.listen), "");
+  ASCEND_ASSIGN(auto listen, parse_listen("--listen", o.listen), "");
+  ASCEND_ASSIGN(auto ext_listen, parse_listen("--extender-listen", o.extender_listen), "");
   if (o.tls_cert.empty() != o.tls_key.empty())
     return Error::invalid("give both --tls-cert and --tls-key, or neither");
+  bool ext_tls = !o.extender_tls_cert.empty() || !o.extender_tls_key.empty() || !o.extender_client_ca.empty();
+  if (ext_tls && (o.extender_tls_cert.empty() || o.extender_tls_key.empty() || o.extender_client_ca.empty()))
+    return Error::invalid(
+        "give --extender-tls-cert, --extender-tls-key and --extender-client-ca together: TLS on the "
+        "extender listener is for verifying kube-scheduler's client certificate");
+  if (!ext_tls && !is_host_loopback(ext_listen.first)) {
+    return Error::invalid("--extender-listen " + o.extender_listen +
+                          ": the extender verbs reserve chips and create Bindings; serve them on a loopback "
+                          "address, or give --extender-tls-cert, --extender-tls-key and --extender-client-ca "
+                          "so that only a client with a certificate from that CA is served");
+  }
   auto impl = std::make_unique<Impl>(o, std::move(cluster), std::move(binder));
+  impl->extender_tls = ext_tls;
   if (!o.token_file.empty()) {
     ASCEND_ASSIGN(impl->token, read_token(o.token_file), "--token-file");
   }
@@ -497,42 +726,53 @@ Result<std::unique_ptr<Server>> Server::create(const ServeOptions& o, topology::
         return Error::invalid("state file " + o.state + ": " + s.error().message() +
                               "; fix or move it away to start empty");
       }
-      impl->saved = impl->sched.changes();
+      impl->written = impl->sched.changes();
     } else if (text.error().code() != ENOENT) {
       return text.error().context("state file");
     }
   }
   if (!o.tls_cert.empty()) {
-    for (const auto& f : {o.tls_cert, o.tls_key}) {
-      if (auto t = read_file(f, 1U << 20); !t.ok()) return t.error().context("TLS");
-    }
-    auto tls = std::make_unique<httplib::SSLServer>(o.tls_cert.c_str(), o.tls_key.c_str());
-    if (!tls->is_valid())
-      return Error::invalid("TLS: " + o.tls_cert + " / " + o.tls_key +
-                            " is not a usable certificate and key");
-    impl->http = std::move(tls);
+    ASCEND_ASSIGN(impl->http, tls_server("TLS", o.tls_cert, o.tls_key, ""), "");
   } else {
     impl->http = std::make_unique<httplib::Server>();
+  }
+  if (ext_tls) {
+    ASCEND_ASSIGN(impl->ext,
+                  tls_server("extender TLS", o.extender_tls_cert, o.extender_tls_key, o.extender_client_ca),
+                  "");
+  } else {
+    impl->ext = std::make_unique<httplib::Server>();
   }
   if (o.threads > 0) {
     int n = o.threads;
     impl->http->new_task_queue = [n] { return new httplib::ThreadPool(static_cast<std::size_t>(n)); };
+    impl->ext->new_task_queue = [n] { return new httplib::ThreadPool(static_cast<std::size_t>(n)); };
   }
   impl->routes();
-  auto [host, port] = listen;
-  if (port == 0) {
-    impl->port = impl->http->bind_to_any_port(host.c_str());
-  } else {
-    impl->port = impl->http->bind_to_port(host.c_str(), port) ? port : -1;
-  }
-  if (impl->port <= 0)
-    return Error(EADDRINUSE, "cannot listen on " + o.listen + " (in use, or not an address of this host)");
+  ASCEND_ASSIGN(impl->port, bind_listener(*impl->http, "--listen", o.listen, listen), "");
+  ASCEND_ASSIGN(impl->ext_port, bind_listener(*impl->ext, "--extender-listen", o.extender_listen, ext_listen),
+                "");
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
 int Server::port() const {
   return impl_->port;
 }
+
+int Server::extender_port() const {
+  return impl_->ext_port;
+}
+
+namespace {
+
+// httplib's stop() does nothing before the listening loop runs: wait for it while run() is starting (or
+// until that loop ended by itself).
+void stop_listener(httplib::Server& s, const std::atomic<bool>& serving, const std::atomic<bool>& done) {
+  while (serving && !done && !s.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  s.stop();
+}
+
+}  // namespace
 
 Status Server::run() {
   impl_->serving = true;
@@ -544,7 +784,17 @@ Status Server::run() {
     }
   }
   impl_->expirer = std::thread([this] { impl_->expire_loop(); });
+  // One listener per thread; when either ends (stop(), or an error), the other is stopped too.
+  bool ext_ok = true;
+  std::thread ext_thread([this, &ext_ok] {
+    ext_ok = impl_->ext->listen_after_bind();
+    impl_->ext_done = true;
+    stop_listener(*impl_->http, impl_->serving, impl_->http_done);
+  });
   bool ok = impl_->http->listen_after_bind();
+  impl_->http_done = true;
+  stop_listener(*impl_->ext, impl_->serving, impl_->ext_done);
+  ext_thread.join();
   {
     std::lock_guard lock(impl_->stop_mu);
     impl_->stopping = true;
@@ -552,9 +802,9 @@ Status Server::run() {
   impl_->stop_cv.notify_all();
   impl_->expirer.join();
   impl_->serving = false;
-  std::lock_guard lock(impl_->mu);
-  ASCEND_CHECK(impl_->persist_locked(), "");
-  if (!ok) return Error(EIO, "the HTTP server stopped with an error");
+  std::unique_lock lock(impl_->mu);
+  ASCEND_CHECK(impl_->persist(lock), "");
+  if (!ok || !ext_ok) return Error(EIO, "the HTTP server stopped with an error");
   return ok_status();
 }
 
@@ -564,10 +814,8 @@ void Server::stop() {
     impl_->stopping = true;
   }
   impl_->stop_cv.notify_all();
-  // httplib's stop() does nothing before the listening loop runs: wait for it while run() is starting.
-  while (impl_->serving && !impl_->http->is_running())
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  impl_->http->stop();
+  stop_listener(*impl_->http, impl_->serving, impl_->http_done);
+  stop_listener(*impl_->ext, impl_->serving, impl_->ext_done);
 }
 
 }  // namespace ascend::scheduler

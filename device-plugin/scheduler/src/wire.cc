@@ -29,6 +29,11 @@ Result<bool> optional_bool(const json& obj, const char* key, const std::string& 
   return v->get<bool>();
 }
 
+Error too_many(const std::string& field, std::size_t n, std::size_t max) {
+  return Error::invalid(field + ": " + std::to_string(n) + " nodes, more than the " + std::to_string(max) +
+                        " of the scheduler's cluster file");
+}
+
 Result<int> phy_id(const json& v, const std::string& where) {
   if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > 4095) {
     return Error::invalid(where + ": " + v.dump() + " is not a chip id");
@@ -38,7 +43,7 @@ Result<int> phy_id(const json& v, const std::string& where) {
 
 }  // namespace
 
-Result<ExtenderArgs> parse_extender_args(const json& body) {
+Result<ExtenderArgs> parse_extender_args(const json& body, std::size_t max_nodes) {
   if (!body.is_object()) return Error::invalid("ExtenderArgs: not a JSON object");
   ExtenderArgs a;
   const json* pod = find_field(body, "Pod");
@@ -54,23 +59,27 @@ Result<ExtenderArgs> parse_extender_args(const json& body) {
     }
     a.full_nodes = true;
     if (items != nullptr && items->is_array()) {
+      if (items->size() > max_nodes) return too_many("ExtenderArgs.Nodes.items", items->size(), max_nodes);
       for (std::size_t i = 0; i < items->size(); ++i) {
         std::string where = "ExtenderArgs.Nodes.items[" + std::to_string(i) + "]";
         const json& n = (*items)[i];
         const json* meta = find_field(n, "metadata");
         if (meta == nullptr || !meta->is_object()) return Error::invalid(where + ".metadata: missing");
         ASCEND_ASSIGN(std::string name, required_string(*meta, "name", where + ".metadata"), "");
+        ASCEND_CHECK(check_dns1123_subdomain(name, where + ".metadata.name"), "");
         a.node_names.push_back(std::move(name));
         a.nodes.push_back(n);
       }
     }
   } else if (names != nullptr && !names->is_null()) {
     if (!names->is_array()) return Error::invalid("ExtenderArgs.NodeNames: not an array");
+    if (names->size() > max_nodes) return too_many("ExtenderArgs.NodeNames", names->size(), max_nodes);
     for (std::size_t i = 0; i < names->size(); ++i) {
-      if (!(*names)[i].is_string()) {
-        return Error::invalid("ExtenderArgs.NodeNames[" + std::to_string(i) + "]: not a string");
-      }
-      a.node_names.push_back((*names)[i].get<std::string>());
+      std::string where = "ExtenderArgs.NodeNames[" + std::to_string(i) + "]";
+      if (!(*names)[i].is_string()) return Error::invalid(where + ": not a string");
+      const auto& name = (*names)[i].get_ref<const std::string&>();
+      ASCEND_CHECK(check_dns1123_subdomain(name, where), "");
+      a.node_names.push_back(name);
     }
   } else {
     return Error::invalid("ExtenderArgs: neither Nodes nor NodeNames is given");
@@ -122,6 +131,11 @@ Result<BindingArgs> parse_binding_args(const json& body) {
   ASCEND_ASSIGN(b.node, required_string(body, "Node", "ExtenderBindingArgs"), "");
   if (b.pod_name.empty() || b.node.empty())
     return Error::invalid("ExtenderBindingArgs: PodName and Node must not be empty");
+  // These become path segments of the API server URL (KubeBinder) as well as keys of the state.
+  ASCEND_CHECK(check_dns1123_subdomain(b.pod_name, "ExtenderBindingArgs.PodName"), "");
+  ASCEND_CHECK(check_dns1123_label(b.pod_namespace, "ExtenderBindingArgs.PodNamespace"), "");
+  ASCEND_CHECK(check_uid(b.pod_uid, "ExtenderBindingArgs.PodUID"), "");
+  ASCEND_CHECK(check_dns1123_subdomain(b.node, "ExtenderBindingArgs.Node"), "");
   return b;
 }
 
@@ -133,6 +147,9 @@ Result<Inventory> parse_inventory(const json& body) {
   if (!body.is_object()) return Error::invalid("inventory: not a JSON object");
   Inventory inv;
   ASCEND_ASSIGN(inv.resource, optional_string(body, "resource", "inventory"), "");
+  if (inv.resource.size() > kDns1123SubdomainMax + 1 + kDns1123LabelMax) {
+    return Error::invalid("inventory.resource: longer than a Kubernetes resource name can be");
+  }
   const json* chips = find_field(body, "chips");
   if (chips == nullptr || !chips->is_array())
     return Error::invalid("inventory.chips: missing or not an array");

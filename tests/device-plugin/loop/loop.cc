@@ -53,7 +53,8 @@ void stop(pid_t pid) {
 
 std::string loop_script() {
   return "sh /probe.sh\necho RT-START\ncat /etc/ascend/hccl.json\necho\necho RT-END\n"
-         "env | grep -E '^(RANK_|NODE_RANK|NNODES|NPROC_PER_NODE|WORLD_SIZE|ASCEND_JOB)' | sed 's/^/JOBENV /'\n";
+         "env | grep -E '^(RANK_|NODE_RANK|NNODES|NPROC_PER_NODE|WORLD_SIZE|ASCEND_JOB)' | sed 's/^/JOBENV "
+         "/'\n";
 }
 
 std::string Loop::host_root(int i) const {
@@ -65,7 +66,8 @@ Loop::Loop(std::string dir, int nodes) : dir_(std::move(dir)) {
   std::string cluster = dir_ + "/cluster.yaml";
   std::string text = "name: loop\nnodes:\n";
   for (int i = 0; i < nodes; ++i) {
-    text += "  - {name: node-" + std::to_string(i) + ", profile: atlas800t-a2, leaf: leaf-" + std::to_string(i / 2) + "}\n";
+    text += "  - {name: node-" + std::to_string(i) + ", profile: atlas800t-a2, leaf: leaf-" +
+            std::to_string(i / 2) + "}\n";
   }
   ht::spit(cluster, text);
   // The scheduler first: the plugins report to it from their start.
@@ -74,19 +76,28 @@ Loop::Loop(std::string dir, int nodes) : dir_(std::move(dir)) {
     error_ = "pipe failed";
     return;
   }
-  scheduler_ = spawn({ht::bin("ascend-scheduler"), "serve", "--cluster", cluster, "--listen", "127.0.0.1:0"},
+  scheduler_ = spawn({ht::bin("ascend-scheduler"), "serve", "--cluster", cluster, "--listen", "127.0.0.1:0",
+                      "--extender-listen", "127.0.0.1:0"},
                      dir_ + "/scheduler.log", fds[1]);
   close(fds[1]);
-  std::string line;
-  char c = 0;
-  while (read(fds[0], &c, 1) == 1 && c != '\n') line += c;
+  // Two lines: the plugins' listener ("serving URL"), then kube-scheduler's ("extender URL").
+  auto read_line = [&] {
+    std::string line;
+    char c = 0;
+    while (read(fds[0], &c, 1) == 1 && c != '\n') line += c;
+    return line;
+  };
+  std::string line = read_line();
+  std::string ext_line = read_line();
   close(fds[0]);
   auto at = line.find("serving ");
-  if (scheduler_ < 0 || at == std::string::npos) {
+  auto ext_at = ext_line.find("extender ");
+  if (scheduler_ < 0 || at == std::string::npos || ext_at == std::string::npos) {
     error_ = "the scheduler did not start: " + ht::slurp(dir_ + "/scheduler.log");
     return;
   }
   url_ = line.substr(at + 8);
+  extender_url_ = ext_line.substr(ext_at + 9);
   for (int i = 0; i < nodes; ++i) {
     Node n;
     n.dir = dir_ + "/node-" + std::to_string(i);
@@ -101,14 +112,14 @@ Loop::Loop(std::string dir, int nodes) : dir_(std::move(dir)) {
     n.hook_config = ht::write_hook_config(n.dir, host_root(i));
     n.kubelet = std::make_unique<testing::FakeKubelet>(n.dir + "/device-plugins");
     n.kubelet->start();
-    n.plugin = spawn({ht::bin("ascend-device-plugin"), "--kubelet-socket-dir", n.dir + "/device-plugins",
-                      "--host-root", host_root(i), "--scheduler-url", url_, "--node-name", node_name(i),
-                      "--ranktable-dir", n.dir + "/ranktables", "--pod-resources-socket", "", "--log-file",
-                      n.dir + "/plugin.log"},
-                     n.dir + "/plugin.stderr");
+    n.plugin = spawn(
+        {ht::bin("ascend-device-plugin"), "--kubelet-socket-dir", n.dir + "/device-plugins", "--host-root",
+         host_root(i), "--scheduler-url", url_, "--node-name", node_name(i), "--ranktable-dir",
+         n.dir + "/ranktables", "--pod-resources-socket", "", "--log-file", n.dir + "/plugin.log"},
+        n.dir + "/plugin.stderr");
     if (n.plugin < 0 || !n.kubelet->wait_registrations(1, 10s)) {
-      error_ = "the device plugin of " + node_name(i) + " did not register: " + ht::slurp(n.dir + "/plugin.stderr") +
-               ht::slurp(n.dir + "/plugin.log");
+      error_ = "the device plugin of " + node_name(i) +
+               " did not register: " + ht::slurp(n.dir + "/plugin.stderr") + ht::slurp(n.dir + "/plugin.log");
       nodes_.push_back(std::move(n));
       return;
     }
@@ -162,7 +173,7 @@ Scheduled Loop::schedule(const json& pod) {
   Scheduled s;
   std::vector<std::string> names;
   for (int i = 0; i < node_count(); ++i) names.push_back(node_name(i));
-  httplib::Client cli(url_);
+  httplib::Client cli(extender_url_);
   json args = {{"Pod", pod}, {"NodeNames", names}};
   auto f = cli.Post("/filter", args.dump(), "application/json");
   if (!f) return s;
@@ -237,7 +248,8 @@ Admitted Loop::admit(const std::string& node, int chips) {
   return a;
 }
 
-Started Loop::start(const std::string& node, const v1beta1::ContainerAllocateResponse& a, const std::string& name) {
+Started Loop::start(const std::string& node, const v1beta1::ContainerAllocateResponse& a,
+                    const std::string& name) {
   Node& n = nodes_[static_cast<std::size_t>(node_index(node))];
   ht::Bundle b(dir_ + "/bundle-" + std::to_string(bundles_++));
   ht::spit(b.rootfs() + "/probe.sh", ht::probe_script());
@@ -247,12 +259,15 @@ Started Loop::start(const std::string& node, const v1beta1::ContainerAllocateRes
   for (const auto& m : a.mounts()) {
     json opts = json::array({"rbind"});
     if (m.read_only()) opts.push_back("ro");
-    b.spec()["mounts"].push_back(
-        {{"destination", m.container_path()}, {"type", "bind"}, {"source", m.host_path()}, {"options", opts}});
+    b.spec()["mounts"].push_back({{"destination", m.container_path()},
+                                  {"type", "bind"},
+                                  {"source", m.host_path()},
+                                  {"options", opts}});
   }
   b.save();
   Started s;
-  s.output = runc_->run({ht::bin("ascend-docker-runtime"), "--config", n.hook_config}, b, ht::unique_id(name));
+  s.output =
+      runc_->run({ht::bin("ascend-docker-runtime"), "--config", n.hook_config}, b, ht::unique_id(name));
   s.probe = ht::parse_probe(s.output.out);
   std::istringstream in(s.output.out);
   std::string line;

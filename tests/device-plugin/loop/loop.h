@@ -54,7 +54,8 @@ class Loop {
   Loop& operator=(const Loop&) = delete;
 
   const std::string& error() const { return error_; }
-  const std::string& scheduler_url() const { return url_; }
+  const std::string& scheduler_url() const { return url_; }          // the plugins' listener
+  const std::string& extender_url() const { return extender_url_; }  // kube-scheduler's
   std::string node_name(int i) const { return "node-" + std::to_string(i); }
   std::string host_root(int i) const;
   int node_count() const { return static_cast<int>(nodes_.size()); }
@@ -65,7 +66,8 @@ class Loop {
   Admitted admit(const std::string& node, int chips);
   // The kubelet starts the container: the Allocate answer's env and mounts go into the spec, and the engine
   // runs it with ascend-docker-runtime on that node's host.
-  Started start(const std::string& node, const v1beta1::ContainerAllocateResponse& a, const std::string& name);
+  Started start(const std::string& node, const v1beta1::ContainerAllocateResponse& a,
+                const std::string& name);
 
   nlohmann::json get(const std::string& path) const;
   int node_index(const std::string& node) const;
@@ -83,6 +85,7 @@ class Loop {
   std::string dir_;
   std::string error_;
   std::string url_;
+  std::string extender_url_;
   pid_t scheduler_ = -1;
   std::vector<Node> nodes_;
   std::unique_ptr<hook::testing::Runner> runc_;

@@ -1,5 +1,5 @@
-// The demo's Kubernetes loop, printed for a person: four emulated Atlas 800T A2 nodes, a device plugin on each
-// reporting to one `ascend-scheduler serve`, and a 4-pod TP 4 x PP 2 x DP 2 job scheduled, admitted and
+// The demo's Kubernetes loop, printed for a person: four emulated Atlas 800T A2 nodes, a device plugin on
+// each reporting to one `ascend-scheduler serve`, and a 4-pod TP 4 x PP 2 x DP 2 job scheduled, admitted and
 // started as kube-scheduler and the kubelets would do it. Needs root.
 //
 // usage: k8s_loop_demo DIR   (DIR: a scratch folder; the scheduler's log and state stay there)
@@ -24,8 +24,8 @@ json job_pod(int index) {
               {"ascend.huawei.com/job-pods", "4"},
               {"ascend.huawei.com/parallel", "tp=4,pp=2,dp=2"}}}}},
           {"spec",
-           {{"containers",
-             json::array({{{"name", "trainer"}, {"resources", {{"limits", {{"huawei.com/Ascend910", "4"}}}}}}})}}}};
+           {{"containers", json::array({{{"name", "trainer"},
+                                         {"resources", {{"limits", {{"huawei.com/Ascend910", "4"}}}}}}})}}}};
 }
 
 std::string join(const std::vector<std::string>& v) {
@@ -50,9 +50,11 @@ int main(int argc, char** argv) {
     std::cerr << "k8s_loop_demo: " << loop.error() << "\n";
     return 1;
   }
-  std::printf("4 emulated nodes (node-0..3, two per leaf switch), a device plugin on each, and\n"
-              "ascend-scheduler serve at %s (dashboard: open it in a browser)\n\n",
-              loop.scheduler_url().c_str());
+  std::printf(
+      "4 emulated nodes (node-0..3, two per leaf switch), a device plugin on each, and\n"
+      "ascend-scheduler serve: the plugins report to %s (dashboard: open it in a browser),\n"
+      "kube-scheduler's verbs go to %s\n\n",
+      loop.scheduler_url().c_str(), loop.extender_url().c_str());
   std::printf("kube-scheduler, for each pod of job llama (16 NPUs: TP 4 x PP 2 x DP 2, 4 pods of 4):\n");
   std::vector<std::string> node_of;
   for (int i = 0; i < 4; ++i) {
@@ -69,10 +71,13 @@ int main(int argc, char** argv) {
     node_of.push_back(s.node);
   }
   json placement = loop.get("/v1/jobs/default/llama/placement");
-  std::printf("  the whole job was placed at the first filter: TP groups outside HCCS: %d, comm. cost %.3f s/step\n\n",
-              placement["tp_groups_outside_hccs"].get<int>(), placement["cost"]["total"].get<double>());
-  std::printf("each node's kubelet: GetPreferredAllocation, Allocate, then the container through "
-              "ascend-docker-runtime and runc:\n");
+  std::printf(
+      "  the whole job was placed at the first filter: TP groups outside HCCS: %d, comm. cost %.3f "
+      "s/step\n\n",
+      placement["tp_groups_outside_hccs"].get<int>(), placement["cost"]["total"].get<double>());
+  std::printf(
+      "each node's kubelet: GetPreferredAllocation, Allocate, then the container through "
+      "ascend-docker-runtime and runc:\n");
   int rc = 0;
   for (int i = 0; i < 4; ++i) {
     const std::string& node = node_of[static_cast<std::size_t>(i)];
@@ -98,9 +103,10 @@ int main(int argc, char** argv) {
       }
     }
     std::printf("  llama-%d on %s: preferred %s\n", i, node.c_str(), join(a.preferred).c_str());
-    std::printf("      container: npu-smi sees NPUs %s; RANK_START=%s NODE_RANK=%s NPROC_PER_NODE=%s WORLD_SIZE=%s\n",
-                seen.c_str(), c.env["RANK_START"].c_str(), c.env["NODE_RANK"].c_str(), c.env["NPROC_PER_NODE"].c_str(),
-                c.env["WORLD_SIZE"].c_str());
+    std::printf(
+        "      container: npu-smi sees NPUs %s; RANK_START=%s NODE_RANK=%s NPROC_PER_NODE=%s WORLD_SIZE=%s\n",
+        seen.c_str(), c.env["RANK_START"].c_str(), c.env["NODE_RANK"].c_str(),
+        c.env["NPROC_PER_NODE"].c_str(), c.env["WORLD_SIZE"].c_str());
     std::printf("      /etc/ascend/hccl.json: %s servers; its entries for these chips (device->rank):%s\n",
                 rt.is_object() ? rt["server_count"].get<std::string>().c_str() : "?", ranks.c_str());
     if (c.output.exit_code != 0) {

@@ -51,14 +51,17 @@ TEST(Dashboard, ShowsThePlacedJobsTpGroupsAndUnhealthyChipsInARealBrowser) {
                                         {"node-2", "atlas800-9000", "leaf-1", {}, {}}});
   ServeOptions o;
   o.listen = "127.0.0.1:0";
+  o.extender_listen = "127.0.0.1:0";
   auto s = Server::create(o, cluster, nullptr);
   ASSERT_TRUE(s.ok()) << s.error().message();
   std::thread t([&] { (void)(*s)->run(); });
   httplib::Client cli("127.0.0.1", (*s)->port());
+  httplib::Client kube_scheduler("127.0.0.1", (*s)->extender_port());
   // A 16-NPU job as TP 4 x DP 4 over two pods of 8: four TP groups of four chips.
   json pod = testing::job_pod("train", 0, 8, "tp=4,dp=4");
-  auto f = cli.Post("/filter", json({{"Pod", pod}, {"NodeNames", {"node-0", "node-1", "node-2"}}}).dump(),
-                    "application/json");
+  auto f = kube_scheduler.Post("/filter",
+                               json({{"Pod", pod}, {"NodeNames", {"node-0", "node-1", "node-2"}}}).dump(),
+                               "application/json");
   ASSERT_TRUE(f && f->status == 200);
   json inv = {{"chips", json::array()}};
   for (int p = 0; p < 8; ++p) inv["chips"].push_back({{"phy_id", p}, {"healthy", p != 1}});
@@ -67,6 +70,8 @@ TEST(Dashboard, ShowsThePlacedJobsTpGroupsAndUnhealthyChipsInARealBrowser) {
   std::string artifacts = std::string(ASCEND_BIN_DIR) + "/../tests/artifacts";
   std::filesystem::create_directories(artifacts);
   std::string profile = artifacts + "/chromium-profile";
+  // The page on the plugin listener from loopback, no token file: served (the README's "loopback peers need
+  // no token when no token file is set").
   std::string url = "http://127.0.0.1:" + std::to_string((*s)->port()) + "/";
   auto dom = ascend::testing::run_command(chromium(profile, {"--dump-dom", url}));
   ASSERT_EQ(dom.exit_code, 0) << dom.err;

@@ -38,7 +38,7 @@ TEST(Deploy, TheSchedulerConfigurationCallsTheExtenderForEveryVerb) {
   EXPECT_EQ(cfg["apiVersion"], "kubescheduler.config.k8s.io/v1");
   ASSERT_EQ(cfg["extenders"].size(), 1U);
   const json& e = cfg["extenders"][0];
-  EXPECT_EQ(e["urlPrefix"], "http://127.0.0.1:8888");
+  EXPECT_EQ(e["urlPrefix"], "http://127.0.0.1:8889") << "the extender's loopback listener";
   EXPECT_EQ(e["filterVerb"], "filter");
   EXPECT_EQ(e["prioritizeVerb"], "prioritize");
   EXPECT_EQ(e["bindVerb"], "bind");
@@ -58,10 +58,23 @@ TEST(Deploy, TheSchedulerConfigurationCallsTheExtenderForEveryVerb) {
   std::vector<std::string> cmd = extender["command"];
   EXPECT_EQ(cmd[0], "ascend-scheduler");
   EXPECT_EQ(cmd[1], "serve");
-  EXPECT_NE(std::find(cmd.begin(), cmd.end(), "--listen=0.0.0.0:8888"), cmd.end())
-      << "the port urlPrefix names";
+  auto has = [&](const std::string& arg) { return std::find(cmd.begin(), cmd.end(), arg) != cmd.end(); };
+  EXPECT_TRUE(has("--extender-listen=127.0.0.1:8889")) << "the port urlPrefix names, on loopback";
+  EXPECT_TRUE(has("--listen=0.0.0.0:8888")) << "the device plugins' listener, behind the Service";
+  EXPECT_TRUE(has("--token-file=/etc/ascend-scheduler-token/token"));
+  EXPECT_TRUE(has("--tls-cert=/etc/ascend-scheduler-tls/tls.crt") &&
+              has("--tls-key=/etc/ascend-scheduler-tls/tls.key"))
+      << "the plugins' channel is HTTPS";
+  for (const auto& a : cmd) EXPECT_EQ(a.find("--extender-listen=0.0.0.0"), std::string::npos) << a;
+  bool mounted = false;
+  for (const auto& m : extender["volumeMounts"]) mounted |= m["mountPath"] == "/etc/ascend-scheduler-tls";
+  EXPECT_TRUE(mounted);
+  EXPECT_EQ(extender["readinessProbe"]["httpGet"]["path"], "/readyz");
+  EXPECT_EQ(extender["readinessProbe"]["httpGet"]["scheme"], "HTTPS");
+  EXPECT_EQ(extender["livenessProbe"]["httpGet"]["path"], "/healthz");
   json svc = find_kind(docs, "Service", "ascend-scheduler");
   EXPECT_EQ(svc["spec"]["ports"][0]["port"], 8888);
+  EXPECT_EQ(svc["spec"]["ports"][0]["targetPort"], 8888) << "--listen's port, never the extender's";
   json cluster_cm = find_kind(docs, "ConfigMap", "ascend-scheduler-cluster");
   EXPECT_TRUE(YAML::Load(cluster_cm["data"]["cluster.yaml"].get<std::string>())["nodes"].IsSequence());
 }

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <cstdint>
+#include <limits>
 #include <set>
 
 #include "ascend/scheduler/extender.h"
@@ -517,6 +519,82 @@ TEST(Wire, BindingArgsAndTheBindingObject) {
   EXPECT_EQ(binding_object(*b), want);
   EXPECT_FALSE(parse_binding_args({{"PodName", "x"}}).ok());
   EXPECT_FALSE(parse_binding_args({{"PodName", 1}, {"Node", "n"}}).ok());
+}
+
+// ---- limits (issue 31) ----------------------------------------------------------------------------------
+
+// Kubernetes' rules (k8s.io/apimachinery/pkg/util/validation): a DNS-1123 label is 1..63 of [a-z0-9-],
+// alphanumeric at both ends; a subdomain is 1..253 of such labels joined by '.'.
+TEST(Limits, Dns1123LabelsAndSubdomainsAsKubernetesDefinesThem) {
+  for (const std::string& ok :
+       std::vector<std::string>{"a", "default", "kube-system", "a1", std::string(63, 'x')}) {
+    EXPECT_TRUE(check_dns1123_label(ok, "f").ok()) << ok;
+  }
+  for (const std::string& bad :
+       std::vector<std::string>{"", "-a", "a-", "A", "a.b", "a/b", "..", "a_b", std::string(64, 'x')}) {
+    auto s = check_dns1123_label(bad, "Pod.metadata.namespace");
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.error().message().rfind("Pod.metadata.namespace: ", 0), 0U) << s.error().message();
+  }
+  for (const std::string& ok :
+       std::vector<std::string>{"node-0", "a.b.c", "n1.example.com", std::string(253, 'x')}) {
+    EXPECT_TRUE(check_dns1123_subdomain(ok, "f").ok()) << ok;
+  }
+  for (const std::string& bad : std::vector<std::string>{"", ".a", "a.", "a..b", "../x", "a/b", "Node", "a?b",
+                                                         std::string(254, 'x')}) {
+    EXPECT_FALSE(check_dns1123_subdomain(bad, "f").ok()) << bad;
+  }
+  auto big = check_dns1123_subdomain(std::string(8 << 20, 'x'), "Pod.metadata.name");
+  ASSERT_FALSE(big.ok());
+  EXPECT_LT(big.error().message().size(), 400U) << "the message does not carry the 8 MiB name";
+}
+
+TEST(Limits, TheRememberedPodsAreCappedAndTheOldestIsForgotten) {
+  auto c = small_cluster(2);  // 16 chips: the cap is its floor, 1024
+  Scheduler s(c);
+  ASSERT_EQ(s.seen_cap(), 1024U);
+  for (int i = 0; i < 1100; ++i) {
+    s.filter(read(plain_pod("p" + std::to_string(i), 1)), {"node-0"}, kT0 + std::chrono::milliseconds(i));
+  }
+  EXPECT_EQ(s.seen_count(), 1024U);
+  EXPECT_NE(s.bind("default", "p0", "", "node-0", kT0).error().message().find("unknown"), std::string::npos)
+      << "the oldest were forgotten";
+  EXPECT_TRUE(s.bind("default", "p1099", "", "node-0", kT0).ok()) << "the newest are remembered";
+  // 5 000 nodes of 8 chips: one remembered pod per chip.
+  auto big = topology::make_cluster("big", {}, topology::generate_nodes("atlas800t-a2", 5000, 16, 32, "n-"),
+                                    topology::builtin_profiles());
+  ASSERT_TRUE(big.ok());
+  EXPECT_EQ(Scheduler(*big).seen_cap(), 40000U);
+}
+
+TEST(Limits, AJobSizeThatOverflowsAnIntIsRefusedNotWrapped) {
+  JobRecord j;
+  j.spec.tp = 1 << 20;
+  j.spec.pp = 1 << 20;
+  j.spec.dp = 1 << 20;
+  EXPECT_EQ(j.spec.npus(), std::int64_t{1} << 60);
+  EXPECT_EQ(j.job().npus, std::numeric_limits<int>::max());
+  auto c = small_cluster(2);
+  Scheduler s(c);
+  auto r = s.filter(read(job_pod("huge", 0, 8, "tp=1048576,pp=1048576", 2)), names(c), kT0);
+  EXPECT_TRUE(r.passed.empty());
+  ASSERT_EQ(r.unresolvable.size(), 2U);
+  EXPECT_NE(r.unresolvable.begin()->second.find("tp x pp x dp = 1099511627776 is not 2 pods x 8 chips"),
+            std::string::npos)
+      << r.unresolvable.begin()->second;
+  EXPECT_EQ(s.counts().free, 16);
+}
+
+TEST(Limits, ANodeListLongerThanTheClusterIsRefused) {
+  json body = {{"Pod", plain_pod("p", 1)}, {"NodeNames", {"node-0", "node-1", "node-2"}}};
+  EXPECT_TRUE(parse_extender_args(body, 3).ok());
+  auto a = parse_extender_args(body, 2);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.error().message(),
+            "ExtenderArgs.NodeNames: 3 nodes, more than the 2 of the scheduler's cluster file");
+  json full = {{"Pod", plain_pod("p", 1)},
+               {"Nodes", {{"items", {{{"metadata", {{"name", "a"}}}}, {{"metadata", {{"name", "b"}}}}}}}}};
+  EXPECT_FALSE(parse_extender_args(full, 1).ok());
 }
 
 }  // namespace

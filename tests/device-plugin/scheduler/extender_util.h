@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,13 +43,21 @@ inline topology::Cluster small_cluster(int n) {
   return make_cluster(lines);
 }
 
+// A UID of the API server's form (an RFC 4122 UUID, 36 characters), fixed for a name.
+inline std::string uid_of(const std::string& name) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%012llx",
+                static_cast<unsigned long long>(std::hash<std::string>()(name) & 0xffffffffffffULL));
+  return std::string("00000000-0000-4000-8000-") + buf;
+}
+
 inline nlohmann::json plain_pod(const std::string& name, int chips,
                                 const std::string& resource = "huawei.com/Ascend910",
                                 const std::string& ns = "default") {
   nlohmann::json limits = nlohmann::json::object();
   if (chips > 0) limits[resource] = std::to_string(chips);
   return {
-      {"metadata", {{"name", name}, {"namespace", ns}, {"uid", "uid-" + name}}},
+      {"metadata", {{"name", name}, {"namespace", ns}, {"uid", uid_of(name)}}},
       {"spec",
        {{"containers", nlohmann::json::array({{{"name", "main"}, {"resources", {{"limits", limits}}}}})}}}};
 }

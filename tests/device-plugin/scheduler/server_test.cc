@@ -41,11 +41,16 @@ void write(const std::string& path, const std::string& text) {
   std::ofstream(path) << text;
 }
 
-// A server on a free loopback port, served by a thread for the test's lifetime.
+bool is_extender_verb(const std::string& path) {
+  return path == "/filter" || path == "/prioritize" || path == "/bind";
+}
+
+// A server on free loopback ports (both listeners), served by a thread for the test's lifetime.
 class Running {
  public:
   explicit Running(ServeOptions o, int nodes = 12, std::unique_ptr<Binder> binder = nullptr) {
     o.listen = "127.0.0.1:0";
+    o.extender_listen = "127.0.0.1:0";
     auto s = Server::create(o, testing::small_cluster(nodes), std::move(binder));
     if (!s.ok()) {
       error = s.error().message();
@@ -54,13 +59,18 @@ class Running {
     server = std::move(*s);
     thread = std::thread([this] { (void)server->run(); });
     client = std::make_unique<httplib::Client>("127.0.0.1", server->port());
+    extender = std::make_unique<httplib::Client>("127.0.0.1", server->extender_port());
   }
   ~Running() {
     if (server) server->stop();
     if (thread.joinable()) thread.join();
   }
+  // kube-scheduler's verbs go to the extender listener, everything else to the plugins' (as in production).
+  httplib::Client& client_for(const std::string& path) {
+    return is_extender_verb(path) ? *extender : *client;
+  }
   json post(const std::string& path, const json& body, int want = 200) {
-    auto r = client->Post(path.c_str(), body.dump(), "application/json");
+    auto r = client_for(path).Post(path.c_str(), body.dump(), "application/json");
     EXPECT_TRUE(r) << path;
     if (!r) return {};
     EXPECT_EQ(r->status, want) << path << ": " << r->body;
@@ -79,7 +89,8 @@ class Running {
 
   std::unique_ptr<Server> server;
   std::thread thread;
-  std::unique_ptr<httplib::Client> client;
+  std::unique_ptr<httplib::Client> client;    // --listen
+  std::unique_ptr<httplib::Client> extender;  // --extender-listen
   std::string error;
 };
 
@@ -229,7 +240,8 @@ TEST(Serve, MalformedInputIsRefusedAndChangesNothing) {
       {"GET", "/v1/jobs/default/keep/env?pod=x", "", "give ?pod=N"},
   };
   for (const auto& c : cases) {
-    httplib::Result r = c.method == "POST"  ? s.client->Post(c.path.c_str(), c.body, "application/json")
+    httplib::Result r = c.method == "POST"
+                            ? s.client_for(c.path).Post(c.path.c_str(), c.body, "application/json")
                         : c.method == "PUT" ? s.client->Put(c.path.c_str(), c.body, "application/json")
                                             : s.client->Get(c.path.c_str());
     ASSERT_TRUE(r) << c.path;
@@ -248,7 +260,7 @@ TEST(Serve, ConcurrentPodsNeverShareAChip) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
-      httplib::Client c("127.0.0.1", s.server->port());
+      httplib::Client c("127.0.0.1", s.server->extender_port());
       for (int k = 0; k < 4; ++k) {
         std::string name = "p" + std::to_string(t) + "-" + std::to_string(k);
         json args = {{"Pod", plain_pod(name, 2)}, {"NodeNames", node_names(4)}};
@@ -309,7 +321,14 @@ TEST(Serve, ATokenGuardsThePluginAndReleaseEndpoints) {
   httplib::Headers right = {{"Authorization", "Bearer s3cret"}};
   EXPECT_EQ(s.client->Get("/v1/nodes/node-0/reservations", right)->status, 200);
   EXPECT_EQ(s.client->Put("/v1/nodes/node-0", right, inv.dump(), "application/json")->status, 200);
-  EXPECT_EQ(s.client->Get("/healthz")->status, 200) << "health, metrics and the extender verbs stay open";
+  EXPECT_EQ(s.client->Get("/v1/cluster")->status, 401) << "the views need the token too";
+  EXPECT_EQ(s.client->Get("/")->status, 401) << "and so does the dashboard";
+  EXPECT_EQ(s.client->Get("/v1/cluster", right)->status, 200);
+  EXPECT_EQ(s.client->Get("/healthz")->status, 200) << "health, readiness and metrics stay open";
+  EXPECT_EQ(s.client->Get("/readyz")->status, 200);
+  EXPECT_EQ(s.client->Get("/metrics")->status, 200);
+  EXPECT_EQ(s.extender->Get("/v1/cluster")->status, 200)
+      << "the extender listener (loopback only) shows the views without a token";
   fs::remove_all(dir);
 }
 
@@ -334,6 +353,7 @@ TEST(Serve, WithoutATokenThePluginEndpointsRefuseAPeerThatIsNotLoopback) {
   if (addr.empty()) GTEST_SKIP() << "this host has no IPv4 address other than loopback";
   ServeOptions o;
   o.listen = "0.0.0.0:0";
+  o.extender_listen = "127.0.0.1:0";
   auto srv = Server::create(o, testing::small_cluster(1), nullptr);
   ASSERT_TRUE(srv.ok()) << srv.error().message();
   std::thread t([&] { (void)(*srv)->run(); });
@@ -474,8 +494,9 @@ struct Child {
   int out = -1;
 };
 
-// Starts `ascend-scheduler serve ...` and reads its "serving <url>" line.
-Child start_binary(const std::vector<std::string>& args, std::string& url) {
+// Starts `ascend-scheduler serve ...` (on a free loopback extender port unless the args give one) and reads
+// its "serving <url>" and "extender <url>" lines.
+Child start_binary(const std::vector<std::string>& args, std::string& url, std::string* ext_url = nullptr) {
   int fds[2];
   EXPECT_EQ(pipe(fds), 0);
   pid_t pid = fork();
@@ -484,6 +505,9 @@ Child start_binary(const std::vector<std::string>& args, std::string& url) {
     close(fds[0]);
     std::vector<std::string> all = {std::string(ASCEND_BIN_DIR) + "/ascend-scheduler", "serve"};
     all.insert(all.end(), args.begin(), args.end());
+    if (std::find(args.begin(), args.end(), "--extender-listen") == args.end()) {
+      all.insert(all.end(), {"--extender-listen", "127.0.0.1:0"});
+    }
     std::vector<char*> argv;
     for (auto& a : all) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -491,11 +515,19 @@ Child start_binary(const std::vector<std::string>& args, std::string& url) {
     _exit(127);
   }
   close(fds[1]);
-  std::string line;
-  char c = 0;
-  while (read(fds[0], &c, 1) == 1 && c != '\n') line += c;
-  auto at = line.find("serving ");
-  url = at == std::string::npos ? "" : line.substr(at + 8);
+  auto read_line = [&] {
+    std::string line;
+    char c = 0;
+    while (read(fds[0], &c, 1) == 1 && c != '\n') line += c;
+    return line;
+  };
+  auto after = [](const std::string& line, const std::string& word) {
+    auto at = line.find(word);
+    return at == std::string::npos ? std::string() : line.substr(at + word.size());
+  };
+  url = after(read_line(), "serving ");
+  std::string ext = after(read_line(), "extender ");
+  if (ext_url != nullptr) *ext_url = ext;
   return {pid, fds[0]};
 }
 
@@ -518,12 +550,22 @@ std::string cluster_file(const std::string& dir) {
 TEST(ServeBinary, ServesUntilSigtermAndExitsCleanly) {
   std::string dir = temp_dir("bin");
   std::string url;
-  Child c = start_binary({"--cluster", cluster_file(dir), "--listen", "127.0.0.1:0"}, url);
+  std::string ext_url;
+  Child c = start_binary({"--cluster", cluster_file(dir), "--listen", "127.0.0.1:0"}, url, &ext_url);
   ASSERT_EQ(url.rfind("http://127.0.0.1:", 0), 0U) << url;
+  ASSERT_EQ(ext_url.rfind("http://127.0.0.1:", 0), 0U) << ext_url;
+  EXPECT_NE(url, ext_url);
   httplib::Client cli(url);
   auto r = cli.Get("/healthz");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->body, "ok\n");
+  EXPECT_EQ(cli.Get("/readyz")->body, "ready\n");
+  httplib::Client ext(ext_url);
+  EXPECT_EQ(ext.Get("/readyz")->status, 200);
+  json args = {{"Pod", plain_pod("p", 1)}, {"NodeNames", {"node-0"}}};
+  EXPECT_EQ(ext.Post("/filter", args.dump(), "application/json")->status, 200);
+  EXPECT_EQ(cli.Post("/filter", args.dump(), "application/json")->status, 404)
+      << "not on the plugins' listener";
   EXPECT_EQ(stop_binary(c), 0);
   fs::remove_all(dir);
 }
@@ -543,6 +585,13 @@ TEST(ServeBinary, BadInputIsOneLineAndExitCodeTwo) {
       {{"--cluster", cluster, "--tls-cert", dir + "/c.pem"}, "give both --tls-cert and --tls-key"},
       {{"--cluster", cluster, "--token-file", dir + "/none"}, "--token-file"},
       {{"--cluster", cluster, "--kube-api", "ftp://x"}, "give an http:// or https:// URL"},
+      {{"--cluster", cluster, "--extender-listen", "0.0.0.0:0"},
+       "--extender-listen 0.0.0.0:0: the extender verbs reserve chips and create Bindings; serve them on a "
+       "loopback address"},
+      {{"--cluster", cluster, "--extender-listen", "[::]:0"}, "--extender-listen [::]:0: the extender verbs"},
+      {{"--cluster", cluster, "--extender-tls-cert", dir + "/c.pem", "--extender-tls-key", dir + "/k.pem"},
+       "give --extender-tls-cert, --extender-tls-key and --extender-client-ca together"},
+      {{"--cluster", cluster, "--extender-listen", "127.0.0.1:x"}, "--extender-listen 127.0.0.1:x: the port"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> argv = {std::string(ASCEND_BIN_DIR) + "/ascend-scheduler", "serve"};

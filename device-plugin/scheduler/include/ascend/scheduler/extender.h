@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -112,7 +113,19 @@ class Scheduler {
   explicit Scheduler(topology::Cluster cluster,
                      std::chrono::milliseconds reservation_ttl = std::chrono::minutes(5));
 
-  const topology::Cluster& cluster() const { return cluster_; }
+  const topology::Cluster& cluster() const { return *cluster_; }
+
+  // A copy of everything the views and save() read (chips, jobs, pods, counters), sharing the cluster: what
+  // the server takes under its lock so that it can build the views and the state file outside it. Cheap
+  // next to the JSON it saves building under the lock: no cache, no remembered pods, the cluster not
+  // copied. The copy answers views and save() exactly as the original would at the time of the copy.
+  Scheduler snapshot() const;
+  // The same for one job only (placement_of, ranktable_of, env_of); ENOENT when there is no such job.
+  Result<Scheduler> job_snapshot(const std::string& ns, const std::string& job) const;
+
+  // How many pods passed filter and are not bound yet may be remembered (see seen_).
+  std::size_t seen_cap() const { return seen_cap_; }
+  std::size_t seen_count() const { return seen_.size(); }
 
   // Extender verbs. `nodes` are the candidate node names kube-scheduler sends.
   FilterResult filter(const PodInfo& pod, const std::vector<std::string>& nodes, Clock::time_point now);
@@ -177,6 +190,11 @@ class Scheduler {
     Clock::time_point at{};
   };
 
+  using NodeIndex = std::unordered_map<std::string, int>;
+  Scheduler(std::shared_ptr<const topology::Cluster> cluster, std::shared_ptr<const NodeIndex> index,
+            std::chrono::milliseconds ttl);
+  void remember(const PodInfo& pod, Clock::time_point now);
+
   int node_index(const std::string& name) const;  // -1 when not in the cluster
   std::uint64_t free_mask(int node) const;
   std::uint64_t mask_of(int node, const std::vector<int>& phys) const;
@@ -203,10 +221,10 @@ class Scheduler {
   void forget_if_done(const std::string& job_key);
   nlohmann::ordered_json job_view(const JobRecord& j) const;
 
-  topology::Cluster cluster_;
+  std::shared_ptr<const topology::Cluster> cluster_;  // never changes: shared by snapshots
+  std::shared_ptr<const NodeIndex> index_;            // node name -> index (Cluster::node_index is a scan)
   std::chrono::milliseconds ttl_;
   std::vector<NodeState> nodes_;
-  std::unordered_map<std::string, int> index_;  // node name -> index (Cluster::node_index is a scan)
   // choose() is a pure function of (node type, free chips, size) and most nodes of a large cluster share
   // those: its answers are remembered (bounded; cleared when full).
   struct ChoiceKey {
@@ -224,7 +242,14 @@ class Scheduler {
   mutable std::unordered_map<ChoiceKey, Result<std::vector<int>>, ChoiceHash> choices_;
   std::map<std::string, JobRecord> jobs_;  // by "ns/name"
   std::map<std::string, PodRecord> pods_;  // pods without a job, by "ns/name"
-  std::map<std::string, Seen> seen_;       // by "ns/name"
+  // Pods that passed filter, by "ns/name", until bound or the TTL. Capped at the cluster's chip count (at
+  // least kMinSeen): every remembered pod asks for at least one chip and binds only onto free chips, so more
+  // pods than chips cannot all be waiting for a bind that succeeds; when full, the oldest is forgotten (a pod
+  // forgotten too early fails its bind as unknown and kube-scheduler filters it again). With the names
+  // bounded (pod.h), one entry is at most a few KiB: 40 000 chips (5 000 nodes of 8) stay under 100 MiB.
+  static constexpr std::size_t kMinSeen = 1024;
+  std::map<std::string, Seen> seen_;
+  std::size_t seen_cap_ = kMinSeen;
   std::uint64_t changes_ = 0;
   std::uint64_t placed_ = 0;
   std::uint64_t refused_ = 0;

@@ -5,8 +5,11 @@
 // annotation keys are exact (they are map keys).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -37,6 +40,11 @@ struct JobRequest {
   int dp = 1;
   topology::RankOrder order = topology::RankOrder::kTpDpPp;
   topology::CommBytes comm;  // per rank and step; defaults when the pod does not say (see README)
+
+  // tp x pp x dp: each is at most 2^20 (parse_parallel), so the product fits 64 bits, never an int.
+  std::int64_t npus() const {
+    return static_cast<std::int64_t>(tp) * static_cast<std::int64_t>(pp) * static_cast<std::int64_t>(dp);
+  }
 };
 
 struct PodInfo {
@@ -59,8 +67,30 @@ struct PodInfo {
 // is not an object.
 const nlohmann::json* find_field(const nlohmann::json& j, std::string_view key);
 
+// Kubernetes' own limits on the names a request carries (k8s.io/apimachinery/pkg/util/validation), checked
+// when a request is parsed so that nothing larger or stranger is ever remembered, persisted, shown, or put
+// into a URL: a DNS-1123 label is at most 63 bytes of [a-z0-9-], starting and ending alphanumeric
+// (namespaces); a DNS-1123 subdomain is at most 253 bytes of such labels joined by '.' (pod and node
+// names). EINVAL names `field` and says which rule failed.
+inline constexpr std::size_t kDns1123LabelMax = 63;
+inline constexpr std::size_t kDns1123SubdomainMax = 253;
+// The API server refuses an object whose annotations (keys and values) total more than 256 KiB
+// (TotalAnnotationSizeLimitB).
+inline constexpr std::size_t kAnnotationsMax = 256U * 1024U;
+// Our own annotations hold a name or a short list of numbers; nothing real comes near this.
+inline constexpr std::size_t kOurAnnotationMax = 256;
+// A Kubernetes Job's name: a DNS-1123 subdomain, but at most 63 bytes (it becomes a label value of its pods).
+inline constexpr std::size_t kJobNameMax = 63;
+// The API server's object UIDs are RFC 4122 UUIDs (36 characters).
+inline constexpr std::size_t kUidMax = 36;
+Status check_dns1123_label(std::string_view v, const std::string& field);
+Status check_dns1123_subdomain(std::string_view v, const std::string& field,
+                               std::size_t max = kDns1123SubdomainMax);
+Status check_uid(std::string_view v, const std::string& field);
+
 // Reads a Pod object. Fails (EINVAL, naming the field) when it is not an object, has no metadata.name, or a
-// field has the wrong type. Problems with the job annotations are not failures: they land in job_error.
+// field has the wrong type, or a name, the UID or an annotation is outside Kubernetes' limits (above).
+// Problems with the meaning of the job annotations are not failures: they land in job_error.
 Result<PodInfo> read_pod(const nlohmann::json& pod);
 
 // "tp=8,pp=4,dp=2" (any order; missing ones are 1).

@@ -3,6 +3,7 @@
 // each way. Pure functions; thread-safe. Every parse failure is an EINVAL naming the field.
 #pragma once
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -14,14 +15,17 @@
 
 namespace ascend::scheduler {
 
-// ExtenderArgs: {"Pod": {...}, "Nodes": {"items": [...]}} or {"Pod": ..., "NodeNames": [...]}.
+// ExtenderArgs: {"Pod": {...}, "Nodes": {"items": [...]}} or {"Pod": ..., "NodeNames": [...]}. Every name is
+// checked against Kubernetes' limits (pod.h); more than `max_nodes` nodes (the cluster file's count: a
+// longer list cannot be real) is refused before any is read.
 struct ExtenderArgs {
   PodInfo pod;
   std::vector<std::string> node_names;
   bool full_nodes = false;            // the caller sent Nodes (full objects), not NodeNames
   std::vector<nlohmann::json> nodes;  // the Node objects, in order, when full_nodes
 };
-Result<ExtenderArgs> parse_extender_args(const nlohmann::json& body);
+Result<ExtenderArgs> parse_extender_args(const nlohmann::json& body,
+                                         std::size_t max_nodes = std::numeric_limits<std::size_t>::max());
 
 // ExtenderFilterResult: passed nodes in the form they came in (Nodes or NodeNames).
 nlohmann::json filter_result_json(const ExtenderArgs& args, const FilterResult& r);
@@ -30,7 +34,7 @@ nlohmann::json filter_error_json(const std::string& error);
 // HostPriorityList: [{"Host": ..., "Score": ...}].
 nlohmann::json priorities_json(const std::vector<NodeScore>& scores);
 
-// ExtenderBindingArgs.
+// ExtenderBindingArgs; the names are checked as in parse_extender_args.
 struct BindingArgs {
   std::string pod_name;
   std::string pod_namespace;
