@@ -121,12 +121,8 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& a
   if (colon == std::string::npos || colon + 1 == addr.size()) {
     return Error::invalid("--metrics-addr must be host:port or :port (got '" + addr + "')");
   }
-  // civetweb wants "port", "host:port" or "[v6]:port"; ":port" means every address. A bare IPv6 host is
-  // bracketed: the DaemonSet passes $(POD_IP):9101, and a pod IP may be IPv6.
-  const std::string host = addr.substr(0, colon);
+  // civetweb wants "port" or "host:port"; ":port" means every address.
   std::string bind = colon == 0 ? addr.substr(1) : addr;
-  if (host.find(':') != std::string::npos && !host.starts_with('['))
-    bind = "[" + host + "]" + addr.substr(colon);
   std::unique_ptr<MetricsServer> out(new MetricsServer());
   out->impl_ = std::make_unique<Impl>();
   try {
