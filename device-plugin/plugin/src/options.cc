@@ -92,8 +92,10 @@ Options::Options(CLI::App& app)
       ->check(parsed_by(parse_vnpu_mode, "MODE"))
       ->capture_default_str();
   app.add_option("--metrics-addr", cfg_.metrics_addr, "serve /metrics on host:port (default: off)");
-  app.add_option("--pod-resources-socket", cfg_.pod_resources_socket,
-                 "kubelet pod-resources socket (dynamic vNPU bookkeeping)")
+  app.add_option(
+         "--pod-resources-socket", cfg_.pod_resources_socket,
+         "kubelet pod-resources socket (which allocations ended: dynamic vNPUs; chips and rank tables "
+         "with a scheduler)")
       ->capture_default_str();
   app.add_option("--log-level", cfg_.log_level, "trace|debug|info|warn|error")->capture_default_str();
   app.add_option("--log-file", cfg_.log_file, "log file (default: stderr)");
