@@ -284,9 +284,8 @@ void filter_while_cluster_polled() {
   std::printf("  no poller (floor)                  p50 %7.2f ms   p99 %7.2f ms\n", floor.p50, floor.p99);
   for (int pollers : {1, 2}) {
     auto [st, polls] = measure(pollers);
-    std::printf(
-        "  %d poller(s), %5ld views read       p50 %7.2f ms   p99 %7.2f ms   p50 ratio %.2f\n        ",
-        pollers, polls, st.p50, st.p99, st.p50 / floor.p50);
+    std::printf("  %d poller(s), %5ld views read      p50 %7.2f ms   p99 %7.2f ms   p50 ratio %.2f\n",
+                pollers, polls, st.p50, st.p99, st.p50 / floor.p50);
   }
 }
 
