@@ -88,14 +88,24 @@ void run(scheduler::Scheduler& s, const std::string& verb, const std::string& ar
     if (body.is_discarded()) return;
   }
   if (verb == "filter" || verb == "prioritize") {
-    auto args = scheduler::parse_extender_args(body);
+    auto args = scheduler::parse_extender_args(body, s.cluster().nodes.size());
     if (!args.ok()) return;
     const auto& names = args->node_names;
+    // What parsing promises (issue 31): no list longer than the cluster, no name outside Kubernetes' limits.
+    fuzz::check(names.size() <= s.cluster().nodes.size(), "a node list longer than the cluster was accepted");
+    fuzz::check(args->pod.name.size() <= scheduler::kDns1123SubdomainMax &&
+                    args->pod.ns.size() <= scheduler::kDns1123LabelMax,
+                "a pod name or namespace over Kubernetes' limits was accepted");
+    for (const auto& n : names) {
+      fuzz::check(n.size() <= scheduler::kDns1123SubdomainMax && n.find('/') == std::string::npos,
+                  "a node name over Kubernetes' limits was accepted");
+    }
     auto candidate = [&](const std::string& n) {
       return std::find(names.begin(), names.end(), n) != names.end();
     };
     if (verb == "filter") {
       auto r = s.filter(args->pod, names, now);
+      fuzz::check(s.seen_count() <= s.seen_cap(), "more pods remembered than the cap");
       for (const auto& p : r.passed)
         fuzz::check(candidate(p), "filter passed a node it was not offered: " + p);
       (void)scheduler::filter_result_json(*args, r).dump();
@@ -108,6 +118,8 @@ void run(scheduler::Scheduler& s, const std::string& verb, const std::string& ar
   } else if (verb == "bind") {
     auto b = scheduler::parse_binding_args(body);
     if (!b.ok()) return;
+    fuzz::check(b->pod_namespace.find('/') == std::string::npos && b->pod_name.find('/') == std::string::npos,
+                "a '/' in a name that becomes an API server path segment was accepted");
     auto st = s.bind(b->pod_namespace, b->pod_name, b->pod_uid, b->node, now);
     (void)scheduler::binding_result_json(st.ok() ? "" : st.error().message()).dump();
     (void)scheduler::binding_object(*b).dump();
