@@ -76,7 +76,7 @@ inline constexpr std::size_t kDns1123LabelMax = 63;
 inline constexpr std::size_t kDns1123SubdomainMax = 253;
 // The API server refuses an object whose annotations (keys and values) total more than 256 KiB
 // (TotalAnnotationSizeLimitB).
-inline constexpr std::size_t kAnnotationsMax = 256U * 1024U;
+inline constexpr std::size_t kAnnotationsMax = std::size_t{256} * 1024;
 // Our own annotations hold a name or a short list of numbers; nothing real comes near this.
 inline constexpr std::size_t kOurAnnotationMax = 256;
 // A Kubernetes Job's name: a DNS-1123 subdomain, but at most 63 bytes (it becomes a label value of its pods).
