@@ -8,6 +8,9 @@
 //   passthrough  ascend-docker-runtime, no request (what every other container pays)
 //   ascend_dcmi  `ascend` with the DCMI backend (backend: dcmi): the shim reads the device nodes under the
 //                host root instead of the emulator's state file (node_query.h), its fast path
+//   ascend_hook_dcmi  `ascend_hook` with the DCMI backend: the hook forks its exec broker before hardening
+//                (exec_broker.h; it would run the DCMI helper for a request the nodes cannot answer), and
+//                reads the device nodes
 //   ascend_dcmi_named  the same backend with the chips named (Ascend910-0 .. Ascend910-7): a request the
 //                nodes cannot answer, so the shim runs the DCMI helper (ascend-dcmi-query, which dlopens the
 //                emulated libdcmi.so): the slow path
@@ -52,10 +55,11 @@ extern "C" char** environ;
 struct Setup {
   TempDir tmp{"hook-bench"};
   std::unique_ptr<EmulatedHost> host;
-  std::string run;          // a tmpfs: bundles and runc's state
-  std::string config;       // injection: spec (the default)
-  std::string hook_config;  // injection: hook
-  std::string dcmi_config;  // injection: spec, backend: dcmi
+  std::string run;               // a tmpfs: bundles and runc's state
+  std::string config;            // injection: spec (the default)
+  std::string hook_config;       // injection: hook
+  std::string dcmi_config;       // injection: spec, backend: dcmi
+  std::string hook_dcmi_config;  // injection: hook, backend: dcmi
   std::unique_ptr<Bundle> named;
   std::string named_spec;
   std::unique_ptr<Bundle> plain;
@@ -133,6 +137,10 @@ void BM_AscendDcmi(benchmark::State& s) {
   run_container(s, "ascend_dcmi", {bin("ascend-docker-runtime"), "--config", g_setup->dcmi_config},
                 *g_setup->ascend, g_setup->ascend_spec);
 }
+void BM_AscendHookDcmi(benchmark::State& s) {
+  run_container(s, "ascend_hook_dcmi", {bin("ascend-docker-runtime"), "--config", g_setup->hook_dcmi_config},
+                *g_setup->ascend, g_setup->ascend_spec);
+}
 void BM_AscendDcmiNamed(benchmark::State& s) {
   run_container(s, "ascend_dcmi_named", {bin("ascend-docker-runtime"), "--config", g_setup->dcmi_config},
                 *g_setup->named, g_setup->named_spec);
@@ -182,6 +190,13 @@ BENCHMARK(BM_AscendHook)
     ->ReportAggregatesOnly(true);
 BENCHMARK(BM_AscendDcmi)
     ->Name("runc_run/ascend_0-7_base_dcmi")
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->Repetitions(kRuns)
+    ->ReportAggregatesOnly(true);
+BENCHMARK(BM_AscendHookDcmi)
+    ->Name("runc_run/ascend_0-7_base_by_hook_dcmi")
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1)
@@ -246,13 +261,15 @@ int main(int argc, char** argv) {
   };
   setup.config = config(setup.tmp / "spec", "spec");
   setup.hook_config = config(setup.tmp / "hook", "hook");
-  setup.dcmi_config = config(setup.tmp / "dcmi", "spec");
-  {
-    std::string cfg = slurp(setup.dcmi_config);
+  auto with_dcmi = [](const std::string& path) {
+    std::string cfg = slurp(path);
     const auto at = cfg.find("backend: ");
     cfg.replace(at, cfg.find('\n', at) - at, "backend: dcmi");
-    spit(setup.dcmi_config, cfg);
-  }
+    spit(path, cfg);
+    return path;
+  };
+  setup.dcmi_config = with_dcmi(config(setup.tmp / "dcmi", "spec"));
+  setup.hook_dcmi_config = with_dcmi(config(setup.tmp / "hook-dcmi", "hook"));
   setup.run = setup.tmp / "run";
   ::mkdir(setup.run.c_str(), 0755);
   if (::mount("tmpfs", setup.run.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0) {
@@ -310,9 +327,13 @@ int main(int argc, char** argv) {
   std::printf("  %-32s wall %8.2f ms                          cpu %6.2f ms\n", "plain runc (baseline)", plain,
               plain_cpu);
   const std::pair<const char*, const char*> variants[] = {
-      {"ascend", "shim, 0-7, base.list (spec)"},     {"ascend_hook", "shim+hook, 0-7, base.list"},
-      {"ascend_dcmi", "shim, 0-7, base.list, dcmi"}, {"ascend_dcmi_named", "shim, named 0-7, dcmi helper"},
-      {"passthrough", "shim, no request"},           {"runc_edited", "floor: runc on the edited spec"},
+      {"ascend", "shim, 0-7, base.list (spec)"},
+      {"ascend_hook", "shim+hook, 0-7, base.list"},
+      {"ascend_dcmi", "shim, 0-7, base.list, dcmi"},
+      {"ascend_hook_dcmi", "shim+hook, 0-7, dcmi (broker)"},
+      {"ascend_dcmi_named", "shim, named 0-7, dcmi helper"},
+      {"passthrough", "shim, no request"},
+      {"runc_edited", "floor: runc on the edited spec"},
       {"exec_floor", "floor: exec-only static shim"}};
   std::map<std::string, double> added;
   for (const auto& [name, label] : variants) {
