@@ -2,7 +2,10 @@
 // the vNPU's creation and config.json (its compiled-in test switch ASCEND_RUNTIME_ABORT_AT), the container's
 // runc init killed between create and start, a running container's vNPU kept by gc, 200 rounds of random
 // kills (50 under the sanitizers), a simulated reboot, and the /dev/char links (made at start, the vNPU's
-// removed by gc, ours removed by uninstall, udev's kept). Root only.
+// removed by gc, ours removed by uninstall, udev's kept). Root only. Runs on both backends of the device seam
+// (ASCEND_TEST_BACKEND, tests/common/test_backend.h): the runtime's `backend:`, and every question of what
+// the host holds (vNPUs, their owners, device numbers), is asked of that backend; with DCMI the owners are
+// the DCMI backend's owner file's, not the emulator's state.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -14,11 +17,12 @@
 #include <memory>
 #include <random>
 
-#include "ascend/npu/emulator.h"
+#include "ascend/npu/backend.h"
 #include "ascend/npu/vnpu_gc.h"
 #include "sanitizers.h"
 #include "splitmix.h"
 #include "support.h"
+#include "test_backend.h"
 
 extern char** environ;
 
@@ -58,8 +62,30 @@ class Lifecycle : public ::testing::Test {
     for (const auto& id : created_) runner_.remove(id);
   }
 
-  npu::Emulator emu() const { return npu::Emulator(tmp_ / "host"); }
-  npu::HostState now() const { return emu().read_state().value(); }
+  // The host now, as the backend under test reports it (what the shim, the hook and gc read). Opened anew
+  // each time: a reboot loads the driver again. An unreadable host is a failure and an empty snapshot.
+  npu::DeviceSnapshot now() const {
+    npu::BackendOptions o;
+    auto b = npu::parse_backend(ascend::testing::test_backend());
+    if (!b) {
+      ADD_FAILURE() << b.error().message();
+      return {};
+    }
+    o.backend = *b;
+    o.root = tmp_ / "host";
+    auto dq = npu::open_device_query(o);
+    if (!dq) {
+      ADD_FAILURE() << dq.error().message();
+      return {};
+    }
+    auto s = (*dq)->snapshot();
+    if (!s) {
+      ADD_FAILURE() << s.error().message();
+      return {};
+    }
+    EXPECT_EQ(s->backend, o.backend == npu::Backend::kDcmi ? "dcmi" : "emulator");
+    return std::move(*s);
+  }
   std::string state_root() const { return tmp_ / "runc-state"; }
 
   // A bundle whose container runs `args` and asks for a vNPU of vir05_1c_16g (5 of 20 AICores of a 910B3)
@@ -178,13 +204,19 @@ TEST_F(Lifecycle, ARunningContainersVnpuSurvivesGcAndItsPoststopOnlyDestroysItsO
   ASSERT_EQ(runner_.runc({"start", id}).exit_code, 0);
   const int vid = vnpu_of(id);
   ASSERT_GE(vid, 132);
-  // npu-smi shows it held, as the real tool does.
+  const npu::Vnpu* held = now().vnpu(vid);
+  ASSERT_TRUE(held != nullptr);
+  EXPECT_EQ(held->status, 1) << "the backend reports the vNPU in use";
+  // npu-smi (the driver's view) lists it. The emulated driver holds the owner that the emulator backend
+  // recorded and shows the vNPU in use, as the real tool does; DCMI has no owner to give the driver (the DCMI
+  // backend keeps it in its own file), so on that path the driver knows only the vNPU and its template.
   auto smi = run({bin("npu-smi"), "info", "-t", "info-vnpu", "-i", "2", "-c", "0"},
                  {.env = env_with("ASCEND_SIM_ROOT=" + (tmp_ / "host"))});
-  EXPECT_NE(
-      smi.out.find("|  " + std::to_string(vid) + "      |  0             |  ffffffffffff  |  1       |"),
-      std::string::npos)
-      << smi.out;
+  const std::string row =
+      ascend::testing::test_backend() == "dcmi"
+          ? "|  " + std::to_string(vid) + "      |  0             |  000000000000  |  0       |"
+          : "|  " + std::to_string(vid) + "      |  0             |  ffffffffffff  |  1       |";
+  EXPECT_NE(smi.out.find(row + "  vir05_1c_16g        |"), std::string::npos) << smi.out;
   for (int i = 0; i < 3; ++i) {
     auto g = gc();
     EXPECT_EQ(g.exit_code, 0);
@@ -277,7 +309,16 @@ TEST_F(Lifecycle, ManyRoundsOfRandomKillsLeaveNoOrphanAfterOneGc) {
 TEST_F(Lifecycle, AfterAReboot) {
   // Two running containers with vNPUs and an administrator's static vNPU; then the host reboots: every
   // container process dies, /run (runc's state) is empty again, and the driver restores its vNPU
-  // configuration (vnpu-cfg-recover) with other majors. The first gc frees every dynamic vNPU.
+  // configuration (vnpu-cfg-recover) with other majors. The first gc frees every dynamic vNPU, on the boot
+  // stamp alone (runc's state folder is not there to ask).
+  //
+  // The two backends see a reboot differently. `npu-sim reboot` reloads the emulated driver, which gives it
+  // a new load id; it cannot reboot the kernel, so the kernel's boot_id stays. The emulator backend reports
+  // the load id (DeviceSnapshot::boot_id) and stamps owners "<kernel boot_id>:<load id>", so the reload is
+  // a reboot to it. DCMI has no load id: the DCMI backend stamps "<kernel boot_id>:" and, on a real host,
+  // knows a reboot only by the kernel's boot_id (vnpu_gc.h earlier_boot). For it the reload is no reboot at
+  // all, so its variant also makes its owner records read as a real reboot leaves them: stamped with a
+  // kernel boot_id that is not this boot's.
   std::vector<std::string> ids = {unique_id("boot"), unique_id("boot")};
   for (std::size_t i = 0; i < ids.size(); ++i) {
     ASSERT_EQ(create(bundle({"/bin/sleep", "1000"}, static_cast<int>(i)), ids[i]).exit_code, 0);
@@ -291,8 +332,27 @@ TEST_F(Lifecycle, AfterAReboot) {
   std::filesystem::rename(state_root(), tmp_ / "runc-state-before-reboot");  // /run is a tmpfs
   auto rb = run({bin("npu-sim"), "reboot", "--root", tmp_ / "host", "--majors", "500,501,502,503,504"});
   ASSERT_EQ(rb.exit_code, 0) << rb.err;
+  if (ascend::testing::test_backend() == "dcmi") {
+    const std::string kernel_boot = slurp("/proc/sys/kernel/random/boot_id").substr(0, 36);
+    std::string earlier = slurp("/proc/sys/kernel/random/uuid").substr(0, 36);
+    ASSERT_EQ(earlier.size(), 36U);
+    ASSERT_NE(earlier, kernel_boot);
+    const std::string file = tmp_ / "host/run/ascend/dcmi-vnpu-owners.json";
+    auto records = nlohmann::json::parse(slurp(file));
+    ASSERT_EQ(records.size(), 2U) << records;
+    for (auto& r : records) {
+      ASSERT_EQ(r["owner"]["boot"], kernel_boot + ":") << "DCMI stamps the kernel's boot and no load id";
+      r["owner"]["boot"] = earlier + ":";
+    }
+    spit(file + ".new", records.dump(1));
+    std::filesystem::rename(file + ".new", file);
+  }
   auto restored = now();
   ASSERT_EQ(restored.vnpus.size(), 3U) << "the driver restores its vNPUs at boot";
+  EXPECT_EQ(std::count_if(restored.vnpus.begin(), restored.vnpus.end(),
+                          [](const npu::Vnpu& v) { return v.dynamic(); }),
+            2)
+      << "with their owners";
   EXPECT_TRUE(present(tmp_ / ("host/dev/vdavinci" + std::to_string(restored.vnpus[0].id))));
 
   auto g = gc();
@@ -306,7 +366,6 @@ TEST_F(Lifecycle, AfterAReboot) {
 }
 
 TEST_F(Lifecycle, DevCharLinksForEveryInjectedNodeAndOnlyOursRemoved) {
-  const auto s = now();
   const std::string host = tmp_ / "host";
   // A link udev made before us, for a device that is not ours: it must survive everything.
   std::filesystem::create_directories(host + "/dev/char");
@@ -316,6 +375,20 @@ TEST_F(Lifecycle, DevCharLinksForEveryInjectedNodeAndOnlyOursRemoved) {
   ASSERT_EQ(create(bundle({"/bin/sleep", "1000"}, 4), id).exit_code, 0);
   const int vid = vnpu_of(id);
   ASSERT_GE(vid, 164);
+  // The host's device numbers as the backend reports them (stat of the nodes for DCMI).
+  const auto s = now();
+  const npu::DeviceNode vnode = s.vnpu_node(vid);
+  ASSERT_GT(vnode.major, 0) << "no /dev/vdavinci" << vid;
+  auto control = [&](const std::string& path) {
+    for (const auto& n : s.control_nodes()) {
+      if (n.path == path) return n;
+    }
+    ADD_FAILURE() << "no " << path;
+    return npu::DeviceNode{};
+  };
+  const npu::DeviceNode manager = control("/dev/davinci_manager");
+  const npu::DeviceNode hdc = control("/dev/hisi_hdc");
+  const npu::DeviceNode chip7 = s.chip_node(7);
   auto link = [&](int maj, int min) {
     return link_of(host + "/dev/char/" + std::to_string(maj) + ":" + std::to_string(min));
   };
@@ -326,24 +399,24 @@ TEST_F(Lifecycle, DevCharLinksForEveryInjectedNodeAndOnlyOursRemoved) {
     const std::string path = d["path"];
     const int maj = d["major"];
     const int min = d["minor"];
-    std::string host_node = maj == s.majors.vdavinci ? "vdavinci" + std::to_string(min) : path.substr(5);
+    std::string host_node = maj == vnode.major ? "vdavinci" + std::to_string(min) : path.substr(5);
     EXPECT_EQ(link(maj, min), "../" + host_node) << path;
     ++checked;
   }
   EXPECT_EQ(checked, 4) << "the vNPU and the three control nodes";
-  EXPECT_EQ(link(s.majors.manager, 0), "../davinci_manager");
+  EXPECT_EQ(link(manager.major, manager.minor), "../davinci_manager");
 
   // The container dies unseen: gc destroys the vNPU and removes its link, the control nodes' stay.
   kill_init(id);
   ASSERT_EQ(gc().exit_code, 0);
   EXPECT_EQ(vnpu_of(id), -1);
-  EXPECT_EQ(link(s.majors.vdavinci, vid), "") << "the destroyed vNPU's link was left behind";
-  EXPECT_EQ(link(s.majors.hdc, 0), "../hisi_hdc");
+  EXPECT_EQ(link(vnode.major, vnode.minor), "") << "the destroyed vNPU's link was left behind";
+  EXPECT_EQ(link(hdc.major, hdc.minor), "../hisi_hdc");
 
   // ascend-ctk links the rest of the host's nodes (the 8 chips), once.
   auto mk = run({bin("ascend-ctk"), "--config", config_, "system", "create-dev-char-symlinks"});
   ASSERT_EQ(mk.exit_code, 0) << mk.err;
-  EXPECT_NE(mk.out.find("linked /dev/char/" + std::to_string(s.majors.davinci) + ":7 -> ../davinci7"),
+  EXPECT_NE(mk.out.find("linked /dev/char/" + std::to_string(chip7.major) + ":7 -> ../davinci7"),
             std::string::npos)
       << mk.out;
   EXPECT_EQ(std::count(mk.out.begin(), mk.out.end(), '\n'), 8) << mk.out;
