@@ -1,7 +1,8 @@
-// The .run with a real dockerd, as a user would run it: a private daemon (its own daemon.json, data root,
-// socket and pid file), the package installed into scratch paths with --reload-engine, `docker info` listing
-// the runtime, a container with two chips, and an uninstall that reloads the daemon without the runtime and
-// leaves daemon.json byte for byte as it was. Root only; docker.io is required (scripts/deps).
+// The .run with a real dockerd, as a user would run it: a private daemon (support.h PrivateDockerd: its own
+// daemon.json, data root, socket and pid file), the package installed into scratch paths with
+// --reload-engine, `docker info` listing the runtime, a container with two chips, and an uninstall that
+// reloads the daemon without the runtime and leaves daemon.json byte for byte as it was. Root only; docker.io
+// is required (scripts/deps).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,32 +34,8 @@ class DockerInstallTest : public ::testing::Test {
     host_ = std::make_unique<EmulatedHost>(tmp_ / "host");
     ASSERT_TRUE(host_->ok()) << host_->error();
     spit(tmp_ / "daemon.json", kOriginal);
-    sock_ = "unix://" + (tmp_ / "docker.sock");
-    pid_ = spawn_background({"dockerd", "--config-file", tmp_ / "daemon.json", "--data-root", tmp_ / "data",
-                             "--exec-root", tmp_ / "exec", "--pidfile", tmp_ / "docker.pid", "-H", sock_,
-                             "--iptables=false", "--ip6tables=false", "--bridge=none"},
-                            tmp_ / "dockerd.log");
-    ASSERT_GT(pid_, 0);
-    ASSERT_TRUE(wait_for([&] { return docker({"version"}).exit_code == 0; }))
-        << "dockerd did not start:\n"
-        << slurp(tmp_ / "dockerd.log").substr(0, 4000);
-    make_busybox_rootfs(tmp_ / "image");
-    auto imported = run({"sh", "-c",
-                         "tar -C " + (tmp_ / "image") + " -c . | docker --config " + (tmp_ / "cli") + " -H " +
-                             sock_ + " import -c 'ENV PATH=/usr/local/bin:/bin' - " + kImage});
-    ASSERT_EQ(imported.exit_code, 0) << imported.err;
-  }
-
-  void TearDown() override {
-    if (pid_ <= 0) return;
-    auto ids = docker({"ps", "-aq"});
-    std::istringstream in(ids.out);
-    std::string id;
-    while (std::getline(in, id)) {
-      if (!id.empty()) docker({"rm", "-f", id});
-    }
-    docker({"rmi", "-f", kImage});
-    stop_process(pid_, std::chrono::seconds(20));
+    dockerd_ = std::make_unique<PrivateDockerd>(tmp_.path(), tmp_ / "daemon.json", kImage);
+    ASSERT_TRUE(dockerd_->ok()) << dockerd_->error();
   }
 
   static bool wait_for(const std::function<bool()>& ok) {
@@ -69,11 +46,7 @@ class DockerInstallTest : public ::testing::Test {
     return false;
   }
 
-  Output docker(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {"docker", "--config", tmp_ / "cli", "-H", sock_};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return run(argv, {.timeout = std::chrono::seconds(90)});
-  }
+  Output docker(const std::vector<std::string>& args) { return dockerd_->docker(args); }
 
   Output installer(std::vector<std::string> args) {
     std::vector<std::string> argv = {"env", "ASCEND_DOCKER_PIDFILE=" + (tmp_ / "docker.pid"), ASCEND_RUN};
@@ -87,8 +60,7 @@ class DockerInstallTest : public ::testing::Test {
 
   TempDir tmp_{"pkg-docker"};
   std::unique_ptr<EmulatedHost> host_;
-  std::string sock_;
-  int pid_ = -1;
+  std::unique_ptr<PrivateDockerd> dockerd_;
 };
 
 TEST_F(DockerInstallTest, InstallRunTwoChipsUninstallByteIdentical) {
