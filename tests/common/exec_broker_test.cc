@@ -101,7 +101,8 @@ TEST(ExecBroker, RefusesWhatItWasNotStartedWith) {
 
 TEST(ExecBroker, AProgramThatOverrunsItsTimeoutIsKilledAndTheBrokerGoesOn) {
   BrokerProgram p;
-  p.prefix = {"/bin/sh", "-c", "if [ \"$1\" = slow ]; then sleep 30; fi; echo done", "sh"};
+  // exec: the killed process is the sleep itself, so nothing keeps the test's output open for 30 s.
+  p.prefix = {"/bin/sh", "-c", "if [ \"$1\" = slow ]; then exec sleep 30; fi; echo done", "sh"};
   p.env = kEnv;
   p.admit = [](std::span<const std::string>) { return Status(); };
   auto b = ExecBroker::start(p);
