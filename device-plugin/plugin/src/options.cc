@@ -111,6 +111,10 @@ Options::Options(CLI::App& app)
                "allow an http:// --scheduler-url that is not loopback (token and answers in clear text)");
   app.add_option("--ranktable-dir", cfg_.ranktable_dir, "where job rank tables are written")
       ->capture_default_str();
+  app.add_option("--ranktable-group", cfg_.ranktable_group,
+                 "group id the rank tables (0640) get: the job containers' user's group when they do not "
+                 "run as root (default: the plugin's)")
+      ->check(CLI::Range(0, 2147483647));
   app.add_option("--health-interval", health_ms_,
                  "ms between checks that the driver is there (devices Unhealthy when not)")
       ->check(CLI::Range(10L, 60000L))

@@ -319,6 +319,10 @@ Status Plugin::write_ranktable(const std::string& path, const std::string& conte
     return Error::from_errno(errno, "remove the old rank table " + path);
   ASCEND_CHECK(atomic_replace(path, content, kRanktableMode), "write the rank table");
   ranktables_[path].insert(phys.begin(), phys.end());
+  if (cfg_.ranktable_group >= 0 &&
+      ::chown(path.c_str(), static_cast<uid_t>(-1), static_cast<gid_t>(cfg_.ranktable_group)) != 0)
+    return Error::from_errno(errno,
+                             fmt::format("give the rank table {} group {}", path, cfg_.ranktable_group));
   return {};
 }
 

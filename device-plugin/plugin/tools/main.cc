@@ -44,8 +44,8 @@ Scheduler (--scheduler-url, the ascend-scheduler serve extender; without it the 
   env          only the launch env the scheduler documents (ASCEND_JOB, RANK_TABLE_FILE, RANK_SIZE,
                WORLD_SIZE, RANK_START, NODE_RANK, NNODES, NPROC_PER_NODE); any other name the answer
                carries (LD_PRELOAD, PATH, ASCEND_*, ...) is dropped with one log line.
-  rank tables  mode 0640; removed once none of their chips is in use (pod-resources) or one is handed out
-               again.
+  rank tables  mode 0640, root and --ranktable-group (a non-root job container's group); removed once
+               none of their chips is in use (pod-resources) or one is handed out again.
   https:// URLs are verified against --scheduler-ca-file (else the system's CAs); an unverified server
   gets nothing. With --scheduler-token-file every request carries "Authorization: Bearer <token>".
   http:// is refused (bad usage) unless the host is loopback (127.0.0.0/8, ::1, localhost) or

@@ -71,7 +71,7 @@ TEST(PluginConfig, YamlFileKeysAreTheFlagsAndTheCommandLineWins) {
   {
     std::ofstream f(dir / "c.yaml");
     f << "kubelet-socket-dir: /run/dp\nallocate-mode: device-spec\nvnpu: static\nmetrics-addr: ':9400'\n"
-         "host-root: /from/file\nhealth-interval: 250\nvnpu-gc-interval: 0\n";
+         "host-root: /from/file\nhealth-interval: 250\nvnpu-gc-interval: 0\nranktable-group: 1000\n";
   }
   auto c = parse_options({"--config", dir / "c.yaml"});
   ASSERT_TRUE(c.ok()) << c.error().message();
@@ -82,6 +82,7 @@ TEST(PluginConfig, YamlFileKeysAreTheFlagsAndTheCommandLineWins) {
   EXPECT_EQ(c->host_root, "/from/file");
   EXPECT_EQ(c->health_interval, std::chrono::milliseconds(250));
   EXPECT_EQ(c->vnpu_gc_interval, std::chrono::seconds(0));
+  EXPECT_EQ(c->ranktable_group, 1000);
   EXPECT_EQ(c->log_level, "info") << "a key the file does not name keeps its default";
 
   // Flags on the command line win over the file, before or after --config.
@@ -100,6 +101,7 @@ TEST(PluginConfig, YamlFileKeysAreTheFlagsAndTheCommandLineWins) {
   EXPECT_EQ(d->allocate_mode, AllocateMode::kRuntime);
   EXPECT_EQ(d->health_interval, std::chrono::milliseconds(500));
   EXPECT_EQ(d->vnpu_gc_interval, std::chrono::seconds(60));
+  EXPECT_EQ(d->ranktable_group, -1) << "the plugin's own group";
 }
 
 TEST(PluginConfig, ABadFileOrKeyOrValueIsOneLineNamingIt) {
@@ -121,6 +123,8 @@ TEST(PluginConfig, ABadFileOrKeyOrValueIsOneLineNamingIt) {
       {"vnpu: on\n", {"vnpu", "off, static, dynamic"}},
       {"health-interval: 5\n", {"health-interval", "5"}},
       {"health-interval: soon\n", {"health-interval", "soon"}},
+      {"ranktable-group: -1\n", {"ranktable-group", "-1"}},
+      {"ranktable-group: wheel\n", {"ranktable-group", "wheel"}},
       {"host-root: [a, b]\n", {"c.yaml", "'host-root' must be a string"}},
       {"- a\n- b\n", {"c.yaml", "expected a mapping"}},
       {"key: [unclosed\n", {"c.yaml"}},

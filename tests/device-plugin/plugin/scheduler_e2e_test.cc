@@ -425,6 +425,32 @@ TEST_F(SchedulerE2E, TheRankTableIsMode0640AndGoesWhenThePodsChipsAreFreed) {
   ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {})), 5s)) << "and the chips are free";
 }
 
+// --ranktable-group: a job container whose user is not root reads its rank table through the group (0640
+// root:<group>); the mode stays 0640.
+TEST_F(SchedulerE2E, TheRankTableTakesTheConfiguredGroup) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (chown to another group)";
+  ASSERT_GT(sched.start(), 0);
+  sched.set_allocation_answer({2, 3}, 200,
+                              {{"namespace", "ml"},
+                               {"pod", "train-0"},
+                               {"job", "train"},
+                               {"env", {{"ASCEND_JOB", "train"}}},
+                               {"ranktable_path", "/etc/ascend/hccl.json"},
+                               {"ranktable", {{"version", "1.0"}}}});
+  Config cfg = config(sched.url());
+  constexpr int kGroup = 4242;  // any group but root's and the test's own
+  cfg.ranktable_group = kGroup;
+  up(cfg);
+  grpc::Status s;
+  auto c = allocate({2, 3}, &s);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  struct stat st {};
+  ASSERT_EQ(::stat((tmp / "ranktables/ml_train-0.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_gid, static_cast<gid_t>(kGroup));
+  EXPECT_EQ(st.st_uid, 0U);
+  EXPECT_EQ(st.st_mode & 07777, static_cast<mode_t>(S_IRUSR | S_IWUSR | S_IRGRP)) << "0640";
+}
+
 TEST_F(SchedulerE2E, AllocateOfAPodTheSchedulerDoesNotKnowIsAnsweredAsToday) {
   ASSERT_GT(sched.start(), 0);
   up(config(sched.url()));

@@ -70,6 +70,9 @@ struct Config {
   // URL is bad usage.
   bool insecure_scheduler_http = false;
   std::string ranktable_dir = kDefaultRanktableDir;  // where job rank tables are written for containers
+  // The group the rank tables (mode 0640, owned by root) get, so that a job container whose user is not
+  // root can read its own (the group of that user: HwHiAiUser's in Ascend's images). -1: the plugin's own.
+  int ranktable_group = -1;
   // How often the inventory is sent although nothing changed (a restarted scheduler learns the node again),
   // and how often a refused (4xx) report is tried again. Not a flag: tests shorten it.
   std::chrono::milliseconds report_every{30000};
