@@ -204,7 +204,8 @@ TEST_F(Lifecycle, ARunningContainersVnpuSurvivesGcAndItsPoststopOnlyDestroysItsO
   ASSERT_EQ(runner_.runc({"start", id}).exit_code, 0);
   const int vid = vnpu_of(id);
   ASSERT_GE(vid, 132);
-  const npu::Vnpu* held = now().vnpu(vid);
+  const npu::DeviceSnapshot host = now();  // held: vnpu() points into it
+  const npu::Vnpu* held = host.vnpu(vid);
   ASSERT_TRUE(held != nullptr);
   EXPECT_EQ(held->status, 1) << "the backend reports the vNPU in use";
   // npu-smi (the driver's view) lists it. The emulated driver holds the owner that the emulator backend
