@@ -29,19 +29,8 @@ using ascend::testing::run_command;
 using nlohmann::json;
 using testing::job_pod;
 using testing::plain_pod;
-
-std::string temp_dir(const std::string& tag) {
-  std::string base = (std::getenv("TMPDIR") != nullptr ? std::string(std::getenv("TMPDIR")) : "/tmp");
-  std::string tmpl = base + "/sched-" + tag + "-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  EXPECT_NE(mkdtemp(buf.data()), nullptr);
-  return buf.data();
-}
-
-void write(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
+using testing::temp_dir;
+using testing::write;
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);

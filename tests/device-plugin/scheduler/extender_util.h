@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -77,6 +79,20 @@ inline nlohmann::json job_pod(const std::string& job, int index, int chips, cons
                                   {"ascend.huawei.com/job-pods", std::to_string(pods)},
                                   {"ascend.huawei.com/parallel", parallel}};
   return p;
+}
+
+// A new folder under $TMPDIR (else /tmp) named after `tag`, for a test's files.
+inline std::string temp_dir(const std::string& tag) {
+  std::string base = (std::getenv("TMPDIR") != nullptr ? std::string(std::getenv("TMPDIR")) : "/tmp");
+  std::string tmpl = base + "/sched-" + tag + "-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  EXPECT_NE(mkdtemp(buf.data()), nullptr);
+  return buf.data();
+}
+
+inline void write(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
 }
 
 }  // namespace ascend::scheduler::testing

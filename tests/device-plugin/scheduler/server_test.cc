@@ -27,19 +27,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using testing::job_pod;
 using testing::plain_pod;
-
-std::string temp_dir(const std::string& tag) {
-  std::string base = (std::getenv("TMPDIR") != nullptr ? std::string(std::getenv("TMPDIR")) : "/tmp");
-  std::string tmpl = base + "/sched-" + tag + "-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  EXPECT_NE(mkdtemp(buf.data()), nullptr);
-  return buf.data();
-}
-
-void write(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
+using testing::temp_dir;
+using testing::write;
 
 bool is_extender_verb(const std::string& path) {
   return path == "/filter" || path == "/prioritize" || path == "/bind";
