@@ -1,0 +1,511 @@
+// The real Kubernetes components drive ours (issue 28): kube-apiserver with etcd, kube-controller-manager,
+// kube-scheduler configured as deploy/ ships it (our extender on its loopback listener), and a kubelet with
+// containerd as the node kube-node-0, whose emulated Atlas 800T A2 host is served by a real
+// ascend-device-plugin, and whose pods of the RuntimeClass `ascend` run through ascend-docker-runtime. Three
+// more nodes (kube-node-1..3) exist only in the API, with a status the test keeps, as kwok's nodes do: the
+// real kube-scheduler places and binds onto them, no container runs there.
+//
+// One cluster for the whole program (starting one takes half a minute): ctest runs this program as one
+// test, serially (it uses the kubelet's fixed device plugin folder and fixed ports). Expected values come
+// from the Kubernetes API (capacity, nodeName, events), from what the container printed and from the
+// emulated host's state, never from our own code's answer alone.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "ascend/npu/emulator.h"
+#include "kube_support.h"
+
+namespace ascend::kube::testing {
+namespace {
+
+namespace ht = ascend::hook::testing;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+Testbed* world = nullptr;
+
+// The chips the kubelet's device manager gave a pod's containers, from its checkpoint file (the kubelet's
+// own record: what a restarted kubelet reads back).
+std::set<std::string> checkpointed_devices(const std::string& pod_uid) {
+  json cp =
+      json::parse(ht::slurp("/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"), nullptr, false);
+  std::set<std::string> out;
+  if (cp.is_discarded()) return out;
+  for (const auto& e : cp["Data"]["PodDeviceEntries"]) {
+    if (e.value("PodUID", "") != pod_uid || e.value("ResourceName", "") != kResource) continue;
+    for (const auto& [numa, ids] : e["DeviceIDs"].items()) {
+      for (const auto& id : ids) out.insert(id.get<std::string>());
+    }
+  }
+  return out;
+}
+
+// ---- the environment: the cluster and our daemons, once ---------------------------------------------------
+
+class KubeEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root (a kubelet, containerd, device nodes)";
+    if (kube_bin_dir().empty()) {
+      GTEST_SKIP()
+          << "the pinned Kubernetes binaries are not built: tests/kube/build-binaries builds them "
+             "from the Go module proxy (scripts/test runs it; it failed or could not reach the proxy)";
+    }
+    for (const char* p : {"containerd", "ctr", "openssl", "curl"}) {
+      ASSERT_TRUE(ht::have_program(p)) << p << " is not installed (scripts/deps installs it)";
+    }
+    ASSERT_EQ(::access("/usr/lib/cni/ptp", X_OK), 0)
+        << "the CNI plugins are not installed (containernetworking-plugins; scripts/deps installs them)";
+    world = new Testbed;
+    std::string e = world->start();
+    ASSERT_EQ(e, "") << world->logs_tail(4000);
+  }
+
+  void TearDown() override {
+    if (world == nullptr) return;
+    if (::testing::UnitTest::GetInstance()->failed_test_count() > 0 || ::getenv("ASCEND_KUBE_KEEP_LOGS")) {
+      std::fprintf(stderr, "%s", world->logs_tail(6000).c_str());
+    }
+    delete world;  // every daemon stopped
+    world = nullptr;
+  }
+};
+
+class Kube : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(world, nullptr);
+    if (!world->plugin_running()) {
+      world->start_plugin();
+      ASSERT_TRUE(wait_until(
+          [] {
+            return world->npus_of(world->cluster().node()) == std::pair{8, 8};
+          },
+          20s))
+          << ht::slurp(world->path("plugin.log"));
+    }
+    // Each test starts on a quiet node: what the last one ran has let its chips go.
+    ASSERT_TRUE(world->wait_real_node_free()) << world->scheduler_get("/v1/cluster").dump().substr(0, 2000);
+  }
+};
+
+// ---- deploy/
+// ------------------------------------------------------------------------------------------------
+
+TEST(KubeDeploy, EveryManifestIsAcceptedByTheApiServerUnchanged) {
+  ASSERT_NE(world, nullptr);
+  for (const auto& e : std::filesystem::directory_iterator(source_dir() + "/deploy/kubernetes")) {
+    // node-config.yaml is the runtime's file on a node, not an API object.
+    if (e.path().extension() != ".yaml" ||
+        ht::slurp(e.path().string()).find("\nkind: ") == std::string::npos) {
+      continue;
+    }
+    auto r = world->cluster().kubectl({"apply", "--dry-run=server", "-f", e.path().string()});
+    EXPECT_EQ(r.exit_code, 0) << e.path().filename() << ": " << r.err;
+  }
+  // What the environment applied for real (RBAC, config, Service, NetworkPolicy, RuntimeClass) is there.
+  EXPECT_NE(world->applied().find("serviceaccount/ascend-device-plugin created"), std::string::npos)
+      << world->applied();
+  EXPECT_NE(world->applied().find("runtimeclass.node.k8s.io/ascend"), std::string::npos) << world->applied();
+  // The RBAC of deploy/ gives each service account what it uses, and no more than that of the kind.
+  auto can = [](const std::string& sa, const std::vector<std::string>& what) {
+    std::vector<std::string> a = {"auth", "can-i"};
+    a.insert(a.end(), what.begin(), what.end());
+    a.push_back("--as=system:serviceaccount:kube-system:" + sa);
+    return world->cluster().kubectl(a).out.rfind("yes", 0) == 0;
+  };
+  EXPECT_TRUE(can("ascend-scheduler", {"create", "pods", "--subresource=binding"}));
+  EXPECT_TRUE(can("ascend-scheduler", {"watch", "pods"}));
+  // kube-scheduler's leader election lock, named in deploy/'s configuration.
+  EXPECT_TRUE(can("ascend-scheduler", {"update", "leases/ascend-scheduler", "-n", "kube-system"}));
+  EXPECT_FALSE(can("ascend-scheduler", {"update", "leases/kube-controller-manager", "-n", "kube-system"}));
+  EXPECT_FALSE(can("ascend-scheduler", {"delete", "nodes"}));
+  EXPECT_FALSE(can("ascend-scheduler", {"get", "secrets", "-n", "default"}));
+}
+
+// ---- the device plugin and the real kubelet
+// -----------------------------------------------------------------
+
+TEST_F(Kube, ThePluginRegistersWithTheKubeletAndAChipFaultLowersAllocatable) {
+  // A fresh start of the plugin: registered, the node shows 8 NPUs within 10 s.
+  world->stop_plugin();
+  ASSERT_TRUE(wait_until([] { return world->npus_of(world->cluster().node()).second == 0; }, 30s))
+      << "the kubelet keeps the resource of a plugin that left; allocatable goes to 0";
+  auto t0 = std::chrono::steady_clock::now();
+  world->start_plugin();
+  ASSERT_TRUE(wait_until(
+      [] {
+        return world->npus_of(world->cluster().node()) == std::pair{8, 8};
+      },
+      10s))
+      << "capacity/allocatable " << world->npus_of(world->cluster().node()).first << "/"
+      << world->npus_of(world->cluster().node()).second << "\n"
+      << ht::slurp(world->path("plugin.log"));
+  std::printf("registered: node allocatable 8 after %lld ms\n",
+              static_cast<long long>(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+                      .count()));
+  // A critical fault on chip 3: the kubelet takes one NPU out of allocatable, capacity stays.
+  auto f = ht::run({ht::bin("npu-sim"), "fault", "set", "--root", world->host_root(), "--device", "3",
+                    "--code", "0x80E01801", "--severity", "critical"});
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_TRUE(wait_until(
+      [] {
+        return world->npus_of(world->cluster().node()) == std::pair{8, 7};
+      },
+      15s))
+      << world->npus_of(world->cluster().node()).second;
+  auto c = ht::run({ht::bin("npu-sim"), "fault", "clear", "--root", world->host_root(), "--device", "3"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_TRUE(wait_until([] { return world->npus_of(world->cluster().node()) == std::pair{8, 8}; }, 15s));
+}
+
+// ---- a pod through kube-scheduler, our extender, the kubelet and our runtime ----------------------------
+
+TEST_F(Kube, APodAskingForTwoNpusIsScheduledAdmittedAndRunWithExactlyThem) {
+  const std::string name = "two-npus";
+  auto a = world->apply_json(npu_pod(name, 2, ht::probe_script()));
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_TRUE(wait_until(
+      [&] { return world->phase_of(name) == "Succeeded" || world->phase_of(name) == "Failed"; }, 90s))
+      << "phase " << world->phase_of(name) << "\n"
+      << world->events_of(name);
+  json p = world->pod(name);
+  ASSERT_EQ(p["status"]["phase"], "Succeeded") << p["status"].dump(1) << world->events_of(name);
+  EXPECT_EQ(p["spec"]["nodeName"], world->cluster().node());
+  // Bound by our extender: kube-scheduler's event names the scheduler, and the extender holds the pod on
+  // that node with two chips.
+  std::string ev = world->events_of(name);
+  EXPECT_NE(ev.find("Scheduled: Successfully assigned default/two-npus to kube-node-0"), std::string::npos)
+      << ev;
+  json view = world->scheduler_get("/v1/cluster");
+  std::vector<int> chips;
+  for (const auto& q : view["pods"]) {
+    if (q["name"] == name) chips = q["chips"].get<std::vector<int>>();
+  }
+  ASSERT_EQ(chips.size(), 2U) << view["pods"].dump();
+  // What the kubelet gave the container (its checkpoint) is what the extender reserved.
+  std::set<std::string> want_ids;
+  for (int c : chips) want_ids.insert("Ascend910-" + std::to_string(c));
+  EXPECT_EQ(checkpointed_devices(p["metadata"]["uid"]), want_ids);
+
+  // The container saw exactly those chips (device nodes with the emulated driver's numbers), the control
+  // nodes and the driver files, read-only.
+  auto logs = world->cluster().kubectl({"logs", name});
+  ASSERT_EQ(logs.exit_code, 0) << logs.err;
+  ht::Probe probe = ht::parse_probe(logs.out);
+  ASSERT_TRUE(probe.started) << logs.out;
+  auto state = npu::Emulator(world->host_root()).read_state().value();
+  std::map<std::string, std::string> want;
+  auto num = [](int maj, int min) { return "c " + std::to_string(maj) + ":" + std::to_string(min); };
+  for (int c : chips) want["/dev/davinci" + std::to_string(c)] = num(state.majors.davinci, c);
+  want["/dev/davinci_manager"] = num(state.majors.manager, 0);
+  want["/dev/devmm_svm"] = num(state.majors.svm, 0);
+  want["/dev/hisi_hdc"] = num(state.majors.hdc, 0);
+  EXPECT_EQ(probe.devices, want) << logs.out;
+  for (const char* m : {"/usr/local/Ascend/driver/lib64", "/usr/local/Ascend/driver/version.info",
+                        "/usr/local/bin/npu-smi"}) {
+    ASSERT_TRUE(probe.mounts.count(m)) << m << " is not mounted\n" << logs.out;
+    EXPECT_EQ(probe.mounts[m].rfind("ro", 0), 0U) << m << " " << probe.mounts[m];
+  }
+  std::set<int> seen = ht::smi_ids(probe.smi);
+  EXPECT_EQ(seen, std::set<int>(chips.begin(), chips.end())) << "npu-smi info in the container";
+
+  // It ended: the kubelet holds no chip for it (the pod-resources view the plugin reads); a pod that needs
+  // all 8 chips of the node is admitted once the scheduler has let go (DELETE, until issue 22).
+  world->force_delete("pod", name);
+  world->scheduler_release("default", name);
+  ASSERT_TRUE(world->wait_real_node_free()) << world->scheduler_get("/v1/cluster").dump().substr(0, 2000);
+  auto all = world->apply_json(npu_pod("eight-npus", 8, "ls /dev | grep -c '^davinci[0-9]'"));
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_TRUE(wait_until([] { return world->phase_of("eight-npus") == "Succeeded"; }, 90s))
+      << world->phase_of("eight-npus") << "\n"
+      << world->events_of("eight-npus");
+  EXPECT_EQ(world->cluster().kubectl({"logs", "eight-npus"}).out, "8\n");
+  world->force_delete("pod", "eight-npus");
+  world->scheduler_release("default", "eight-npus");
+}
+
+// ---- a job over the real node and three API-only nodes
+// ------------------------------------------------------
+
+TEST_F(Kube, AFourPodIndexedJobIsBoundWhereOurPlacementPutItAndItsPodGetsItsRankTable) {
+  // The API-only nodes have chips 4-7 in use (their "plugins" say so, and their allocatable is 4): the
+  // 16-chip job cannot stay off the real node, whose pods then really run.
+  for (const auto& n : api_only_nodes()) ASSERT_EQ(world->set_api_only_node_in_use(n, {4, 5, 6, 7}), "");
+  const std::string job = "tp4pp2dp2";
+  const std::string script =
+      "echo RT-START; cat /etc/ascend/hccl.json; echo; echo RT-END; "
+      "env | grep -E '^(RANK_|NODE_RANK|NNODES|NPROC_PER_NODE|WORLD_SIZE|ASCEND_JOB)' | sed 's/^/JOBENV /'";
+  json pod_spec = npu_pod("x", 4, script, "ascend-scheduler", "")["spec"];
+  pod_spec["containers"][0]["name"] = "trainer";
+  json j = {{"apiVersion", "batch/v1"},
+            {"kind", "Job"},
+            {"metadata", {{"name", job}, {"namespace", "default"}}},
+            {"spec",
+             {{"completionMode", "Indexed"},
+              {"completions", 4},
+              {"parallelism", 4},
+              {"backoffLimit", 0},
+              {"template",
+               {{"metadata",
+                 {{"annotations",
+                   {{"ascend.huawei.com/job", job},
+                    {"ascend.huawei.com/job-pods", "4"},
+                    {"ascend.huawei.com/parallel", "tp=4,pp=2,dp=2"}}}}},
+                {"spec", pod_spec}}}}}};
+  auto a = world->apply_json(j);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  json pods;
+  auto all_bound = [&] {
+    pods = world->cluster().get({"pods", "-l", "job-name=" + job});
+    if (pods.is_discarded() || pods["items"].size() != 4) return false;
+    for (const auto& p : pods["items"]) {
+      if (p["spec"].value("nodeName", "").empty()) return false;
+    }
+    return true;
+  };
+  bool bound = wait_until(all_bound, 60s);
+  auto cleanup = [&] {
+    world->cluster().kubectl({"delete", "job", job, "--cascade=orphan", "--wait=true"});
+    if (pods.is_object()) {
+      for (const auto& p : pods["items"]) {
+        world->force_delete("pod", p["metadata"]["name"]);
+        world->scheduler_release("default", p["metadata"]["name"]);
+      }
+    }
+    for (const auto& n : api_only_nodes()) world->set_api_only_node_in_use(n, {});
+  };
+  if (!bound) cleanup();
+  ASSERT_TRUE(bound) << (pods.is_discarded() ? "" : pods.dump().substr(0, 3000));
+  json placement = world->scheduler_get("/v1/jobs/default/" + job + "/placement");
+  ASSERT_TRUE(placement.is_object()) << "no placement";
+  // kube-scheduler bound every pod where our placement put it (Indexed Job pods are named
+  // <job>-<index>-<suffix>; the placement's pod names are the API's).
+  std::map<std::string, std::string> placed;
+  for (const auto& pp : placement["pods"]) placed[pp["pod"]] = pp["node"];
+  std::vector<std::string> on_real_node;
+  std::set<std::string> nodes;
+  for (const auto& p : pods["items"]) {
+    std::string name = p["metadata"]["name"];
+    EXPECT_EQ(p["spec"]["nodeName"], placed[name]) << name << " " << placement.dump();
+    nodes.insert(p["spec"]["nodeName"]);
+    if (p["spec"]["nodeName"] == world->cluster().node()) on_real_node.push_back(name);
+  }
+  EXPECT_FALSE(on_real_node.empty()) << placement.dump();
+  EXPECT_GE(nodes.size(), 3U) << "4 free chips on each API-only node, 8 on the real one";
+  // Each pod the real kubelet runs gets the job's rank table and its launch env from Allocate.
+  json ranktable = world->scheduler_get("/v1/jobs/default/" + job + "/ranktable");
+  for (const auto& name : on_real_node) {
+    EXPECT_TRUE(wait_until([&] { return world->phase_of(name) == "Succeeded"; }, 90s))
+        << name << " " << world->phase_of(name) << world->events_of(name);
+    std::string out = world->cluster().kubectl({"logs", name}).out;
+    auto b = out.find("RT-START\n");
+    auto e = out.find("RT-END");
+    if (b == std::string::npos || e == std::string::npos) {
+      ADD_FAILURE() << name << ": " << out;
+      continue;
+    }
+    json rt = json::parse(out.substr(b + 9, e - b - 9), nullptr, false);
+    EXPECT_EQ(rt, ranktable) << out;
+    EXPECT_EQ(rt.value("status", ""), "completed") << "every pod was bound before this one started";
+    EXPECT_NE(out.find("JOBENV WORLD_SIZE=16\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("JOBENV NNODES=4\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("JOBENV NPROC_PER_NODE=4\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("JOBENV ASCEND_JOB=" + job + "\n"), std::string::npos) << out;
+    // Its rank start is its index in our placement times 4.
+    int index = -1;
+    for (const auto& pp : placement["pods"]) {
+      if (pp["pod"] == name) index = pp["index"];
+    }
+    EXPECT_NE(out.find("JOBENV RANK_START=" + std::to_string(index * 4) + "\n"), std::string::npos) << out;
+  }
+  cleanup();
+}
+
+// ---- restarts: the kubelet's, then the plugin's ----------------------------------------------------------
+
+TEST_F(Kube, AfterAKubeletRestartAndAPluginRestartThePluginIsRegisteredAgainAndNoPodLosesItsChips) {
+  const std::string name = "holder";
+  auto a =
+      world->apply_json(npu_pod(name, 2, "ls /dev | grep '^davinci[0-9]' | tr '\\n' ' '; echo; sleep 3600"));
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_TRUE(wait_until([&] { return world->phase_of(name) == "Running"; }, 90s))
+      << world->phase_of(name) << "\n"
+      << world->events_of(name);
+  json p = world->pod(name);
+  const std::string uid = p["metadata"]["uid"];
+  const std::set<std::string> held = checkpointed_devices(uid);
+  ASSERT_EQ(held.size(), 2U);
+  const std::string first_start = p["status"]["containerStatuses"][0]["state"]["running"]["startedAt"];
+
+  auto still_holding = [&](const std::string& when) {
+    json q = world->pod(name);
+    EXPECT_EQ(q["status"]["phase"], "Running") << when;
+    EXPECT_EQ(q["metadata"]["uid"], uid) << when;
+    EXPECT_EQ(q["status"]["containerStatuses"][0]["restartCount"], 0) << when;
+    EXPECT_EQ(q["status"]["containerStatuses"][0]["state"]["running"]["startedAt"], first_start) << when;
+    EXPECT_EQ(checkpointed_devices(uid), held) << when << ": the kubelet's record of the pod's chips";
+  };
+
+  // The kubelet restarts: it removes every socket in its device plugin folder, and the plugin must see
+  // kubelet.sock made again and register again.
+  auto r = world->cluster().script("restart-kubelet");
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_TRUE(wait_until(
+      [] {
+        std::string log = ht::slurp(world->path("plugin.log"));
+        return log.find("was re-created; registering again") != std::string::npos &&
+               log.rfind("registered with the kubelet") > log.find("was re-created; registering again");
+      },
+      30s))
+      << ht::slurp(world->path("plugin.log"));
+  EXPECT_TRUE(wait_until(
+      [] {
+        return world->npus_of(world->cluster().node()) == std::pair{8, 8};
+      },
+      30s))
+      << world->npus_of(world->cluster().node()).second << "\n"
+      << ht::slurp(world->path("plugin.log"));
+  still_holding("after the kubelet's restart");
+
+  // The plugin restarts: it registers again; the kubelet keeps the pod's allocation.
+  world->stop_plugin();
+  world->start_plugin();
+  EXPECT_TRUE(wait_until([] { return world->npus_of(world->cluster().node()) == std::pair{8, 8}; }, 20s));
+  still_holding("after the plugin's restart");
+
+  // A pod admitted after both restarts gets chips the holder does not have.
+  auto b = world->apply_json(npu_pod("after-restarts", 2, "ls /dev | grep '^davinci[0-9]'"));
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  ASSERT_TRUE(wait_until([] { return world->phase_of("after-restarts") == "Succeeded"; }, 90s))
+      << world->phase_of("after-restarts") << "\n"
+      << world->events_of("after-restarts");
+  std::set<std::string> other = checkpointed_devices(world->pod("after-restarts")["metadata"]["uid"]);
+  EXPECT_EQ(other.size(), 2U);
+  for (const auto& d : other) EXPECT_EQ(held.count(d), 0U) << d << " handed out twice";
+  for (const char* n : {"holder", "after-restarts"}) {
+    world->force_delete("pod", n);
+    world->scheduler_release("default", n);
+  }
+}
+
+// ---- what a real cluster does to an extender
+// ----------------------------------------------------------------
+
+TEST_F(Kube, WithTheExtenderDownThePodStaysPendingWithAClearEventAndSchedulesWhenItIsBack) {
+  world->stop_serve();
+  const std::string name = "waits-for-extender";
+  auto a = world->apply_json(npu_pod(name, 1, "true"));
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  // kube-scheduler's own event: the extender's error (the extender is not ignorable in deploy/).
+  std::string ev;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        ev = world->events_of(name);
+        return ev.find("FailedScheduling") != std::string::npos;
+      },
+      30s))
+      << ev;
+  EXPECT_NE(ev.find("127.0.0.1:8889"), std::string::npos) << "the event names the extender: " << ev;
+  EXPECT_EQ(world->phase_of(name), "Pending");
+  EXPECT_EQ(world->pod(name)["spec"].value("nodeName", ""), "");
+  world->start_serve();
+  ASSERT_TRUE(wait_until([] { return world->serve_healthy(); }, 10s))
+      << ht::slurp(world->path("scheduler.log"));
+  // The plugin reports again, and kube-scheduler's backoff (at most 10 s by default) retries the pod.
+  EXPECT_TRUE(wait_until([&] { return world->phase_of(name) == "Succeeded"; }, 60s))
+      << world->phase_of(name) << "\n"
+      << world->events_of(name);
+  world->force_delete("pod", name);
+  world->scheduler_release("default", name);
+}
+
+TEST_F(Kube, APodDeletedBeforeItsBindIsNotBoundAndKeepsNoChips) {
+  // The extender stops answering (SIGSTOP) while kube-scheduler waits on it for the pod; the pod is deleted;
+  // then the extender goes on: its Binding of a deleted pod is refused by the API server, and the chips it
+  // reserved are free again.
+  const std::string name = "deleted-in-flight";
+  ASSERT_EQ(::kill(world->serve_pid(), SIGSTOP), 0);
+  auto a = world->apply_json(npu_pod(name, 4, "true"));
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  std::this_thread::sleep_for(2s);  // kube-scheduler has sent its filter call
+  auto d = world->cluster().kubectl({"delete", "pod", name, "--wait=true", "--timeout=20s"});
+  ::kill(world->serve_pid(), SIGCONT);
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_TRUE(world->pod(name).is_discarded()) << "the pod is gone";
+  // Within the reservation's time to live (20 s here), nothing is held for it.
+  EXPECT_TRUE(wait_until(
+      [&] {
+        json v = world->scheduler_get("/v1/cluster");
+        if (!v.is_object()) return false;
+        for (const auto& q : v["pods"]) {
+          if (q["name"] == name) return false;
+        }
+        for (const auto& n : v["nodes"]) {
+          for (const auto& c : n["chips"]) {
+            if (c.value("pod", "") == name) return false;
+          }
+        }
+        return true;
+      },
+      40s))
+      << world->scheduler_get("/v1/cluster").dump().substr(0, 3000);
+  // And the node's 8 chips serve the next pod.
+  ASSERT_TRUE(world->wait_real_node_free()) << world->scheduler_get("/v1/cluster").dump().substr(0, 2000);
+  auto b = world->apply_json(npu_pod("after-deleted", 8, "true"));
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_TRUE(wait_until([] { return world->phase_of("after-deleted") == "Succeeded"; }, 90s))
+      << world->phase_of("after-deleted") << "\n"
+      << world->events_of("after-deleted");
+  world->force_delete("pod", "after-deleted");
+  world->scheduler_release("default", "after-deleted");
+}
+
+TEST_F(Kube, ANodeDeletedWithPodsOnItTakesThemAwayAndIsNoLongerAPlace) {
+  // A pod bound to an API-only node; the node is deleted: the pod garbage collector removes the orphaned
+  // pod, and kube-scheduler no longer offers the node to the extender.
+  const std::string gone = api_only_nodes().back();
+  json p = npu_pod("on-doomed-node", 8, "true", "ascend-scheduler", gone);
+  auto a = world->apply_json(p);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_TRUE(
+      wait_until([&] { return world->pod("on-doomed-node")["spec"].value("nodeName", "") == gone; }, 30s))
+      << world->events_of("on-doomed-node");
+  auto d = world->cluster().kubectl({"delete", "node", gone});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  // podgc's quarantine for a missing node is 40 s.
+  EXPECT_TRUE(wait_until([] { return world->pod("on-doomed-node").is_discarded(); }, 90s))
+      << "the orphaned pod is still there: " << world->pod("on-doomed-node")["status"].dump();
+  world->scheduler_release("default", "on-doomed-node");
+  // A pod that only fits there now stays Pending, with kube-scheduler's reason.
+  p["metadata"]["name"] = "nowhere";
+  auto b = world->apply_json(p);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  std::string ev;
+  EXPECT_TRUE(wait_until(
+      [&] {
+        ev = world->events_of("nowhere");
+        return ev.find("FailedScheduling") != std::string::npos;
+      },
+      30s))
+      << ev;
+  EXPECT_NE(ev.find("didn't match Pod's node affinity/selector"), std::string::npos) << ev;
+  world->force_delete("pod", "nowhere");
+  world->put_api_only_node(gone);
+}
+
+}  // namespace
+}  // namespace ascend::kube::testing
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new ascend::kube::testing::KubeEnvironment);
+  return RUN_ALL_TESTS();
+}
