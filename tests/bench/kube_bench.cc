@@ -60,6 +60,9 @@ std::vector<double> pods_to_running(kt::Testbed& tb, const std::string& tag, con
   std::vector<double> out;
   for (int i = 0; i < n; ++i) {
     std::string name = tag + "-" + std::to_string(i);
+    // Each pod on a quiet node: the last one's chips are free in the scheduler's view too (else the extender
+    // refuses the pod and kube-scheduler retries only on a cluster event or after 5 minutes: issue 22).
+    if (!tb.wait_real_node_free(60s)) fail(tb, "the real node's chips did not come free");
     auto a = tb.apply_json(kt::npu_pod(name, 1, "sleep 3600", scheduler));
     if (a.exit_code != 0) fail(tb, "kubectl apply " + name + ": " + a.err);
     auto t0 = Clock::now();
@@ -111,6 +114,7 @@ std::vector<double> jobs_to_bound(kt::Testbed& tb, const std::string& tag, const
   std::vector<double> out;
   for (int i = 0; i < n; ++i) {
     std::string name = tag + "-" + std::to_string(i);
+    if (!tb.wait_real_node_free(60s)) fail(tb, "the real node's chips did not come free");
     auto a = tb.apply_json(job(name, scheduler));
     if (a.exit_code != 0) fail(tb, "kubectl apply job " + name + ": " + a.err);
     auto t0 = Clock::now();
