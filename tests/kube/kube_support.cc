@@ -328,14 +328,28 @@ bool Testbed::wait_real_node_free(std::chrono::milliseconds timeout) const {
       timeout);
 }
 
-void Testbed::start_plugin() {
-  plugin_pid_ = ht::spawn_background(
-      {ht::bin("ascend-device-plugin"), "--kubelet-socket-dir", "/var/lib/kubelet/device-plugins",
-       "--host-root", host_root(), "--backend", "emulator", "--node-name", cluster_->node(),
-       "--scheduler-url", serve_url(), "--scheduler-token-file", token_file_, "--ranktable-dir",
-       path("ranktables"), "--pod-resources-socket", cluster_->dir() + "/kubelet/pod-resources/kubelet.sock",
-       "--health-interval", "200"},
-      path("plugin.log"));
+void Testbed::start_plugin(const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {ht::bin("ascend-device-plugin"),
+                                   "--kubelet-socket-dir",
+                                   "/var/lib/kubelet/device-plugins",
+                                   "--host-root",
+                                   host_root(),
+                                   "--backend",
+                                   "emulator",
+                                   "--node-name",
+                                   cluster_->node(),
+                                   "--scheduler-url",
+                                   serve_url(),
+                                   "--scheduler-token-file",
+                                   token_file_,
+                                   "--ranktable-dir",
+                                   path("ranktables"),
+                                   "--pod-resources-socket",
+                                   cluster_->dir() + "/kubelet/pod-resources/kubelet.sock",
+                                   "--health-interval",
+                                   "200"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  plugin_pid_ = ht::spawn_background(argv, path("plugin.log"));
 }
 
 void Testbed::stop_plugin() {
@@ -343,13 +357,13 @@ void Testbed::stop_plugin() {
   plugin_pid_ = -1;
 }
 
-std::pair<int, int> Testbed::npus_of(const std::string& node) const {
+std::pair<int, int> Testbed::npus_of(const std::string& node, const std::string& resource) const {
   json n = cluster_->get({"node", node});
   if (n.is_discarded()) return {-1, -1};
   auto num = [&](const char* field) {
     const json& m = n["status"][field];
-    if (!m.is_object() || !m.contains(kResource)) return -1;
-    return std::stoi(m[kResource].get<std::string>());
+    if (!m.is_object() || !m.contains(resource)) return -1;
+    return std::stoi(m[resource].get<std::string>());
   };
   return {num("capacity"), num("allocatable")};
 }

@@ -127,12 +127,12 @@ class Testbed {
   bool wait_real_node_free(std::chrono::milliseconds timeout = std::chrono::seconds(40)) const;
 
   // The device plugin of kube-node-0.
-  void start_plugin();
+  void start_plugin(const std::vector<std::string>& extra = {});
   void stop_plugin();
   bool plugin_running() const { return plugin_pid_ > 0; }
 
-  // The node's capacity and allocatable of kResource (-1: not there).
-  std::pair<int, int> npus_of(const std::string& node) const;
+  // The node's capacity and allocatable of `resource` (-1: not there).
+  std::pair<int, int> npus_of(const std::string& node, const std::string& resource = kResource) const;
   nlohmann::json pod(const std::string& name, const std::string& ns = "default") const;
   std::string phase_of(const std::string& name) const;
   // "reason: message" of the events about an object, one per line.

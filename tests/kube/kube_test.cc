@@ -164,6 +164,27 @@ TEST_F(Kube, ThePluginRegistersWithTheKubeletAndAChipFaultLowersAllocatable) {
   auto c = ht::run({ht::bin("npu-sim"), "fault", "clear", "--root", world->host_root(), "--device", "3"});
   ASSERT_EQ(c.exit_code, 0) << c.err;
   EXPECT_TRUE(wait_until([] { return world->npus_of(world->cluster().node()) == std::pair{8, 8}; }, 15s));
+
+  // With dynamic vNPUs the plugin also offers one huawei.com/npu-core per AICore: 8 chips of 20 AICores
+  // (910B3, "bin1": the vNPU template reference), 160 on the node.
+  world->stop_plugin();
+  world->start_plugin({"--vnpu", "dynamic"});
+  EXPECT_TRUE(wait_until(
+      [] {
+        return world->npus_of(world->cluster().node(), "huawei.com/npu-core") == std::pair{160, 160};
+      },
+      10s))
+      << world->npus_of(world->cluster().node(), "huawei.com/npu-core").second << "\n"
+      << ht::slurp(world->path("plugin.log"));
+  world->stop_plugin();
+  world->start_plugin();
+  EXPECT_TRUE(wait_until(
+      [] {
+        return world->npus_of(world->cluster().node(), "huawei.com/npu-core") == std::pair{160, 0};
+      },
+      30s))
+      << "a resource whose plugin left: capacity kept, allocatable 0";
+  EXPECT_TRUE(wait_until([] { return world->npus_of(world->cluster().node()) == std::pair{8, 8}; }, 10s));
 }
 
 // ---- a pod through kube-scheduler, our extender, the kubelet and our runtime ----------------------------
@@ -480,8 +501,8 @@ TEST_F(Kube, ANodeDeletedWithPodsOnItTakesThemAwayAndIsNoLongerAPlace) {
       << world->events_of("on-doomed-node");
   auto d = world->cluster().kubectl({"delete", "node", gone});
   ASSERT_EQ(d.exit_code, 0) << d.err;
-  // podgc's quarantine for a missing node is 40 s.
-  EXPECT_TRUE(wait_until([] { return world->pod("on-doomed-node").is_discarded(); }, 90s))
+  // podgc looks every 20 s and waits 40 s (its quarantine) before it deletes a missing node's pods.
+  EXPECT_TRUE(wait_until([] { return world->pod("on-doomed-node").is_discarded(); }, 150s))
       << "the orphaned pod is still there: " << world->pod("on-doomed-node")["status"].dump();
   world->scheduler_release("default", "on-doomed-node");
   // A pod that only fits there now stays Pending, with kube-scheduler's reason.
