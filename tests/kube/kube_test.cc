@@ -528,5 +528,10 @@ TEST_F(Kube, ANodeDeletedWithPodsOnItTakesThemAwayAndIsNoLongerAPlace) {
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   ::testing::AddGlobalTestEnvironment(new ascend::kube::testing::KubeEnvironment);
-  return RUN_ALL_TESTS();
+  int rc = RUN_ALL_TESTS();
+  // Everything skipped (not root, no binaries): ctest shows the test as skipped (SKIP_RETURN_CODE), not
+  // passed.
+  const auto* u = ::testing::UnitTest::GetInstance();
+  if (rc == 0 && u->test_to_run_count() > 0 && u->skipped_test_count() == u->test_to_run_count()) return 77;
+  return rc;
 }
