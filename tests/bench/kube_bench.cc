@@ -82,40 +82,13 @@ std::vector<double> pods_to_running(kt::Testbed& tb, const std::string& tag, con
   return out;
 }
 
-json job(const std::string& name, const std::string& scheduler) {
-  return {{"apiVersion", "batch/v1"},
-          {"kind", "Job"},
-          {"metadata", {{"name", name}, {"namespace", "default"}}},
-          {"spec",
-           {{"completionMode", "Indexed"},
-            {"completions", 4},
-            {"parallelism", 4},
-            {"backoffLimit", 0},
-            {"template",
-             {{"metadata",
-               {{"annotations",
-                 {{"ascend.huawei.com/job", name},
-                  {"ascend.huawei.com/job-pods", "4"},
-                  {"ascend.huawei.com/parallel", "tp=4,pp=2,dp=2"}}}}},
-              {"spec",
-               {{"schedulerName", scheduler},
-                {"runtimeClassName", "ascend"},
-                {"restartPolicy", "Never"},
-                {"terminationGracePeriodSeconds", 1},
-                {"containers", json::array({{{"name", "trainer"},
-                                             {"image", "docker.io/library/busybox:test"},
-                                             {"imagePullPolicy", "Never"},
-                                             {"command", json::array({"sleep", "3600"})},
-                                             {"resources", {{"limits", {{kt::kResource, "4"}}}}}}})}}}}}}}};
-}
-
 std::vector<double> jobs_to_bound(kt::Testbed& tb, const std::string& tag, const std::string& scheduler,
                                   int n) {
   std::vector<double> out;
   for (int i = 0; i < n; ++i) {
     std::string name = tag + "-" + std::to_string(i);
     if (!tb.wait_real_node_free(60s)) fail(tb, "the real node's chips did not come free");
-    auto a = tb.apply_json(job(name, scheduler));
+    auto a = tb.apply_json(kt::tp4pp2dp2_job(name, "sleep 3600", scheduler));
     if (a.exit_code != 0) fail(tb, "kubectl apply job " + name + ": " + a.err);
     auto t0 = Clock::now();
     json pods;

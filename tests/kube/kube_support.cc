@@ -155,6 +155,26 @@ json npu_pod(const std::string& name, int npus, const std::string& script, const
   return p;
 }
 
+json tp4pp2dp2_job(const std::string& name, const std::string& script, const std::string& scheduler) {
+  json pod_spec = npu_pod(name, 4, script, scheduler, "")["spec"];
+  pod_spec["containers"][0]["name"] = "trainer";
+  return {{"apiVersion", "batch/v1"},
+          {"kind", "Job"},
+          {"metadata", {{"name", name}, {"namespace", "default"}}},
+          {"spec",
+           {{"completionMode", "Indexed"},
+            {"completions", 4},
+            {"parallelism", 4},
+            {"backoffLimit", 0},
+            {"template",
+             {{"metadata",
+               {{"annotations",
+                 {{"ascend.huawei.com/job", name},
+                  {"ascend.huawei.com/job-pods", "4"},
+                  {"ascend.huawei.com/parallel", "tp=4,pp=2,dp=2"}}}}},
+              {"spec", pod_spec}}}}}};
+}
+
 Testbed::Testbed() = default;
 
 Testbed::~Testbed() {

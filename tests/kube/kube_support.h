@@ -86,6 +86,11 @@ nlohmann::json npu_pod(const std::string& name, int npus, const std::string& scr
                        const std::string& scheduler = "ascend-scheduler",
                        const std::string& node = "kube-node-0");
 
+// A 4-pod Indexed Job placed as one gang (TP 4 x PP 2 x DP 2, 4 NPUs a pod, as ascend-scheduler's annotations
+// say), its pods as npu_pod's on any node, running `script`.
+nlohmann::json tp4pp2dp2_job(const std::string& name, const std::string& script,
+                             const std::string& scheduler = "ascend-scheduler");
+
 // What the kube tests and the kube benchmark run on: the cluster, kube-node-0's emulated Atlas 800T A2 host,
 // deploy/'s objects applied (but the workloads, whose images cannot be pulled here), three API-only nodes,
 // `ascend-scheduler serve` (its Bindings with the ascend-scheduler service account's token), kube-scheduler

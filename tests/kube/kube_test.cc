@@ -264,23 +264,7 @@ TEST_F(Kube, AFourPodIndexedJobIsBoundWhereOurPlacementPutItAndItsPodGetsItsRank
   const std::string script =
       "echo RT-START; cat /etc/ascend/hccl.json; echo; echo RT-END; "
       "env | grep -E '^(RANK_|NODE_RANK|NNODES|NPROC_PER_NODE|WORLD_SIZE|ASCEND_JOB)' | sed 's/^/JOBENV /'";
-  json pod_spec = npu_pod("x", 4, script, "ascend-scheduler", "")["spec"];
-  pod_spec["containers"][0]["name"] = "trainer";
-  json j = {{"apiVersion", "batch/v1"},
-            {"kind", "Job"},
-            {"metadata", {{"name", job}, {"namespace", "default"}}},
-            {"spec",
-             {{"completionMode", "Indexed"},
-              {"completions", 4},
-              {"parallelism", 4},
-              {"backoffLimit", 0},
-              {"template",
-               {{"metadata",
-                 {{"annotations",
-                   {{"ascend.huawei.com/job", job},
-                    {"ascend.huawei.com/job-pods", "4"},
-                    {"ascend.huawei.com/parallel", "tp=4,pp=2,dp=2"}}}}},
-                {"spec", pod_spec}}}}}};
+  json j = tp4pp2dp2_job(job, script);
   auto a = world->apply_json(j);
   ASSERT_EQ(a.exit_code, 0) << a.err;
   json pods;
