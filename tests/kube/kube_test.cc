@@ -200,11 +200,19 @@ TEST_F(Kube, APodAskingForTwoNpusIsScheduledAdmittedAndRunWithExactlyThem) {
   json p = world->pod(name);
   ASSERT_EQ(p["status"]["phase"], "Succeeded") << p["status"].dump(1) << world->events_of(name);
   EXPECT_EQ(p["spec"]["nodeName"], world->cluster().node());
-  // Bound by our extender: kube-scheduler's event names the scheduler, and the extender holds the pod on
+  // Scheduled by deploy/'s kube-scheduler profile (its event's reporting component is the profile's
+  // scheduler name) and bound by our extender (its bind verb created the Binding), which holds the pod on
   // that node with two chips.
   std::string ev = world->events_of(name);
   EXPECT_NE(ev.find("Scheduled: Successfully assigned default/two-npus to kube-node-0"), std::string::npos)
       << ev;
+  json scheduled = world->cluster().get(
+      {"events", "--field-selector", "involvedObject.name=" + name + ",reason=Scheduled"});
+  ASSERT_FALSE(scheduled.is_discarded());
+  ASSERT_EQ(scheduled["items"].size(), 1U);
+  EXPECT_EQ(scheduled["items"][0].value("reportingComponent", ""), "ascend-scheduler") << scheduled.dump();
+  EXPECT_NE(ht::slurp(world->path("scheduler.log")).find("bound default/two-npus to kube-node-0"),
+            std::string::npos);
   json view = world->scheduler_get("/v1/cluster");
   std::vector<int> chips;
   for (const auto& q : view["pods"]) {
