@@ -1,6 +1,5 @@
 #include "kube_support.h"
 
-#include <httplib.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,6 +27,16 @@ std::string kube_bin_dir() {
   return out;
 }
 
+namespace {
+
+// The environment of the cluster script: PATH, and the binaries' folder.
+std::vector<std::string> script_env(const std::string& bin) {
+  const char* path = ::getenv("PATH");
+  return {"PATH=" + std::string(path != nullptr ? path : "/usr/bin:/bin"), "ASCEND_KUBE_BIN=" + bin};
+}
+
+}  // namespace
+
 bool wait_until(const std::function<bool()>& f, std::chrono::milliseconds timeout,
                 std::chrono::milliseconds every) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -44,9 +53,7 @@ Cluster::Cluster(std::string dir, const std::string& runtime_config) : dir_(std:
     error_ = "the Kubernetes binaries are not built (tests/kube/build-binaries)";
     return;
   }
-  std::vector<std::string> env = {
-      "PATH=" + std::string(::getenv("PATH") ? ::getenv("PATH") : "/usr/bin:/bin"),
-      "ASCEND_KUBE_BIN=" + bin_};
+  std::vector<std::string> env = script_env(bin_);
   if (!runtime_config.empty()) {
     env.push_back("ASCEND_RUNTIME_BIN=" + ht::bin(""));
     env.push_back("ASCEND_RUNTIME_CONFIG=" + runtime_config);
@@ -90,12 +97,17 @@ json Cluster::get(const std::vector<std::string>& args) const {
   return json::parse(r.out, nullptr, false);
 }
 
+std::unique_ptr<httplib::SSLClient> Cluster::api_client() const {
+  auto cli = std::make_unique<httplib::SSLClient>("127.0.0.1", kApiPort, dir_ + "/pki/admin.crt",
+                                                  dir_ + "/pki/admin.key");
+  cli->set_ca_cert_path(ca_file().c_str());
+  cli->enable_server_certificate_verification(true);
+  cli->set_connection_timeout(2);
+  return cli;
+}
+
 json Cluster::api_get(const std::string& path) const {
-  httplib::SSLClient cli("127.0.0.1", 26443, dir_ + "/pki/admin.crt", dir_ + "/pki/admin.key");
-  cli.set_ca_cert_path(ca_file().c_str());
-  cli.enable_server_certificate_verification(true);
-  cli.set_connection_timeout(2);
-  auto r = cli.Get(path.c_str());
+  auto r = api_client()->Get(path.c_str());
   if (!r || r->status != 200) return json(json::value_t::discarded);
   return json::parse(r->body, nullptr, false);
 }
@@ -105,9 +117,7 @@ Output Cluster::script(const std::string& command, const std::vector<std::string
   argv.insert(argv.end(), args.begin(), args.end());
   ht::RunOptions o;
   o.timeout = std::chrono::minutes(3);
-  o.env =
-      std::vector<std::string>{"PATH=" + std::string(::getenv("PATH") ? ::getenv("PATH") : "/usr/bin:/bin"),
-                               "ASCEND_KUBE_BIN=" + bin_};
+  o.env = script_env(bin_);
   return ht::run(argv, o);
 }
 
@@ -314,22 +324,23 @@ bool Testbed::serve_healthy() const {
   return r && r->status == 200;
 }
 
+httplib::Headers Testbed::bearer() const {
+  std::string tok = ht::slurp(token_file_);
+  tok = tok.substr(0, tok.find_last_not_of('\n') + 1);
+  return {{"Authorization", "Bearer " + tok}};
+}
+
 json Testbed::scheduler_get(const std::string& p) const {
   httplib::Client cli(serve_url());
   cli.set_connection_timeout(2);
-  std::string tok = ht::slurp(token_file_);
-  tok = tok.substr(0, tok.find_last_not_of('\n') + 1);
-  httplib::Headers h = {{"Authorization", "Bearer " + tok}};
-  auto r = cli.Get(p.c_str(), h);
+  auto r = cli.Get(p.c_str(), bearer());
   if (!r || r->status != 200) return json(json::value_t::discarded);
   return json::parse(r->body, nullptr, false);
 }
 
 void Testbed::scheduler_release(const std::string& ns, const std::string& pod) const {
   httplib::Client cli(serve_url());
-  std::string tok = ht::slurp(token_file_);
-  tok = tok.substr(0, tok.find_last_not_of('\n') + 1);
-  cli.Delete(("/v1/pods/" + ns + "/" + pod).c_str(), httplib::Headers{{"Authorization", "Bearer " + tok}});
+  cli.Delete(("/v1/pods/" + ns + "/" + pod).c_str(), bearer());
 }
 
 bool Testbed::wait_real_node_free(std::chrono::milliseconds timeout) const {
@@ -420,9 +431,10 @@ void Testbed::put_api_only_node(const std::string& name) const {
       {"kind", "Node"},
       {"metadata", {{"name", name}, {"labels", {{"kubernetes.io/hostname", name}, {"type", "api-only"}}}}}};
   cluster_->kubectl({"create", "-f", "-"}, node.dump());
+  const json resources = {{"cpu", "8"}, {"memory", "64Gi"}, {"pods", "110"}, {kResource, "8"}};
   json status = {{"status",
-                  {{"capacity", {{"cpu", "8"}, {"memory", "64Gi"}, {"pods", "110"}, {kResource, "8"}}},
-                   {"allocatable", {{"cpu", "8"}, {"memory", "64Gi"}, {"pods", "110"}, {kResource, "8"}}},
+                  {{"capacity", resources},
+                   {"allocatable", resources},
                    {"conditions", json::array({{{"type", "Ready"},
                                                 {"status", "True"},
                                                 {"reason", "KubeletReady"},
@@ -443,23 +455,19 @@ void Testbed::heartbeat() {
     std::snprintf(out, sizeof out, "%s.%06lldZ", buf, static_cast<long long>(us));
     return std::string(out);
   };
-  const std::string dir = cluster_->dir();
   while (!stopping_) {
-    httplib::SSLClient cli("127.0.0.1", 26443, dir + "/pki/admin.crt", dir + "/pki/admin.key");
-    cli.set_ca_cert_path(cluster_->ca_file().c_str());
-    cli.enable_server_certificate_verification(true);
-    cli.set_connection_timeout(2);
+    auto cli = cluster_->api_client();
     for (const auto& n : api_only_nodes()) {
       std::string path = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/" + n;
       json patch = {{"spec", {{"holderIdentity", n}, {"leaseDurationSeconds", 40}, {"renewTime", now()}}}};
-      auto r = cli.Patch(path.c_str(), patch.dump(), "application/merge-patch+json");
+      auto r = cli->Patch(path.c_str(), patch.dump(), "application/merge-patch+json");
       if (r && r->status == 404) {
         json lease = {{"apiVersion", "coordination.k8s.io/v1"},
                       {"kind", "Lease"},
                       {"metadata", {{"name", n}, {"namespace", "kube-node-lease"}}},
                       {"spec", patch["spec"]}};
-        cli.Post("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", lease.dump(),
-                 "application/json");
+        cli->Post("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", lease.dump(),
+                  "application/json");
       }
     }
     for (int i = 0; i < 50 && !stopping_; ++i) std::this_thread::sleep_for(100ms);
@@ -478,9 +486,7 @@ std::string Testbed::set_api_only_node_in_use(const std::string& name, const std
     chips.push_back({{"phy_id", c}, {"healthy", true}, {"in_use", used}});
   }
   httplib::Client cli(serve_url());
-  std::string tok = ht::slurp(token_file_);
-  tok = tok.substr(0, tok.find_last_not_of('\n') + 1);
-  auto a = cli.Put(("/v1/nodes/" + name).c_str(), httplib::Headers{{"Authorization", "Bearer " + tok}},
+  auto a = cli.Put(("/v1/nodes/" + name).c_str(), bearer(),
                    json{{"resource", kResource}, {"chips", chips}}.dump(), "application/json");
   if (!a || a->status != 200) return "the inventory of " + name + ": " + (a ? a->body : "no answer");
   return "";

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "support.h"
@@ -45,7 +46,8 @@ class Cluster {
   const std::string& dir() const { return dir_; }
   std::string kubeconfig() const { return dir_ + "/kubeconfig"; }
   std::string ca_file() const { return dir_ + "/pki/ca.crt"; }
-  std::string api_url() const { return "https://127.0.0.1:26443"; }
+  std::string api_url() const { return "https://127.0.0.1:" + std::to_string(kApiPort); }
+  static constexpr int kApiPort = 26443;  // tests/kube/cluster's api_port
   std::string node() const { return "kube-node-0"; }
   std::string bin(const std::string& name) const { return bin_ + "/" + name; }
   std::string log(const std::string& daemon) const;
@@ -57,6 +59,8 @@ class Cluster {
   // GET on the API server with the admin's client certificate, without a kubectl process (for timings);
   // a discarded value unless 200 with JSON.
   nlohmann::json api_get(const std::string& path) const;
+  // An HTTPS client of the API server with the admin's client certificate.
+  std::unique_ptr<httplib::SSLClient> api_client() const;
   // tests/kube/cluster COMMAND DIR ARGS...
   Output script(const std::string& command, const std::vector<std::string>& args = {}) const;
 
@@ -155,6 +159,8 @@ class Testbed {
   std::string logs_tail(std::size_t bytes) const;
 
  private:
+  // The Authorization header of the plugins' token.
+  httplib::Headers bearer() const;
   // Renews the API-only nodes' Leases in kube-node-lease every few seconds, as a kubelet does, so that the
   // node lifecycle controller keeps them Ready (kwok does the same for its nodes).
   void heartbeat();

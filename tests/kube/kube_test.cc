@@ -48,6 +48,18 @@ std::set<std::string> checkpointed_devices(const std::string& pod_uid) {
   return out;
 }
 
+// Waits until an event with `reason` is about the pod; returns all its events ("" on a timeout).
+std::string wait_event(const std::string& pod, const std::string& reason, std::chrono::milliseconds timeout) {
+  std::string ev;
+  bool seen = wait_until(
+      [&] {
+        ev = world->events_of(pod);
+        return ev.find(reason + ": ") != std::string::npos;
+      },
+      timeout);
+  return seen ? ev : "";
+}
+
 // ---- the environment: the cluster and our daemons, once ---------------------------------------------------
 
 class KubeEnvironment : public ::testing::Environment {
@@ -422,14 +434,8 @@ TEST_F(Kube, WithTheExtenderDownThePodStaysPendingWithAClearEventAndSchedulesWhe
   auto a = world->apply_json(npu_pod(name, 1, "true"));
   ASSERT_EQ(a.exit_code, 0) << a.err;
   // kube-scheduler's own event: the extender's error (the extender is not ignorable in deploy/).
-  std::string ev;
-  ASSERT_TRUE(wait_until(
-      [&] {
-        ev = world->events_of(name);
-        return ev.find("FailedScheduling") != std::string::npos;
-      },
-      30s))
-      << ev;
+  std::string ev = wait_event(name, "FailedScheduling", 30s);
+  ASSERT_NE(ev, "") << world->events_of(name);
   EXPECT_NE(ev.find("127.0.0.1:8889"), std::string::npos) << "the event names the extender: " << ev;
   EXPECT_EQ(world->phase_of(name), "Pending");
   EXPECT_EQ(world->pod(name)["spec"].value("nodeName", ""), "");
@@ -457,7 +463,16 @@ TEST_F(Kube, APodDeletedBeforeItsBindIsNotBoundAndKeepsNoChips) {
   ::kill(world->serve_pid(), SIGCONT);
   ASSERT_EQ(d.exit_code, 0) << d.err;
   EXPECT_TRUE(world->pod(name).is_discarded()) << "the pod is gone";
-  // Within the reservation's time to live (20 s here), nothing is held for it.
+  // The extender's Binding was the API server's 404 (the case this test is about happened).
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return ht::slurp(world->path("scheduler.log"))
+                   .find("bind default/" + name + " to kube-node-0: POST") != std::string::npos;
+      },
+      10s))
+      << ht::slurp(world->path("scheduler.log"));
+  // Well within the reservation's time to live (20 s here), so that what frees the chips is the failed
+  // bind, not the reservation expiring, nothing is held for it.
   EXPECT_TRUE(wait_until(
       [&] {
         json v = world->scheduler_get("/v1/cluster");
@@ -472,7 +487,7 @@ TEST_F(Kube, APodDeletedBeforeItsBindIsNotBoundAndKeepsNoChips) {
         }
         return true;
       },
-      40s))
+      5s))
       << world->scheduler_get("/v1/cluster").dump().substr(0, 3000);
   // And the node's 8 chips serve the next pod.
   ASSERT_TRUE(world->wait_real_node_free()) << world->scheduler_get("/v1/cluster").dump().substr(0, 2000);
@@ -505,14 +520,8 @@ TEST_F(Kube, ANodeDeletedWithPodsOnItTakesThemAwayAndIsNoLongerAPlace) {
   p["metadata"]["name"] = "nowhere";
   auto b = world->apply_json(p);
   ASSERT_EQ(b.exit_code, 0) << b.err;
-  std::string ev;
-  EXPECT_TRUE(wait_until(
-      [&] {
-        ev = world->events_of("nowhere");
-        return ev.find("FailedScheduling") != std::string::npos;
-      },
-      30s))
-      << ev;
+  std::string ev = wait_event("nowhere", "FailedScheduling", 30s);
+  EXPECT_NE(ev, "") << world->events_of("nowhere");
   EXPECT_NE(ev.find("didn't match Pod's node affinity/selector"), std::string::npos) << ev;
   world->force_delete("pod", "nowhere");
   world->put_api_only_node(gone);
