@@ -60,6 +60,17 @@ std::string wait_event(const std::string& pod, const std::string& reason, std::c
   return seen ? ev : "";
 }
 
+// Creates the pod and waits until it has succeeded; the failure says its phase and events.
+::testing::AssertionResult runs_to_success(const json& pod) {
+  const std::string name = pod["metadata"]["name"];
+  auto a = world->apply_json(pod);
+  if (a.exit_code != 0) return ::testing::AssertionFailure() << "kubectl apply " << name << ": " << a.err;
+  if (wait_until([&] { return world->phase_of(name) == "Succeeded"; }, 90s))
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << name << " is " << world->phase_of(name) << "\n"
+                                       << world->events_of(name);
+}
+
 // ---- the environment: the cluster and our daemons, once ---------------------------------------------------
 
 class KubeEnvironment : public ::testing::Environment {
@@ -267,11 +278,7 @@ TEST_F(Kube, APodAskingForTwoNpusIsScheduledAdmittedAndRunWithExactlyThem) {
   world->force_delete("pod", name);
   world->scheduler_release("default", name);
   ASSERT_TRUE(world->wait_real_node_free()) << world->scheduler_get("/v1/cluster").dump().substr(0, 2000);
-  auto all = world->apply_json(npu_pod("eight-npus", 8, "ls /dev | grep -c '^davinci[0-9]'"));
-  ASSERT_EQ(all.exit_code, 0) << all.err;
-  EXPECT_TRUE(wait_until([] { return world->phase_of("eight-npus") == "Succeeded"; }, 90s))
-      << world->phase_of("eight-npus") << "\n"
-      << world->events_of("eight-npus");
+  EXPECT_TRUE(runs_to_success(npu_pod("eight-npus", 8, "ls /dev | grep -c '^davinci[0-9]'")));
   EXPECT_EQ(world->cluster().kubectl({"logs", "eight-npus"}).out, "8\n");
   world->force_delete("pod", "eight-npus");
   world->scheduler_release("default", "eight-npus");
@@ -411,11 +418,7 @@ TEST_F(Kube, AfterAKubeletRestartAndAPluginRestartThePluginIsRegisteredAgainAndN
   still_holding("after the plugin's restart");
 
   // A pod admitted after both restarts gets chips the holder does not have.
-  auto b = world->apply_json(npu_pod("after-restarts", 2, "ls /dev | grep '^davinci[0-9]'"));
-  ASSERT_EQ(b.exit_code, 0) << b.err;
-  ASSERT_TRUE(wait_until([] { return world->phase_of("after-restarts") == "Succeeded"; }, 90s))
-      << world->phase_of("after-restarts") << "\n"
-      << world->events_of("after-restarts");
+  ASSERT_TRUE(runs_to_success(npu_pod("after-restarts", 2, "ls /dev | grep '^davinci[0-9]'")));
   std::set<std::string> other = checkpointed_devices(world->pod("after-restarts")["metadata"]["uid"]);
   EXPECT_EQ(other.size(), 2U);
   for (const auto& d : other) EXPECT_EQ(held.count(d), 0U) << d << " handed out twice";
@@ -491,11 +494,7 @@ TEST_F(Kube, APodDeletedBeforeItsBindIsNotBoundAndKeepsNoChips) {
       << world->scheduler_get("/v1/cluster").dump().substr(0, 3000);
   // And the node's 8 chips serve the next pod.
   ASSERT_TRUE(world->wait_real_node_free()) << world->scheduler_get("/v1/cluster").dump().substr(0, 2000);
-  auto b = world->apply_json(npu_pod("after-deleted", 8, "true"));
-  ASSERT_EQ(b.exit_code, 0) << b.err;
-  EXPECT_TRUE(wait_until([] { return world->phase_of("after-deleted") == "Succeeded"; }, 90s))
-      << world->phase_of("after-deleted") << "\n"
-      << world->events_of("after-deleted");
+  EXPECT_TRUE(runs_to_success(npu_pod("after-deleted", 8, "true")));
   world->force_delete("pod", "after-deleted");
   world->scheduler_release("default", "after-deleted");
 }
