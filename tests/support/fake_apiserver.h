@@ -1,0 +1,83 @@
+// A Kubernetes API server stand-in for the tests: only for the faults the real kube-apiserver (tests/kube/)
+// cannot produce on demand — a cut or truncated watch, garbage on the stream, 410 Gone, a restart with a new
+// history. It keeps the real semantics its own tests (fake_apiserver_test) pin, from the API reference
+// (https://kubernetes.io/docs/reference/using-api/api-concepts/):
+// - one resourceVersion counter for every object, growing with every write (create, update, patch, delete);
+// - LIST (`GET` of a collection) answers {"kind": "<Kind>List", "apiVersion", "metadata": {"resourceVersion"},
+//   "items": [...]}, with labelSelector (=, ==, !=, bare key) and fieldSelector (metadata.name,
+//   metadata.namespace, spec.nodeName, status.phase; = and !=);
+// - WATCH (`?watch=true|1`, from `resourceVersion`, or from now when absent or "0" after the current state
+//   as ADDED events) streams newline-delimited {"type", "object"} events (ADDED, MODIFIED, DELETED,
+//   BOOKMARK when allowWatchBookmarks=true, ERROR); a resourceVersion older than the compacted history is
+//   answered as the real one does: 200 and one ERROR event whose object is a Status with code 410 (reason
+//   "Expired"), then the end of the stream; `timeoutSeconds` ends it;
+// - create: 201, metadata.uid/creationTimestamp/resourceVersion set, 409 AlreadyExists; generateName;
+// - GET 404 NotFound as a Status; PUT (replace) and merge-PATCH (application/merge-patch+json, RFC 7386)
+//   with metadata.resourceVersion as precondition: 409 Conflict when stale; strategic-merge-patch is 415;
+// - DELETE (DeleteOptions.preconditions uid / resourceVersion: 409) answers the deleted object;
+// - pods/binding: POST a v1 Binding: sets spec.nodeName once (409 Conflict when already bound), 201;
+// - pods/eviction: POST a policy/v1 Eviction: deletes the pod, 201;
+// - events.k8s.io/v1 events and v1 events, configmaps, pods, nodes, leases: any resource name is stored
+//   generically; the Kind comes from a table (pods Pod, nodes Node, configmaps ConfigMap, events Event, ...);
+//   cluster-scoped: nodes, namespaces;
+// - bearer token: when set, every request without `Authorization: Bearer <token>` is 401.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ascend::testing {
+
+class FakeApiServer {
+ public:
+  // Listens on 127.0.0.1, an ephemeral port.
+  FakeApiServer();
+  ~FakeApiServer();
+  FakeApiServer(const FakeApiServer&) = delete;
+  FakeApiServer& operator=(const FakeApiServer&) = delete;
+
+  int port() const;
+  std::string url() const;  // "http://127.0.0.1:<port>"
+  void require_token(const std::string& token);
+
+  // Direct access, as another client would write (every write bumps the resourceVersion and is watched).
+  // `path` is an object's API path ("/api/v1/namespaces/default/pods/p0"); `collection` a collection's.
+  nlohmann::json create(const std::string& collection, nlohmann::json obj);  // throws on 409
+  nlohmann::json update(const std::string& path, nlohmann::json obj);        // replace, no precondition
+  nlohmann::json patch(const std::string& path, const nlohmann::json& merge_patch);
+  bool remove(const std::string& path);                  // false when absent
+  nlohmann::json get(const std::string& path) const;     // null when absent
+  nlohmann::json list(const std::string& collection) const;  // a List, as GET answers
+  std::uint64_t resource_version() const;
+
+  // Faults.
+  void cut_watches();              // every open watch stream ends now (the connection is closed)
+  void truncate_watches();         // every open watch gets half an event line, then is closed
+  void garbage_watches();          // every open watch gets a line that is not JSON (and stays open)
+  void compact();                  // history up to now is gone: a watch from an older version gets 410
+  // A restart with a new history (an etcd restored from a backup, another cluster behind the same URL):
+  // the stored objects are kept, every open watch is cut, the resourceVersion counter jumps by `jump` and
+  // the history before is compacted.
+  void restart(std::uint64_t jump = 1000);
+  void set_bookmark_interval(std::chrono::milliseconds every);  // 0: none (the default)
+  void fail_next(int http_status, int count = 1);  // the next `count` requests of any kind get this status
+
+  struct Request {
+    std::string method, path, query, content_type, body;
+  };
+  std::vector<Request> requests() const;  // every request served, in order
+  void clear_requests();
+  int open_watches() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ascend::testing
