@@ -144,6 +144,7 @@ int Scheduler::node_index(const std::string& name) const {
 
 std::uint64_t Scheduler::free_mask(int node) const {
   const NodeState& s = nodes_[idx(node)];
+  if (s.absent) return 0;
   return cluster_->type_of(node).all() & ~s.busy & ~s.unhealthy & ~s.held;
 }
 
@@ -323,6 +324,7 @@ FilterResult Scheduler::filter_job(const PodInfo& pod, const std::vector<std::st
     s.uid.clear();
     s.since = now;
     hold(s);
+    ++j.version;
     ++changes_;
   }
   remember(pod, now);
@@ -485,6 +487,7 @@ Status Scheduler::bind(const std::string& ns, const std::string& name, const std
     s.pod = name;
     s.uid = uid;
     s.since = now;
+    ++jt->second.version;
     ++changes_;
   } else {
     if (auto other = waiting_same_size(n, static_cast<std::size_t>(pod.chips), "", key, now);
@@ -518,6 +521,7 @@ void Scheduler::unbind(const std::string& ns, const std::string& name, Clock::ti
         s.pod.clear();
         s.uid.clear();
         s.since = now;
+        ++j.version;
       }
     }
   }
@@ -539,6 +543,7 @@ Status Scheduler::release(const std::string& ns, const std::string& name, Clock:
       unhold(s);
       s.state = SlotState::kReleased;
       s.since = now;
+      ++j.version;
       ++changes_;
       std::string k = jk;
       forget_if_done(k);
@@ -557,7 +562,7 @@ void Scheduler::forget_if_done(const std::string& job_key) {
   jobs_.erase(it);
 }
 
-int Scheduler::expire(Clock::time_point now) {
+int Scheduler::expire(Clock::time_point now, std::vector<std::string>* jobs) {
   int n = 0;
   std::vector<std::string> touched;
   for (auto& [key, j] : jobs_) {
@@ -566,12 +571,18 @@ int Scheduler::expire(Clock::time_point now) {
         unhold(s);
         s.state = SlotState::kExpired;
         s.since = now;
+        ++j.version;
         ++n;
         touched.push_back(key);
       }
     }
   }
   for (const auto& k : touched) forget_if_done(k);
+  if (jobs != nullptr) {
+    std::sort(touched.begin(), touched.end());
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    *jobs = std::move(touched);
+  }
   if (n > 0) ++changes_;
   std::erase_if(seen_, [&](const auto& kv) { return now - kv.second.at >= ttl_; });
   return n;
@@ -651,6 +662,7 @@ Result<Grant> Scheduler::take_allocation(const std::string& node, std::vector<in
       if (s.phys == chips) {
         s.state = SlotState::kAllocated;
         s.since = now;
+        ++j.version;
         ++changes_;
         return grant_of(j, static_cast<int>(i));
       }
@@ -690,7 +702,10 @@ Status Scheduler::return_allocation(const std::string& node, std::vector<int> ch
   };
   for (auto& [key, j] : jobs_) {
     for (Slot& s : j.slots) {
-      if (give_back(s)) return ok_status();
+      if (give_back(s)) {
+        ++j.version;
+        return ok_status();
+      }
     }
   }
   for (auto& [key, p] : pods_) {

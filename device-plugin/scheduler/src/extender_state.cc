@@ -83,6 +83,29 @@ Result<SlotState> slot_state(const std::string& s) {
 
 }  // namespace
 
+json Scheduler::job_entry(const JobRecord& j) const {
+  json ranks = json::array();
+  for (const auto& c : j.placement.chips) {
+    ranks.push_back({cluster_->nodes[idx(c.node)].name, cluster_->type_of(c.node).phy[idx(c.slot)]});
+  }
+  json slots = json::array();
+  for (const Slot& s : j.slots) slots.push_back(slot_json(*cluster_, s));
+  return {{"namespace", j.ns},
+          {"name", j.spec.name},
+          {"version", j.version},
+          {"pods", j.spec.pods},
+          {"tp", j.spec.tp},
+          {"pp", j.spec.pp},
+          {"dp", j.spec.dp},
+          {"order", topology::to_string(j.spec.order)},
+          {"comm", {{"tp", j.spec.comm.tp}, {"pp", j.spec.comm.pp}, {"dp", j.spec.comm.dp}}},
+          {"resource", j.resource},
+          {"chips_per_pod", j.chips_per_pod},
+          {"placed_ms", ms_of(j.placed_at)},
+          {"ranks", std::move(ranks)},
+          {"slots", std::move(slots)}};
+}
+
 json Scheduler::save() const {
   json nodes = json::object();
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
@@ -93,27 +116,7 @@ json Scheduler::save() const {
                                       {"reported_ms", ms_of(s.reported_at)}};
   }
   json jobs = json::array();
-  for (const auto& [key, j] : jobs_) {
-    json ranks = json::array();
-    for (const auto& c : j.placement.chips) {
-      ranks.push_back({cluster_->nodes[idx(c.node)].name, cluster_->type_of(c.node).phy[idx(c.slot)]});
-    }
-    json slots = json::array();
-    for (const Slot& s : j.slots) slots.push_back(slot_json(*cluster_, s));
-    jobs.push_back({{"namespace", j.ns},
-                    {"name", j.spec.name},
-                    {"pods", j.spec.pods},
-                    {"tp", j.spec.tp},
-                    {"pp", j.spec.pp},
-                    {"dp", j.spec.dp},
-                    {"order", topology::to_string(j.spec.order)},
-                    {"comm", {{"tp", j.spec.comm.tp}, {"pp", j.spec.comm.pp}, {"dp", j.spec.comm.dp}}},
-                    {"resource", j.resource},
-                    {"chips_per_pod", j.chips_per_pod},
-                    {"placed_ms", ms_of(j.placed_at)},
-                    {"ranks", std::move(ranks)},
-                    {"slots", std::move(slots)}});
-  }
+  for (const auto& [key, j] : jobs_) jobs.push_back(job_entry(j));
   json pods = json::array();
   for (const auto& [key, p] : pods_) {
     json s = slot_json(*cluster_, p.slot);
@@ -160,6 +163,73 @@ Result<Slot> read_slot(const topology::Cluster& c, const json& j, const std::str
 
 }  // namespace
 
+Result<JobRecord> Scheduler::read_job(const json& jj, const std::string& where) const {
+  if (!jj.is_object()) return Error::invalid(where + ": not an object");
+  Reader r{jj, where};
+  JobRecord j;
+  ASCEND_ASSIGN(j.ns, r.str("namespace"), "");
+  ASCEND_ASSIGN(j.spec.name, r.str("name"), "");
+  ASCEND_CHECK(check_dns1123_label(j.ns, where + ".namespace"), "");
+  ASCEND_CHECK(check_dns1123_subdomain(j.spec.name, where + ".name", kJobNameMax), "");
+  ASCEND_ASSIGN(long long pods, r.num("pods"), "");
+  if (auto v = jj.find("version"); v != jj.end()) {
+    if (!v->is_number_unsigned()) return Error::invalid(where + ".version: not a count");
+    j.version = v->get<std::uint64_t>();
+  }
+  ASCEND_ASSIGN(long long tp, r.num("tp"), "");
+  ASCEND_ASSIGN(long long pp, r.num("pp"), "");
+  ASCEND_ASSIGN(long long dp, r.num("dp"), "");
+  ASCEND_ASSIGN(long long per_pod, r.num("chips_per_pod"), "");
+  constexpr long long kMaxDim = 1LL << 20;  // as parse_parallel: the product below cannot overflow
+  if (pods < 1 || tp < 1 || pp < 1 || dp < 1 || per_pod < 1 || pods > 100000 || per_pod > 4096 ||
+      tp > kMaxDim || pp > kMaxDim || dp > kMaxDim || tp * pp * dp != pods * per_pod) {
+    return Error::invalid(where + ": tp x pp x dp is not pods x chips_per_pod");
+  }
+  j.spec.pods = static_cast<int>(pods);
+  j.spec.tp = static_cast<int>(tp);
+  j.spec.pp = static_cast<int>(pp);
+  j.spec.dp = static_cast<int>(dp);
+  j.chips_per_pod = static_cast<int>(per_pod);
+  ASCEND_ASSIGN(std::string order, r.str("order"), "");
+  if (order != "tp-dp-pp" && order != "tp-pp-dp") return Error::invalid(where + ".order: unknown");
+  j.spec.order = order == "tp-dp-pp" ? topology::RankOrder::kTpDpPp : topology::RankOrder::kTpPpDp;
+  ASCEND_ASSIGN(const json* comm, r.get("comm", json::value_t::object), "");
+  Reader cr{*comm, where + ".comm"};
+  ASCEND_ASSIGN(j.spec.comm.tp, cr.real("tp"), "");
+  ASCEND_ASSIGN(j.spec.comm.pp, cr.real("pp"), "");
+  ASCEND_ASSIGN(j.spec.comm.dp, cr.real("dp"), "");
+  ASCEND_ASSIGN(j.resource, r.str("resource"), "");
+  ASCEND_ASSIGN(long long placed_ms, r.num("placed_ms"), "");
+  j.placed_at = time_of(placed_ms);
+  ASCEND_ASSIGN(const json* ranks, r.get("ranks", json::value_t::array), "");
+  if (static_cast<long long>(ranks->size()) != tp * pp * dp)
+    return Error::invalid(where + ".ranks: wrong count");
+  topology::Job job = j.job();
+  j.placement.job = j.spec.name;
+  j.placement.pod_size = j.chips_per_pod;
+  for (const auto& rk : *ranks) {
+    if (!rk.is_array() || rk.size() != 2 || !rk[0].is_string() || !rk[1].is_number_integer()) {
+      return Error::invalid(where + ".ranks: each is [node, phy]");
+    }
+    ASCEND_ASSIGN(int n, node_named(*cluster_, rk[0].get<std::string>(), where + ".ranks"), "");
+    int slot = cluster_->type_of(n).slot_of_phy(rk[1].get<int>());
+    if (slot < 0)
+      return Error::invalid(where + ".ranks: no chip " + rk[1].dump() + " on " + rk[0].get<std::string>());
+    j.placement.chips.push_back({n, slot});
+  }
+  j.placement.eval = topology::evaluate(*cluster_, job, topology::groups_of(job), j.placement.chips);
+  ASCEND_ASSIGN(const json* slots, r.get("slots", json::value_t::array), "");
+  if (static_cast<long long>(slots->size()) != pods) return Error::invalid(where + ".slots: wrong count");
+  for (std::size_t k = 0; k < slots->size(); ++k) {
+    std::string at = where + ".slots[" + std::to_string(k) + "]";
+    ASCEND_ASSIGN(Slot s, read_slot(*cluster_, (*slots)[k], at), "");
+    if (static_cast<long long>(s.phys.size()) != per_pod) return Error::invalid(at + ".chips: wrong count");
+    if (!s.pod.empty()) ASCEND_CHECK(check_dns1123_subdomain(s.pod, at + ".pod"), "");
+    j.slots.push_back(std::move(s));
+  }
+  return j;
+}
+
 Status Scheduler::load(const json& saved) {
   if (!saved.is_object()) return Error::invalid("not a JSON object");
   Reader top{saved, "state"};
@@ -187,63 +257,9 @@ Status Scheduler::load(const json& saved) {
   }
   ASCEND_ASSIGN(const json* jobs, top.get("jobs", json::value_t::array), "");
   for (std::size_t i = 0; i < jobs->size(); ++i) {
-    std::string where = "state.jobs[" + std::to_string(i) + "]";
-    const json& jj = (*jobs)[i];
-    if (!jj.is_object()) return Error::invalid(where + ": not an object");
-    Reader r{jj, where};
-    JobRecord j;
-    ASCEND_ASSIGN(j.ns, r.str("namespace"), "");
-    ASCEND_ASSIGN(j.spec.name, r.str("name"), "");
-    ASCEND_ASSIGN(long long pods, r.num("pods"), "");
-    ASCEND_ASSIGN(long long tp, r.num("tp"), "");
-    ASCEND_ASSIGN(long long pp, r.num("pp"), "");
-    ASCEND_ASSIGN(long long dp, r.num("dp"), "");
-    ASCEND_ASSIGN(long long per_pod, r.num("chips_per_pod"), "");
-    constexpr long long kMaxDim = 1LL << 20;  // as parse_parallel: the product below cannot overflow
-    if (pods < 1 || tp < 1 || pp < 1 || dp < 1 || per_pod < 1 || pods > 100000 || per_pod > 4096 ||
-        tp > kMaxDim || pp > kMaxDim || dp > kMaxDim || tp * pp * dp != pods * per_pod) {
-      return Error::invalid(where + ": tp x pp x dp is not pods x chips_per_pod");
-    }
-    j.spec.pods = static_cast<int>(pods);
-    j.spec.tp = static_cast<int>(tp);
-    j.spec.pp = static_cast<int>(pp);
-    j.spec.dp = static_cast<int>(dp);
-    j.chips_per_pod = static_cast<int>(per_pod);
-    ASCEND_ASSIGN(std::string order, r.str("order"), "");
-    if (order != "tp-dp-pp" && order != "tp-pp-dp") return Error::invalid(where + ".order: unknown");
-    j.spec.order = order == "tp-dp-pp" ? topology::RankOrder::kTpDpPp : topology::RankOrder::kTpPpDp;
-    ASCEND_ASSIGN(const json* comm, r.get("comm", json::value_t::object), "");
-    Reader cr{*comm, where + ".comm"};
-    ASCEND_ASSIGN(j.spec.comm.tp, cr.real("tp"), "");
-    ASCEND_ASSIGN(j.spec.comm.pp, cr.real("pp"), "");
-    ASCEND_ASSIGN(j.spec.comm.dp, cr.real("dp"), "");
-    ASCEND_ASSIGN(j.resource, r.str("resource"), "");
-    ASCEND_ASSIGN(long long placed_ms, r.num("placed_ms"), "");
-    j.placed_at = time_of(placed_ms);
-    ASCEND_ASSIGN(const json* ranks, r.get("ranks", json::value_t::array), "");
-    if (static_cast<long long>(ranks->size()) != tp * pp * dp)
-      return Error::invalid(where + ".ranks: wrong count");
-    topology::Job job = j.job();
-    j.placement.job = j.spec.name;
-    j.placement.pod_size = j.chips_per_pod;
-    for (const auto& rk : *ranks) {
-      if (!rk.is_array() || rk.size() != 2 || !rk[0].is_string() || !rk[1].is_number_integer()) {
-        return Error::invalid(where + ".ranks: each is [node, phy]");
-      }
-      ASCEND_ASSIGN(int n, node_named(*cluster_, rk[0].get<std::string>(), where + ".ranks"), "");
-      int slot = cluster_->type_of(n).slot_of_phy(rk[1].get<int>());
-      if (slot < 0)
-        return Error::invalid(where + ".ranks: no chip " + rk[1].dump() + " on " + rk[0].get<std::string>());
-      j.placement.chips.push_back({n, slot});
-    }
-    j.placement.eval = topology::evaluate(*cluster_, job, topology::groups_of(job), j.placement.chips);
-    ASCEND_ASSIGN(const json* slots, r.get("slots", json::value_t::array), "");
-    if (static_cast<long long>(slots->size()) != pods) return Error::invalid(where + ".slots: wrong count");
-    for (std::size_t k = 0; k < slots->size(); ++k) {
-      ASCEND_ASSIGN(Slot s, read_slot(*cluster_, (*slots)[k], where + ".slots[" + std::to_string(k) + "]"),
-                    "");
-      if (holds(s.state)) fresh.hold(s);
-      j.slots.push_back(std::move(s));
+    ASCEND_ASSIGN(JobRecord j, read_job((*jobs)[i], "state.jobs[" + std::to_string(i) + "]"), "");
+    for (const Slot& sl : j.slots) {
+      if (holds(sl.state)) fresh.hold(sl);
     }
     fresh.jobs_.emplace(j.key(), std::move(j));
   }

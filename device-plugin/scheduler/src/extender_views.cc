@@ -118,13 +118,15 @@ ordered_json Scheduler::cluster_view() const {
       }
       chips.push_back(std::move(c));
     }
-    nodes.push_back({{"name", node.name},
-                     {"leaf", cluster_->leaves[idx(node.leaf)]},
-                     {"spine", cluster_->spines[idx(node.spine)]},
-                     {"profile", cluster_->type_names[idx(node.type)]},
-                     {"resource", t.host.resource_name},
-                     {"reported", st.reported},
-                     {"chips", std::move(chips)}});
+    ordered_json nv = {{"name", node.name},
+                       {"leaf", cluster_->leaves[idx(node.leaf)]},
+                       {"spine", cluster_->spines[idx(node.spine)]},
+                       {"profile", cluster_->type_names[idx(node.type)]},
+                       {"resource", t.host.resource_name},
+                       {"reported", st.reported}};
+    if (st.absent) nv["absent"] = true;  // the API server has no such Node: nothing is offered on it
+    nv["chips"] = std::move(chips);
+    nodes.push_back(std::move(nv));
   }
   ordered_json jobs = ordered_json::array();
   for (const auto& [key, j] : jobs_) jobs.push_back(job_view(j));

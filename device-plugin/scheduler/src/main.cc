@@ -115,9 +115,17 @@ static int run_main(int argc, char** argv) {
   sv->add_option("--token-file", so.token_file,
                  "bearer token required on --listen for everything but /healthz, /readyz and /metrics "
                  "(default: loopback peers only)");
-  sv->add_option("--kube-api", so.kube_api, "API server URL: bind creates the pod's Binding there");
+  sv->add_option(
+      "--kubeconfig", so.kubeconfig,
+      "API server from a kubeconfig file (its current context); the scheduler then watches pods, "
+      "Nodes and ConfigMaps there and keeps its records there (README: Records in the API server)");
+  sv->add_option("--kube-api", so.kube_api, "API server URL (instead of --kubeconfig)");
   sv->add_option("--kube-token-file", so.kube_token_file, "bearer token for --kube-api");
   sv->add_option("--kube-ca-file", so.kube_ca_file, "CA bundle to verify an https --kube-api");
+  sv->add_flag("--no-kube", so.no_kube,
+               "no API server, even in a cluster (default: in a pod, the in-cluster service account)");
+  sv->add_option("--instance", so.instance,
+                 "this replica's name in Events (default: $POD_NAME, else the host name)");
   sv->add_option("--reservation-ttl", ttl_s, "seconds a reservation waits for its pod to be bound")
       ->default_val(300)
       ->check(CLI::PositiveNumber);

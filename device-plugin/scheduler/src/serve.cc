@@ -1,10 +1,16 @@
 // `ascend-scheduler serve`: reads the cluster file, opens the server and runs it until SIGINT or SIGTERM.
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 #include <iostream>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
+#include "ascend/common/kube_client.h"
 #include "ascend/common/log.h"
 #include "ascend/scheduler/commands.h"
 #include "ascend/scheduler/input.h"
@@ -21,14 +27,25 @@ int run_serve(const ServeCommand& o, std::ostream& err) {
     err << "ascend-scheduler: " << cluster.error().message() << "\n";
     return kExitBadInput;
   }
-  std::unique_ptr<Binder> binder;
-  if (!o.server.kube_api.empty()) {
-    auto b = make_kube_binder(o.server.kube_api, o.server.kube_token_file, o.server.kube_ca_file);
-    if (!b.ok()) {
-      err << "ascend-scheduler: " << b.error().message() << "\n";
+  std::shared_ptr<kube::Client> api;
+  if (!o.server.no_kube) {
+    auto cfg = kube::resolve_config(
+        {o.server.kubeconfig, o.server.kube_api, o.server.kube_token_file, o.server.kube_ca_file, true});
+    if (!cfg.ok()) {
+      err << "ascend-scheduler: " << cfg.error().message() << "\n";
       return kExitBadInput;
     }
-    binder = std::move(*b);
+    if (*cfg) {
+      spdlog::info("API server {} ({})", (*cfg)->server, (*cfg)->source);
+      api = std::make_shared<kube::Client>(std::move(**cfg));
+    }
+  }
+  ServeOptions so = o.server;
+  if (so.instance.empty()) {
+    const char* pod = std::getenv("POD_NAME");
+    char host[256] = {};
+    so.instance =
+        pod != nullptr ? pod : (gethostname(host, sizeof host - 1) == 0 ? host : "ascend-scheduler");
   }
   // Signals are taken by one thread with sigwait (the server's stop is not async-signal-safe); every other
   // thread, started after this, inherits the blocked mask.
@@ -38,7 +55,7 @@ int run_serve(const ServeCommand& o, std::ostream& err) {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGUSR1);  // sent by this function to end the signal thread when the server stops itself
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  auto server = Server::create(o.server, std::move(*cluster), std::move(binder));
+  auto server = Server::create(so, std::move(*cluster), nullptr, std::move(api));
   if (!server.ok()) {
     err << "ascend-scheduler: " << server.error().message() << "\n";
     return server.error().code() == EADDRINUSE || server.error().code() == EIO ? kExitIo : kExitBadInput;

@@ -11,14 +11,20 @@
 #include <prometheus/text_serializer.h>
 #include <spdlog/spdlog.h>
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "ascend/common/fs.h"
 #include "ascend/common/json_depth.h"
 #include "ascend/scheduler/extender.h"
+#include "ascend/scheduler/kube_records.h"
+#include "ascend/scheduler/kube_sync.h"
 #include "ascend/scheduler/wire.h"
 
 namespace ascend::scheduler {
@@ -184,9 +190,14 @@ Result<std::unique_ptr<Binder>> make_kube_binder(const std::string& api_url, con
   return b;
 }
 
-struct Server::Impl {
+struct Server::Impl final : SchedulerAccess {
   ServeOptions opts;
   std::unique_ptr<Binder> binder;
+  // With an API server: the scheduler is a cache of it (kube_sync.h) and bind writes the records there.
+  std::unique_ptr<KubeSync> kube;
+  // The last placement failure told to each pod (an Event only when the reason changes): bounded.
+  std::mutex failures_mu;
+  std::map<std::string, std::string> told_failure;
   std::string token;
   std::size_t node_count = 0;  // the cluster file's; a longer node list in a request is refused
   bool extender_tls = false;
@@ -268,6 +279,18 @@ struct Server::Impl {
   void persist_or_log(std::unique_lock<std::mutex>& lock) {
     if (auto s = persist(lock); !s.ok()) spdlog::error("{}", s.error().message());
   }
+
+  void with(const std::function<void(Scheduler&)>& f) override {
+    std::unique_lock lock(mu);
+    f(sched);
+    persist_or_log(lock);
+  }
+
+  void sync_job(const std::string& ns, const std::string& job) {
+    if (kube && !job.empty()) kube->sync_job(ns, job);
+  }
+  void tell_placed(const PodInfo& pod);
+  void tell_refused(const PodInfo& pod, const std::string& why);
 
   Scheduler snapshot() {
     std::lock_guard lock(mu);
@@ -366,7 +389,10 @@ struct Server::Impl {
     return true;
   }
 
-  bool ready() const { return serving && http->is_running() && ext->is_running() && !http_done && !ext_done; }
+  bool ready() const {
+    return serving && http->is_running() && ext->is_running() && !http_done && !ext_done &&
+           (!kube || kube->synced());
+  }
 
   void routes();
   void common_routes(httplib::Server& s);
@@ -387,19 +413,65 @@ void Server::Impl::on_filter(const httplib::Request& req, httplib::Response& res
   auto args = parse_extender_args(body, node_count);
   if (!args.ok()) return reply_error(res, 400, args.error().message());
   FilterResult r;
+  bool placed = false;
+  bool job_moved = false;
   {
     std::unique_lock lock(mu);
     auto before = sched.counts();
+    const std::string job = args->pod.job ? args->pod.job->name : "";
+    std::uint64_t v0 = job.empty() ? 0 : sched.job_version(args->pod.ns, job);
     r = sched.filter(args->pod, args->node_names, std::chrono::system_clock::now());
     auto after = sched.counts();
-    if (after.placed != before.placed) {
+    placed = after.placed != before.placed;
+    job_moved = !job.empty() && sched.job_version(args->pod.ns, job) != v0;
+    if (placed) {
       spdlog::info("placed job of pod {} ({} chips per pod)", args->pod.key(), args->pod.chips);
     } else if (after.refused != before.refused && !r.failed.empty()) {
       spdlog::info("refused pod {}: {}", args->pod.key(), r.failed.begin()->second);
     }
     persist_or_log(lock);
   }
+  if (kube) {
+    // The job's record goes to its ConfigMap before kube-scheduler hears the answer (it binds next).
+    if (job_moved) sync_job(args->pod.ns, args->pod.job->name);
+    if (placed) tell_placed(args->pod);
+    if (r.passed.empty() && !args->node_names.empty()) {
+      const auto& why = !r.unresolvable.empty() ? r.unresolvable.begin()->second : r.failed.begin()->second;
+      if (!args->pod.resource.empty() || args->pod.job) tell_refused(args->pod, why);
+    }
+  }
   reply(res, 200, filter_result_json(*args, r));
+}
+
+void Server::Impl::tell_placed(const PodInfo& pod) {
+  std::optional<json> rec;
+  double cost = 0;
+  {
+    std::lock_guard lock(mu);
+    rec = sched.job_record(pod.ns, pod.job->name);
+    if (auto v = sched.placement_of(pod.ns, pod.job->name); v.ok())
+      cost = (*v)["cost"]["total"].get<double>();
+  }
+  if (!rec) return;
+  std::set<std::string> nodes;
+  for (const auto& sl : (*rec)["slots"]) nodes.insert(sl["node"].get<std::string>());
+  std::string list;
+  for (const auto& n : nodes) list += (list.empty() ? "" : ",") + n;
+  kube->pod_event(
+      pod.ns, pod.name, pod.uid, "Normal", "AscendPlaced",
+      fmt::format("job {} ({} pods x {} chips, tp={} pp={} dp={}) placed on {} (cost {:.4g})", pod.job->name,
+                  pod.job->pods, pod.chips, pod.job->tp, pod.job->pp, pod.job->dp, list, cost));
+}
+
+void Server::Impl::tell_refused(const PodInfo& pod, const std::string& why) {
+  {
+    std::lock_guard lock(failures_mu);
+    auto it = told_failure.find(pod.key());
+    if (it != told_failure.end() && it->second == why) return;
+    if (told_failure.size() >= 4096) told_failure.clear();
+    told_failure[pod.key()] = why;
+  }
+  kube->pod_event(pod.ns, pod.name, pod.uid, "Warning", "AscendPlacementFailed", why);
 }
 
 void Server::Impl::on_prioritize(const httplib::Request& req, httplib::Response& res) {
@@ -420,13 +492,30 @@ void Server::Impl::on_bind(const httplib::Request& req, httplib::Response& res) 
   if (!body_json(req, res, body)) return;
   auto b = parse_binding_args(body);
   if (!b.ok()) return reply_error(res, 400, b.error().message());
+  std::optional<Scheduler::Held> held;
+  std::string job_key;
   {
     std::unique_lock lock(mu);
     auto s = sched.bind(b->pod_namespace, b->pod_name, b->pod_uid, b->node, std::chrono::system_clock::now());
     if (!s.ok()) return reply(res, 200, binding_result_json(s.error().message()));
+    held = sched.held_by(b->pod_namespace, b->pod_name);
+    job_key = sched.job_of(b->pod_namespace, b->pod_name);
     persist_or_log(lock);
   }
-  if (binder) {
+  if (kube && held) {
+    // The annotations before the Binding: a pod that runs always says which chips it holds.
+    auto s = kube->bind(b->pod_namespace, b->pod_name, b->pod_uid, b->node, held->chips, held->rank_start);
+    if (!s.ok()) {
+      std::unique_lock lock(mu);
+      sched.unbind(b->pod_namespace, b->pod_name, std::chrono::system_clock::now());
+      persist_or_log(lock);
+      lock.unlock();
+      if (!job_key.empty()) sync_job(b->pod_namespace, job_key.substr(job_key.find('/') + 1));
+      spdlog::warn("bind {}/{} to {}: {}", b->pod_namespace, b->pod_name, b->node, s.error().message());
+      return reply(res, 200, binding_result_json(s.error().message()));
+    }
+    if (!job_key.empty()) sync_job(b->pod_namespace, job_key.substr(job_key.find('/') + 1));
+  } else if (binder) {
     // Outside the lock: the API server may be slow. The chips stay held meanwhile; a failure gives them back.
     if (auto s = binder->bind(b->pod_namespace, b->pod_name, b->pod_uid, b->node); !s.ok()) {
       std::unique_lock lock(mu);
@@ -546,6 +635,7 @@ void Server::Impl::plugin_routes(httplib::Server& s) {
            auto g = sched.take_allocation(node, *chips_or, std::chrono::system_clock::now());
            if (!g.ok()) return reply_error(r, http_status(g.error()), g.error().message());
            persist_or_log(lock);
+           sync_job(g->ns, g->job);
            spdlog::info("{}/{} got its chips on {}", g->ns, g->pod, node);
            reply(r, 200, grant_json(*g));
          }));
@@ -570,9 +660,11 @@ void Server::Impl::plugin_routes(httplib::Server& s) {
                  !path_name_ok(r, check_dns1123_subdomain(name, "pod")))
                return;
              std::unique_lock lock(mu);
+             std::string job_key = sched.job_of(ns, name);
              auto st = sched.release(ns, name, std::chrono::system_clock::now());
              if (!st.ok()) return reply_error(r, http_status(st.error()), st.error().message());
              persist_or_log(lock);
+             if (!job_key.empty()) sync_job(ns, job_key.substr(job_key.find('/') + 1));
              spdlog::info("released {}/{}", ns, name);
              reply(r, 200, json{{"released", ns + "/" + name}});
            }));
@@ -643,13 +735,15 @@ void Server::Impl::expire_loop() {
     stop_cv.wait_for(stop_lock, every);
     if (stopping) break;
     stop_lock.unlock();
+    std::vector<std::string> jobs_expired;
     {
       std::unique_lock lock(mu);
-      if (int n = sched.expire(std::chrono::system_clock::now()); n > 0) {
+      if (int n = sched.expire(std::chrono::system_clock::now(), &jobs_expired); n > 0) {
         spdlog::info("{} reservation(s) expired unbound", n);
       }
       persist_or_log(lock);
     }
+    for (const auto& k : jobs_expired) sync_job(k.substr(0, k.find('/')), k.substr(k.find('/') + 1));
     stop_lock.lock();
   }
 }
@@ -694,7 +788,8 @@ Result<std::unique_ptr<httplib::Server>> tls_server(const std::string& what, con
 }  // namespace
 
 Result<std::unique_ptr<Server>> Server::create(const ServeOptions& o, topology::Cluster cluster,
-                                               std::unique_ptr<Binder> binder) {
+                                               std::unique_ptr<Binder> binder,
+                                               std::shared_ptr<kube::Client> api) {
   ASCEND_ASSIGN(auto listen, parse_listen("--listen", o.listen), "");
   ASCEND_ASSIGN(auto ext_listen, parse_listen("--extender-listen", o.extender_listen), "");
   if (o.tls_cert.empty() != o.tls_key.empty())
@@ -748,6 +843,11 @@ Result<std::unique_ptr<Server>> Server::create(const ServeOptions& o, topology::
     impl->http->new_task_queue = [n] { return new httplib::ThreadPool(static_cast<std::size_t>(n)); };
     impl->ext->new_task_queue = [n] { return new httplib::ThreadPool(static_cast<std::size_t>(n)); };
   }
+  if (api) {
+    KubeSyncOptions ko;
+    ko.instance = o.instance;
+    impl->kube = std::make_unique<KubeSync>(std::move(api), *impl, ko);
+  }
   impl->routes();
   ASCEND_ASSIGN(impl->port, bind_listener(*impl->http, "--listen", o.listen, listen), "");
   ASCEND_ASSIGN(impl->ext_port, bind_listener(*impl->ext, "--extender-listen", o.extender_listen, ext_listen),
@@ -783,6 +883,7 @@ Status Server::run() {
       return ok_status();
     }
   }
+  if (impl_->kube) impl_->kube->start();
   impl_->expirer = std::thread([this] { impl_->expire_loop(); });
   // One listener per thread; when either ends (stop(), or an error), the other is stopped too.
   bool ext_ok = true;
@@ -801,6 +902,7 @@ Status Server::run() {
   }
   impl_->stop_cv.notify_all();
   impl_->expirer.join();
+  if (impl_->kube) impl_->kube->stop();
   impl_->serving = false;
   std::unique_lock lock(impl_->mu);
   ASCEND_CHECK(impl_->persist(lock), "");

@@ -54,6 +54,9 @@ struct JobRecord {
   topology::Placement placement;
   std::vector<Slot> slots;  // by pod index
   Clock::time_point placed_at{};
+  // Bumped by every change of the record: a replica takes a record from the API server (the job's
+  // ConfigMap) only when it is newer than its own.
+  std::uint64_t version = 1;
 
   std::string key() const { return ns + "/" + spec.name; }
   topology::Job job() const;
@@ -108,6 +111,23 @@ struct Grant {
 
 inline constexpr const char* kRankTablePath = "/etc/ascend/hccl.json";
 
+// A pod as the API server has it: what the scheduler needs to follow it (kube_records.h reads it).
+struct ApiPod {
+  PodInfo info;
+  std::string node;        // spec.nodeName ("" : not bound)
+  std::string phase;       // status.phase
+  std::vector<int> chips;  // the ascend.huawei.com/chips annotation (ascending; empty: none)
+  bool finished() const { return phase == "Succeeded" || phase == "Failed"; }
+};
+
+// What observe_pod did.
+enum class Observed {
+  kNothing,   // the scheduler's record already says what the API server says
+  kReleased,  // the pod is gone or finished: its chips are free
+  kAdopted,   // a pod bound by another replica (or before a restart): its chips are held now
+  kConflict,  // the pod's chips annotation names chips the scheduler holds for another pod (logged)
+};
+
 class Scheduler {
  public:
   explicit Scheduler(topology::Cluster cluster,
@@ -141,8 +161,8 @@ class Scheduler {
   // Frees the pod's chips. ENOENT: the scheduler holds nothing for it.
   Status release(const std::string& ns, const std::string& name, Clock::time_point now);
   // Ends never-bound reservations older than the TTL and forgets pods seen long ago. Returns how many
-  // slots expired.
-  int expire(Clock::time_point now);
+  // slots expired; `jobs` (when given) gets the jobs they were of ("ns/job").
+  int expire(Clock::time_point now, std::vector<std::string>* jobs = nullptr);
 
   // Device plugins. ENOENT: node not in the cluster file; EINVAL: a chip it does not have.
   Status put_inventory(const std::string& node, const Inventory& inv, Clock::time_point now);
@@ -172,6 +192,32 @@ class Scheduler {
   // Bumped by every change that save() would show (the server persists when it moved).
   std::uint64_t changes() const { return changes_; }
 
+  // ---- the API server's view (kube_sync.h feeds these) ----
+  // A pod the API server has (`gone`: it was deleted). A pod gone or finished gives its chips back; a bound
+  // pod with our chips annotation that this scheduler does not hold is adopted (another replica bound it,
+  // or this one restarted); a job pod whose job is not known yet is left for observe_job. `why` gets the
+  // reason of a conflict.
+  Observed observe_pod(const ApiPod& p, bool gone, Clock::time_point now, std::string* why = nullptr);
+  // A job's record as its ConfigMap holds it (job_record()'s format). Taken when the scheduler has no record
+  // of that job or an older one (by version); EEXIST when its chips are held by something else.
+  Status observe_job(const nlohmann::json& record, Clock::time_point now);
+  // A job's record for its ConfigMap; nullopt when the scheduler holds no such job.
+  std::optional<nlohmann::json> job_record(const std::string& ns, const std::string& job) const;
+  // The pods holding chips ("ns/name") of one job, or of every job and pod when `job_key` is empty.
+  std::vector<std::string> holders(const std::string& job_key = {}) const;
+  // A node the API server does not have (deleted, or never registered): none of its chips is offered.
+  void set_node_present(const std::string& node, bool present);
+  // The job a pod's chips belong to ("ns/job"), or "" for a pod without a job or one not held.
+  std::string job_of(const std::string& ns, const std::string& pod) const;
+  // The version of a job's record; 0 when there is no such job.
+  std::uint64_t job_version(const std::string& ns, const std::string& job) const;
+  // The chips a bound pod holds and its first rank (-1 for a pod without a job); nullopt when it holds none.
+  struct Held {
+    std::vector<int> chips;
+    int rank_start = -1;
+  };
+  std::optional<Held> held_by(const std::string& ns, const std::string& pod) const;
+
   // Persistence: everything that is not the cluster file.
   nlohmann::json save() const;
   // Replaces the state with a saved one; fails (EINVAL) naming what does not match the cluster.
@@ -183,6 +229,7 @@ class Scheduler {
     std::uint64_t unhealthy = 0;  //
     std::uint64_t held = 0;       // held by our slots (reserved, bound, allocated)
     bool reported = false;
+    bool absent = false;  // not in the API server
     Clock::time_point reported_at{};
   };
   struct Seen {  // a pod that passed filter and is not bound yet
@@ -220,6 +267,10 @@ class Scheduler {
   Grant grant_of(const JobRecord& j, int index) const;
   void forget_if_done(const std::string& job_key);
   nlohmann::ordered_json job_view(const JobRecord& j) const;
+  nlohmann::json job_entry(const JobRecord& j) const;
+  Result<JobRecord> read_job(const nlohmann::json& entry, const std::string& where) const;
+  Observed adopt_job_pod(const ApiPod& p, Clock::time_point now, std::string* why);
+  Observed adopt_plain_pod(const ApiPod& p, int node, Clock::time_point now, std::string* why);
 
   std::shared_ptr<const topology::Cluster> cluster_;  // never changes: shared by snapshots
   std::shared_ptr<const NodeIndex> index_;            // node name -> index (Cluster::node_index is a scan)

@@ -27,6 +27,7 @@
 #include <string>
 
 #include "ascend/common/error.h"
+#include "ascend/common/kube_client.h"
 #include "ascend/topology/cluster.h"
 
 namespace ascend::scheduler {
@@ -51,6 +52,9 @@ struct ServeOptions {
   std::string kube_api;            // empty: bind only records; else the Binding is created there
   std::string kube_token_file;
   std::string kube_ca_file;
+  std::string kubeconfig;  // the API configuration's three forms: kube_client.h resolve_config
+  bool no_kube = false;    // run without an API server even in a cluster
+  std::string instance;    // reportingInstance of our Events (the pod's name: $POD_NAME)
   std::chrono::milliseconds reservation_ttl = std::chrono::minutes(5);
   std::size_t max_body = kDefaultMaxBody;
   int threads = 0;  // 0: the HTTP library's default
@@ -72,9 +76,12 @@ class Server {
  public:
   // Loads the state file (a corrupt one is an error, never silently reset), reads the token, and binds both
   // listening sockets; EINVAL for extender verbs on a non-loopback address without TLS and a client CA.
-  // `binder` may be null (bind only records).
+  // `binder` may be null (bind only records). With `api`, the scheduler is a cache of that API server
+  // (kube_sync.h): it watches pods, Nodes and ConfigMaps, bind writes the pod's annotations and Binding
+  // there (`binder` is not used), and /readyz waits for the cache to be synced.
   static Result<std::unique_ptr<Server>> create(const ServeOptions& o, topology::Cluster cluster,
-                                                std::unique_ptr<Binder> binder);
+                                                std::unique_ptr<Binder> binder,
+                                                std::shared_ptr<kube::Client> api = nullptr);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

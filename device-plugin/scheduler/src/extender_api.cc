@@ -1,0 +1,213 @@
+// The scheduler as a cache of the API server: the transitions that follow what the API server says (a pod
+// deleted, finished or bound by another replica, a job's ConfigMap, a Node gone). Pure, like extender.cc.
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "ascend/scheduler/extender.h"
+#include "ascend/topology/cost.h"
+#include "extender_internal.h"
+
+namespace ascend::scheduler {
+
+using detail::idx;
+using nlohmann::json;
+
+namespace {
+
+// A pod that runs (or ran) has been through the plugin's Allocate: its chips are no longer waiting.
+SlotState bound_state(const ApiPod& p) {
+  return p.phase.empty() || p.phase == "Pending" ? SlotState::kBound : SlotState::kAllocated;
+}
+
+}  // namespace
+
+Observed Scheduler::observe_pod(const ApiPod& p, bool gone, Clock::time_point now, std::string* why) {
+  const std::string key = p.info.key();
+  if (gone || p.finished()) {
+    seen_.erase(key);
+    return release(p.info.ns, p.info.name, now).ok() ? Observed::kReleased : Observed::kNothing;
+  }
+  if (p.node.empty() || p.chips.empty()) return Observed::kNothing;  // not bound by us (yet)
+  int n = node_index(p.node);
+  if (n < 0) return Observed::kNothing;
+  if (p.info.job) return adopt_job_pod(p, now, why);
+  return adopt_plain_pod(p, n, now, why);
+}
+
+Observed Scheduler::adopt_job_pod(const ApiPod& p, Clock::time_point now, std::string* why) {
+  auto jt = jobs_.find(p.info.ns + "/" + p.info.job->name);
+  if (jt == jobs_.end() || p.info.index < 0 || p.info.index >= static_cast<int>(jt->second.slots.size())) {
+    return Observed::kNothing;  // the job's ConfigMap comes later: observe_job adopts its pods then
+  }
+  JobRecord& j = jt->second;
+  Slot& s = j.slots[idx(p.info.index)];
+  SlotState want = bound_state(p);
+  if (holds(s.state) && s.pod == p.info.name) {
+    if (s.state == SlotState::kBound && want == SlotState::kAllocated) {
+      s.state = want;
+      s.since = now;
+      ++j.version;
+      ++changes_;
+    }
+    return Observed::kNothing;
+  }
+  int n = node_index(p.node);
+  bool same_chips = s.node == n && s.phys == p.chips;
+  if (!same_chips || (holds(s.state) && !s.pod.empty())) {
+    if (why != nullptr) {
+      *why = fmt::format("pod {} says it holds {} chips {}, but the record of job {} gives its slot {} to {}",
+                         p.info.key(), p.node, fmt::join(p.chips, ","), jt->first, p.info.index,
+                         s.pod.empty() ? "chips " + fmt::format("{}", fmt::join(s.phys, ",")) : s.pod);
+    }
+    return Observed::kConflict;
+  }
+  if (!holds(s.state)) {
+    std::uint64_t want_mask = mask_of(n, s.phys);
+    if ((nodes_[idx(n)].held & want_mask) != 0) {
+      if (why != nullptr) *why = "chips of pod " + p.info.key() + " are held by another pod";
+      return Observed::kConflict;
+    }
+    hold(s);
+  }
+  s.state = want;
+  s.pod = p.info.name;
+  s.uid = p.info.uid;
+  s.since = now;
+  ++j.version;
+  ++changes_;
+  seen_.erase(p.info.key());
+  return Observed::kAdopted;
+}
+
+Observed Scheduler::adopt_plain_pod(const ApiPod& p, int n, Clock::time_point now, std::string* why) {
+  const std::string key = p.info.key();
+  SlotState want = bound_state(p);
+  if (auto it = pods_.find(key); it != pods_.end()) {
+    Slot& s = it->second.slot;
+    if (s.state == SlotState::kBound && want == SlotState::kAllocated) {
+      s.state = want;
+      s.since = now;
+      ++changes_;
+    }
+    return Observed::kNothing;
+  }
+  const auto& t = cluster_->type_of(n);
+  for (int phy : p.chips) {
+    if (t.slot_of_phy(phy) < 0) {
+      if (why != nullptr) *why = fmt::format("pod {}: node {} has no chip {}", key, p.node, phy);
+      return Observed::kConflict;
+    }
+  }
+  std::uint64_t mask = mask_of(n, p.chips);
+  if ((nodes_[idx(n)].held & mask) != 0) {
+    if (why != nullptr) {
+      *why = fmt::format("pod {} says it holds {} chips {}, which the scheduler holds for another pod", key,
+                         p.node, fmt::join(p.chips, ","));
+    }
+    return Observed::kConflict;
+  }
+  PodRecord r{p.info.ns, p.info.resource.empty() ? resource_of(n) : p.info.resource,
+              Slot{n, p.chips, want, p.info.name, p.info.uid, now}};
+  hold(r.slot);
+  pods_.emplace(key, std::move(r));
+  seen_.erase(key);
+  ++changes_;
+  return Observed::kAdopted;
+}
+
+Status Scheduler::observe_job(const json& record, Clock::time_point now) {
+  ASCEND_ASSIGN(JobRecord j, read_job(record, "job record"), "");
+  auto it = jobs_.find(j.key());
+  if (it != jobs_.end() && it->second.version >= j.version) return ok_status();
+  // The chips the record holds must not be held by anything else (the old record of this job aside).
+  std::vector<std::uint64_t> held(nodes_.size(), 0);
+  for (const auto& [k, other] : jobs_) {
+    if (k == j.key()) continue;
+    for (const Slot& s : other.slots) {
+      if (holds(s.state)) held[idx(s.node)] |= mask_of(s.node, s.phys);
+    }
+  }
+  for (const auto& [k, p] : pods_) held[idx(p.slot.node)] |= mask_of(p.slot.node, p.slot.phys);
+  for (const Slot& s : j.slots) {
+    if (holds(s.state) && (held[idx(s.node)] & mask_of(s.node, s.phys)) != 0) {
+      return Error(EEXIST, fmt::format("job {}: chips {} of {} are held by another job or pod", j.key(),
+                                       fmt::join(s.phys, ","), cluster_->nodes[idx(s.node)].name));
+    }
+  }
+  if (it != jobs_.end()) {
+    for (const Slot& s : it->second.slots) {
+      if (holds(s.state)) unhold(s);
+    }
+    jobs_.erase(it);
+  }
+  // A reservation taken from a record is new here: its TTL runs from now.
+  for (Slot& s : j.slots) {
+    if (s.state == SlotState::kReserved) s.since = now;
+    if (holds(s.state)) hold(s);
+  }
+  std::string key = j.key();
+  jobs_.emplace(key, std::move(j));
+  ++changes_;
+  forget_if_done(key);
+  return ok_status();
+}
+
+std::optional<json> Scheduler::job_record(const std::string& ns, const std::string& job) const {
+  auto it = jobs_.find(ns + "/" + job);
+  if (it == jobs_.end()) return std::nullopt;
+  return job_entry(it->second);
+}
+
+std::vector<std::string> Scheduler::holders(const std::string& job_key) const {
+  std::vector<std::string> out;
+  for (const auto& [key, j] : jobs_) {
+    if (!job_key.empty() && key != job_key) continue;
+    for (const Slot& s : j.slots) {
+      if (holds(s.state) && !s.pod.empty()) out.push_back(j.ns + "/" + s.pod);
+    }
+  }
+  if (job_key.empty()) {
+    for (const auto& [key, p] : pods_) out.push_back(key);
+  }
+  return out;
+}
+
+void Scheduler::set_node_present(const std::string& node, bool present) {
+  int n = node_index(node);
+  if (n < 0) return;
+  NodeState& s = nodes_[idx(n)];
+  if (s.absent == !present) return;
+  s.absent = !present;
+  ++changes_;
+}
+
+std::string Scheduler::job_of(const std::string& ns, const std::string& pod) const {
+  for (const auto& [key, j] : jobs_) {
+    if (j.ns != ns) continue;
+    for (const Slot& s : j.slots) {
+      if (s.pod == pod) return key;
+    }
+  }
+  return {};
+}
+
+std::uint64_t Scheduler::job_version(const std::string& ns, const std::string& job) const {
+  auto it = jobs_.find(ns + "/" + job);
+  return it == jobs_.end() ? 0 : it->second.version;
+}
+
+std::optional<Scheduler::Held> Scheduler::held_by(const std::string& ns, const std::string& pod) const {
+  if (auto it = pods_.find(ns + "/" + pod); it != pods_.end()) return Held{it->second.slot.phys, -1};
+  for (const auto& [key, j] : jobs_) {
+    if (j.ns != ns) continue;
+    for (std::size_t i = 0; i < j.slots.size(); ++i) {
+      const Slot& s = j.slots[i];
+      if (s.pod == pod && holds(s.state)) return Held{s.phys, static_cast<int>(i) * j.chips_per_pod};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace ascend::scheduler

@@ -1,0 +1,486 @@
+#include "ascend/scheduler/kube_sync.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "ascend/deviceinfo/deviceinfo.h"
+#include "ascend/scheduler/kube_records.h"
+
+namespace ascend::scheduler {
+
+using nlohmann::json;
+
+namespace {
+
+std::string meta_str(const json& obj, const char* key) {
+  auto m = obj.find("metadata");
+  if (m == obj.end() || !m->is_object()) return {};
+  auto v = m->find(key);
+  return v != m->end() && v->is_string() ? v->get<std::string>() : std::string();
+}
+
+// What the node and device informers keep: names only, and the data of MindCluster's device ConfigMaps.
+json slim_named(json obj) {
+  json out = {{"metadata",
+               {{"name", meta_str(obj, "name")},
+                {"namespace", meta_str(obj, "namespace")},
+                {"resourceVersion", meta_str(obj, "resourceVersion")}}}};
+  if (meta_str(obj, "name").starts_with(deviceinfo::kNamePrefix) && obj.contains("data")) {
+    out["data"] = std::move(obj["data"]);
+  }
+  return out;
+}
+
+// The device ConfigMap as the scheduler's inventory: listed healthy chips are free, unhealthy and
+// network-unhealthy ones are not usable, a chip in neither list is in use.
+Inventory inventory_of(const deviceinfo::NodeDevices& d, const std::vector<int>& all_phys) {
+  Inventory inv;
+  inv.resource = d.resource;
+  std::set<int> healthy(d.healthy.begin(), d.healthy.end());
+  std::set<int> sick(d.unhealthy.begin(), d.unhealthy.end());
+  sick.insert(d.network_unhealthy.begin(), d.network_unhealthy.end());
+  for (int phy : all_phys) {
+    ChipReport c;
+    c.phy_id = phy;
+    c.healthy = sick.count(phy) == 0;
+    c.in_use = c.healthy && healthy.count(phy) == 0;
+    inv.chips.push_back(c);
+  }
+  return inv;
+}
+
+}  // namespace
+
+struct KubeSync::Impl {
+  std::shared_ptr<kube::Client> client;
+  SchedulerAccess& access;
+  KubeSyncOptions opts;
+  std::unique_ptr<kube::Informer> pods, nodes, jobs, devices;
+
+  mutable std::mutex mu;                                // guards followed, by_job, stats
+  std::map<std::string, ApiPod> followed;               // the pods the scheduler follows, by "ns/name"
+  std::map<std::string, std::set<std::string>> by_job;  // "ns/job" -> its followed pods
+  Stats stats;
+
+  std::atomic<bool> ready{false};
+  std::atomic<bool> stopping{false};
+  std::thread syncer;
+
+  std::mutex ev_mu;
+  std::condition_variable ev_cv;
+  std::deque<kube::Client::EventArgs> events;
+  std::thread sender;
+
+  Impl(std::shared_ptr<kube::Client> c, SchedulerAccess& a, KubeSyncOptions o)
+      : client(std::move(c)), access(a), opts(std::move(o)) {}
+
+  static Clock::time_point now() { return Clock::now(); }
+
+  void count(std::uint64_t Stats::*field) {
+    std::lock_guard l(mu);
+    ++(stats.*field);
+  }
+
+  void remember(const ApiPod& p, bool gone) {
+    std::lock_guard l(mu);
+    const std::string key = p.info.key();
+    auto old = followed.find(key);
+    if (old != followed.end() && old->second.info.job) {
+      by_job[p.info.ns + "/" + old->second.info.job->name].erase(key);
+    }
+    if (gone || !followed_pod(p)) {
+      followed.erase(key);
+      return;
+    }
+    followed[key] = p;
+    if (p.info.job) by_job[p.info.ns + "/" + p.info.job->name].insert(key);
+  }
+  static bool followed_pod(const ApiPod& p) { return scheduler::followed(p); }
+
+  void on_pod(kube::EventType type, const json& obj) {
+    auto p = read_api_pod(obj);
+    if (!p.ok()) {
+      spdlog::debug("pod {}: {}", kube::key_of(obj), p.error().message());
+      return;
+    }
+    bool gone = type == kube::EventType::kDeleted;
+    remember(*p, gone);
+    if (!followed_pod(*p)) return;
+    count(&Stats::pods_observed);
+    std::string job_key;
+    std::string why;
+    Observed o = Observed::kNothing;
+    access.with([&](Scheduler& s) {
+      job_key = s.job_of(p->info.ns, p->info.name);
+      o = s.observe_pod(*p, gone, now(), &why);
+    });
+    after_observe(*p, o, job_key, why);
+  }
+
+  void after_observe(const ApiPod& p, Observed o, const std::string& job_key, const std::string& why) {
+    switch (o) {
+      case Observed::kReleased:
+        count(&Stats::released);
+        spdlog::info("released {} ({})", p.info.key(), p.finished() ? "pod " + p.phase : "pod deleted");
+        if (!job_key.empty()) sync_job(p.info.ns, job_key.substr(job_key.find('/') + 1));
+        pod_event(p.info.ns, p.info.name, p.info.uid, "Normal", "AscendReleased",
+                  "chips " + format_chips(p.chips) + " on " + p.node + " are free again (pod " +
+                      (p.finished() ? p.phase : std::string("deleted")) + ")");
+        break;
+      case Observed::kAdopted:
+        count(&Stats::adopted);
+        spdlog::info("adopted {}: chips {} on {} (bound by another replica or before a restart)",
+                     p.info.key(), format_chips(p.chips), p.node);
+        break;
+      case Observed::kConflict:
+        count(&Stats::conflicts);
+        spdlog::warn("{}", why);
+        break;
+      case Observed::kNothing:
+        break;
+    }
+  }
+
+  void on_job_configmap(kube::EventType type, const json& cm) {
+    const std::string ns = meta_str(cm, "namespace");
+    const std::string name = meta_str(cm, "name");
+    if (!name.starts_with(kJobConfigMapPrefix)) return;
+    const std::string job = name.substr(std::string(kJobConfigMapPrefix).size());
+    if (type == kube::EventType::kDeleted) {
+      bool held = false;
+      access.with([&](Scheduler& s) { held = s.job_record(ns, job).has_value(); });
+      if (held) {
+        spdlog::warn("the ConfigMap of job {}/{} was deleted while the job holds chips: writing it again", ns,
+                     job);
+        sync_job(ns, job);
+      }
+      return;
+    }
+    auto rec = record_of(cm);
+    if (!rec.ok()) {
+      spdlog::warn("{}: ignored", rec.error().message());
+      return;
+    }
+    Status st = ok_status();
+    access.with([&](Scheduler& s) { st = s.observe_job(*rec, now()); });
+    if (!st.ok()) {
+      spdlog::warn("ConfigMap {}/{}: {}", ns, name, st.error().message());
+      return;
+    }
+    reconcile_job(ns, job);
+  }
+
+  // The job's pods as the API server has them: bound ones adopted, gone ones released.
+  void reconcile_job(const std::string& ns, const std::string& job) {
+    const std::string job_key = ns + "/" + job;
+    std::vector<ApiPod> mine;
+    std::set<std::string> present;
+    {
+      std::lock_guard l(mu);
+      for (const auto& key : by_job[job_key]) {
+        mine.push_back(followed.at(key));
+        present.insert(key);
+      }
+    }
+    bool pods_synced = pods && pods->synced();
+    std::vector<std::pair<ApiPod, Observed>> done;
+    access.with([&](Scheduler& s) {
+      for (const ApiPod& p : mine) done.emplace_back(p, s.observe_pod(p, false, now()));
+      if (!pods_synced) return;
+      for (const auto& holder : s.holders(job_key)) {
+        if (present.count(holder) != 0) continue;
+        ApiPod gone;
+        gone.info.ns = ns;
+        gone.info.name = holder.substr(holder.find('/') + 1);
+        done.emplace_back(gone, s.observe_pod(gone, true, now()));
+      }
+    });
+    bool changed = false;
+    for (const auto& [p, o] : done) {
+      if (o == Observed::kReleased || o == Observed::kAdopted) changed = true;
+      if (o == Observed::kReleased) {
+        count(&Stats::released);
+        spdlog::info("released {}: the API server no longer has it", p.info.key());
+      } else if (o == Observed::kAdopted) {
+        count(&Stats::adopted);
+      }
+    }
+    if (changed) sync_job(ns, job);
+  }
+
+  void on_node(kube::EventType type, const json& node) {
+    const std::string name = meta_str(node, "name");
+    bool present = type != kube::EventType::kDeleted;
+    access.with([&](Scheduler& s) { s.set_node_present(name, present); });
+    if (!present) spdlog::warn("node {} was deleted from the API server: its chips are not offered", name);
+  }
+
+  void on_device_configmap(kube::EventType type, const json& cm) {
+    if (type == kube::EventType::kDeleted) return;
+    if (!meta_str(cm, "name").starts_with(deviceinfo::kNamePrefix)) return;
+    auto d = deviceinfo::from_configmap(cm);
+    if (!d.ok()) {
+      spdlog::warn("device ConfigMap {}: {}", meta_str(cm, "name"), d.error().message());
+      return;
+    }
+    Status st = ok_status();
+    access.with([&](Scheduler& s) {
+      int n = s.cluster().node_index(d->node);
+      if (n < 0) {
+        st = Error::not_found("node " + d->node + " is not in the scheduler's cluster file");
+        return;
+      }
+      const auto& t = s.cluster().type_of(n);
+      std::vector<int> all(t.phy.begin(), t.phy.begin() + t.size);
+      st = s.put_inventory(d->node, inventory_of(*d, all), now());
+    });
+    if (!st.ok()) spdlog::warn("device ConfigMap of {}: {}", d->node, st.error().message());
+  }
+
+  // Once every informer has listed: Nodes the API server does not have are marked, chips of pods it no
+  // longer has are freed. Then the cache is ready.
+  void initial_sync() {
+    for (auto* inf : {pods.get(), nodes.get(), jobs.get(), devices.get()}) {
+      while (!stopping && !inf->wait_synced(std::chrono::milliseconds(200))) {
+      }
+    }
+    if (stopping) return;
+    std::set<std::string> api_nodes;
+    for (const auto& [key, n] : nodes->snapshot()) api_nodes.insert(key);
+    std::set<std::string> present;
+    {
+      std::lock_guard l(mu);
+      for (const auto& [key, p] : followed) present.insert(key);
+    }
+    std::set<std::string> touched_jobs;
+    access.with([&](Scheduler& s) {
+      for (const auto& n : s.cluster().nodes) s.set_node_present(n.name, api_nodes.count(n.name) != 0);
+      for (const auto& holder : s.holders()) {
+        if (present.count(holder) != 0) continue;
+        ApiPod gone;
+        gone.info.ns = holder.substr(0, holder.find('/'));
+        gone.info.name = holder.substr(holder.find('/') + 1);
+        std::string job = s.job_of(gone.info.ns, gone.info.name);
+        if (s.observe_pod(gone, true, now()) == Observed::kReleased && !job.empty()) touched_jobs.insert(job);
+      }
+    });
+    for (const auto& j : touched_jobs) sync_job(j.substr(0, j.find('/')), j.substr(j.find('/') + 1));
+    ready = true;
+    spdlog::info("the scheduler's cache is synced with the API server ({} pods followed, {} nodes)",
+                 present.size(), api_nodes.size());
+  }
+
+  void sync_job(const std::string& ns, const std::string& job);
+  void send_events();
+};
+
+void KubeSync::Impl::sync_job(const std::string& ns, const std::string& job) {
+  std::optional<json> rec;
+  nlohmann::ordered_json rt;
+  access.with([&](Scheduler& s) {
+    rec = s.job_record(ns, job);
+    if (rec) {
+      if (auto r = s.ranktable_of(ns, job); r.ok()) rt = std::move(*r);
+    }
+  });
+  const std::string path = kube::path_of("v1", "configmaps", ns, job_configmap_name(job));
+  if (!rec) {
+    auto st = client->del(path);
+    if (!st.ok() && st.error().code() != ENOENT) {
+      count(&Stats::write_errors);
+      spdlog::warn("deleting the ConfigMap of job {}/{}: {}", ns, job, st.error().message());
+    }
+    return;
+  }
+  json cm = job_configmap(*rec, rt);
+  const std::uint64_t version = (*rec)["version"].get<std::uint64_t>();
+  auto change = [&](const json& current) -> std::optional<json> {
+    if (record_version(current) >= version) return std::nullopt;  // as new or newer there: leave it
+    return json{{"metadata", {{"labels", cm["metadata"]["labels"]}}}, {"data", cm["data"]}};
+  };
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto r = client->update(path, change);
+    if (r.ok()) {
+      count(&Stats::jobs_written);
+      return;
+    }
+    if (r.error().code() != ENOENT) {
+      count(&Stats::write_errors);
+      spdlog::warn("writing the ConfigMap of job {}/{}: {}", ns, job, r.error().message());
+      return;
+    }
+    auto c = client->create(kube::path_of("v1", "configmaps", ns), cm);
+    if (c.ok()) {
+      count(&Stats::jobs_written);
+      return;
+    }
+    if (c.error().code() != EEXIST) {
+      count(&Stats::write_errors);
+      spdlog::warn("creating the ConfigMap of job {}/{}: {}", ns, job, c.error().message());
+      return;
+    }
+  }
+}
+
+void KubeSync::Impl::send_events() {
+  std::unique_lock l(ev_mu);
+  while (true) {
+    ev_cv.wait(l, [&] { return stopping || !events.empty(); });
+    if (stopping) return;
+    kube::Client::EventArgs e = std::move(events.front());
+    events.pop_front();
+    l.unlock();
+    try {
+      auto st = client->event(e);
+      if (st.ok()) {
+        count(&Stats::events_sent);
+      } else {
+        spdlog::debug("event {} on {}/{}: {}", e.reason, e.ns, e.name, st.error().message());
+      }
+    } catch (const std::exception& ex) {
+      spdlog::error("event sender: {}", ex.what());
+    }
+    l.lock();
+  }
+}
+
+KubeSync::KubeSync(std::shared_ptr<kube::Client> client, SchedulerAccess& access, KubeSyncOptions o)
+    : impl_(std::make_unique<Impl>(std::move(client), access, std::move(o))) {
+  Impl& m = *impl_;
+  auto guarded = [](const char* what, auto fn) {
+    return [what, fn](kube::EventType t, const json& obj) {
+      try {
+        fn(t, obj);
+      } catch (const std::exception& e) {
+        spdlog::error("{} {}: {}", what, kube::key_of(obj), e.what());
+      }
+    };
+  };
+  kube::InformerOptions po;
+  po.path = "/api/v1/pods";
+  po.name = "pods";
+  po.transform = [](json p) { return slim_pod(std::move(p)); };
+  m.pods = std::make_unique<kube::Informer>(
+      m.client, po, guarded("pod", [&m](kube::EventType t, const json& o) { m.on_pod(t, o); }));
+  kube::InformerOptions no;
+  no.path = "/api/v1/nodes";
+  no.name = "nodes";
+  no.transform = [](json n) { return slim_named(std::move(n)); };
+  m.nodes = std::make_unique<kube::Informer>(
+      m.client, no, guarded("node", [&m](kube::EventType t, const json& o) { m.on_node(t, o); }));
+  kube::InformerOptions jo;
+  jo.path = "/api/v1/configmaps";
+  jo.label_selector = kJobLabel;
+  jo.name = "job configmaps";
+  m.jobs = std::make_unique<kube::Informer>(
+      m.client, jo,
+      guarded("job ConfigMap", [&m](kube::EventType t, const json& o) { m.on_job_configmap(t, o); }));
+  kube::InformerOptions dopt;
+  dopt.path = std::string("/api/v1/namespaces/") + deviceinfo::kNamespace + "/configmaps";
+  dopt.name = "device configmaps";
+  dopt.transform = [](json c) { return slim_named(std::move(c)); };
+  m.devices = std::make_unique<kube::Informer>(
+      m.client, dopt,
+      guarded("device ConfigMap", [&m](kube::EventType t, const json& o) { m.on_device_configmap(t, o); }));
+}
+
+KubeSync::~KubeSync() {
+  stop();
+}
+
+void KubeSync::start() {
+  Impl& m = *impl_;
+  // Jobs first: a pod of a job is adopted once its job's record is there (and again when it comes).
+  m.jobs->start();
+  m.nodes->start();
+  m.devices->start();
+  m.pods->start();
+  m.syncer = std::thread([&m] {
+    try {
+      m.initial_sync();
+    } catch (const std::exception& e) {
+      spdlog::error("initial sync with the API server: {}", e.what());
+    }
+  });
+  m.sender = std::thread([&m] { m.send_events(); });
+}
+
+void KubeSync::stop() {
+  Impl& m = *impl_;
+  {
+    std::lock_guard l(m.ev_mu);
+    m.stopping = true;
+  }
+  m.ev_cv.notify_all();
+  for (auto* inf : {m.pods.get(), m.nodes.get(), m.jobs.get(), m.devices.get()}) {
+    if (inf != nullptr) inf->stop();
+  }
+  if (m.syncer.joinable()) m.syncer.join();
+  if (m.sender.joinable()) m.sender.join();
+}
+
+bool KubeSync::synced() const {
+  const Impl& m = *impl_;
+  return m.ready && m.pods->synced() && m.nodes->synced() && m.jobs->synced() && m.devices->synced();
+}
+
+bool KubeSync::wait_synced(std::chrono::milliseconds timeout) const {
+  auto until = std::chrono::steady_clock::now() + timeout;
+  while (!synced()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+Status KubeSync::bind(const std::string& ns, const std::string& pod, const std::string& uid,
+                      const std::string& node, const std::vector<int>& chips, int rank_start) {
+  auto r = impl_->client->merge_patch(kube::path_of("v1", "pods", ns, pod),
+                                      bind_annotations(chips, rank_start, uid));
+  if (!r.ok()) return r.error().context("writing the chips annotation of pod " + ns + "/" + pod);
+  auto b = impl_->client->bind(ns, pod, uid, node);
+  if (!b.ok()) return b.error().context("creating the Binding of pod " + ns + "/" + pod);
+  return ok_status();
+}
+
+void KubeSync::sync_job(const std::string& ns, const std::string& job) {
+  impl_->sync_job(ns, job);
+}
+
+void KubeSync::pod_event(const std::string& ns, const std::string& pod, const std::string& uid,
+                         const std::string& type, const std::string& reason, const std::string& note) {
+  Impl& m = *impl_;
+  kube::Client::EventArgs e;
+  e.type = type;
+  e.reason = reason;
+  e.action = "Scheduling";
+  e.note = note;
+  e.ns = ns;
+  e.name = pod;
+  e.uid = uid;
+  e.controller = kController;
+  e.instance = m.opts.instance;
+  {
+    std::lock_guard l(m.ev_mu);
+    if (m.events.size() >= m.opts.event_queue) {
+      m.count(&Stats::events_dropped);
+      return;
+    }
+    m.events.push_back(std::move(e));
+  }
+  m.ev_cv.notify_one();
+}
+
+KubeSync::Stats KubeSync::stats() const {
+  std::lock_guard l(impl_->mu);
+  return impl_->stats;
+}
+
+}  // namespace ascend::scheduler

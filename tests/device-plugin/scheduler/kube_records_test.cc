@@ -1,0 +1,275 @@
+// The scheduler as a cache of the API server, without a server: the records it keeps there (pod annotations,
+// the job's ConfigMap) and the transitions that follow what the API server says (extender_api.cc). Expected
+// values come from the issue's record format: chips "0,1,2,3", rank-start = pod index x chips per pod, a
+// ConfigMap "ascend-job-<job>" labelled ascend.huawei.com/job, hccl.json "initializing" until every pod is
+// bound, then "completed".
+#include <gtest/gtest.h>
+
+#include "ascend/scheduler/extender.h"
+#include "ascend/scheduler/kube_records.h"
+#include "ascend/scheduler/pod.h"
+#include "extender_util.h"
+
+namespace ascend::scheduler {
+namespace {
+
+using nlohmann::json;
+using testing::job_pod;
+using testing::plain_pod;
+using testing::small_cluster;
+
+const Clock::time_point kT0 = Clock::time_point(std::chrono::seconds(1'700'000'000));
+
+std::vector<std::string> names(int n) {
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i) out.push_back("node-" + std::to_string(i));
+  return out;
+}
+
+PodInfo info(const json& pod) {
+  auto p = read_pod(pod);
+  EXPECT_TRUE(p.ok()) << p.error().message();
+  return *p;
+}
+
+// The pod as the API server has it after our bind: its node, our annotations, a phase.
+json bound(json pod, const std::string& node, const std::vector<int>& chips, const std::string& phase) {
+  pod["spec"]["nodeName"] = node;
+  pod["metadata"]["annotations"][kChipsAnnotation] = format_chips(chips);
+  pod["status"]["phase"] = phase;
+  return pod;
+}
+
+ApiPod api(const json& pod) {
+  auto p = read_api_pod(pod);
+  EXPECT_TRUE(p.ok()) << p.error().message();
+  return *p;
+}
+
+// Places job "train" (tp=4, pp=2, dp=2: 4 pods of 4 chips) on `s` and binds the pods in `bind`.
+std::vector<std::string> place_and_bind(Scheduler& s, const std::vector<int>& bind) {
+  std::vector<std::string> where(4);
+  for (int i = 0; i < 4; ++i) {
+    auto r = s.filter(info(job_pod("train", i, 4, "tp=4,pp=2,dp=2")), names(4), kT0);
+    EXPECT_EQ(r.passed.size(), 1u) << "pod " << i;
+    if (!r.passed.empty()) where[static_cast<std::size_t>(i)] = r.passed[0];
+  }
+  for (int i : bind) {
+    auto name = "train-" + std::to_string(i);
+    auto st = s.bind("default", name, testing::uid_of(name), where[static_cast<std::size_t>(i)], kT0);
+    EXPECT_TRUE(st.ok()) << st.error().message();
+  }
+  return where;
+}
+
+TEST(KubeRecords, ChipsAnnotationIsAscendingCommaSeparatedIds) {
+  EXPECT_EQ(format_chips({0, 1, 2, 3}), "0,1,2,3");
+  auto c = parse_chips("4,5,6,7");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(*c, (std::vector<int>{4, 5, 6, 7}));
+  for (const char* bad : {"", "1,,2", "2,1", "1,1", "-1", "1024", "a", "1 ,2", "0,1,"}) {
+    EXPECT_FALSE(parse_chips(bad).ok()) << bad;
+  }
+}
+
+TEST(KubeRecords, BindAnnotationsCarryChipsRankStartAndTheUidPrecondition) {
+  json p = bind_annotations({8, 9, 10, 11}, 12, "u-1");
+  EXPECT_EQ(p, json::parse(R"({"metadata": {"uid": "u-1", "annotations":
+      {"ascend.huawei.com/chips": "8,9,10,11", "ascend.huawei.com/rank-start": "12"}}})"));
+  EXPECT_FALSE(bind_annotations({0}, -1, "u")["metadata"]["annotations"].contains(kRankStartAnnotation));
+}
+
+TEST(KubeRecords, ReadsTheBoundPodBack) {
+  auto p = api(bound(plain_pod("p", 2), "node-1", {2, 3}, "Running"));
+  EXPECT_EQ(p.node, "node-1");
+  EXPECT_EQ(p.phase, "Running");
+  EXPECT_EQ(p.chips, (std::vector<int>{2, 3}));
+  EXPECT_TRUE(followed(p));
+  EXPECT_FALSE(followed(api(plain_pod("other", 0))));
+  json bad = plain_pod("q", 1);
+  bad["metadata"]["annotations"][kChipsAnnotation] = "3,x";
+  EXPECT_FALSE(read_api_pod(bad).ok());
+}
+
+TEST(KubeRecords, SlimPodKeepsWhatTheSchedulerReads) {
+  json pod = bound(job_pod("train", 1, 4, "tp=4,pp=2,dp=2"), "node-0", {0, 1, 2, 3}, "Pending");
+  pod["metadata"]["managedFields"] = json::array({{{"manager", "kubectl"}}});
+  pod["spec"]["volumes"] = json::array({{{"name", "v"}}});
+  pod["spec"]["containers"][0]["env"] = json::array({{{"name", "A"}, {"value", "b"}}});
+  json slim = slim_pod(pod);
+  EXPECT_FALSE(slim["metadata"].contains("managedFields"));
+  EXPECT_FALSE(slim["spec"].contains("volumes"));
+  EXPECT_FALSE(slim["spec"]["containers"][0].contains("env"));
+  auto a = api(pod);
+  auto b = api(slim);
+  EXPECT_EQ(b.info.key(), a.info.key());
+  EXPECT_EQ(b.info.chips, 4);
+  EXPECT_EQ(b.info.index, 1);
+  EXPECT_EQ(b.chips, a.chips);
+  EXPECT_EQ(b.node, "node-0");
+}
+
+TEST(KubeRecords, JobConfigMapNamesLabelsAndStatus) {
+  Scheduler s(small_cluster(4));
+  place_and_bind(s, {0, 1, 2});
+  auto rec = s.job_record("default", "train");
+  ASSERT_TRUE(rec.has_value());
+  auto rt = s.ranktable_of("default", "train");
+  ASSERT_TRUE(rt.ok());
+  json cm = job_configmap(*rec, *rt);
+  EXPECT_EQ(cm["metadata"]["name"], "ascend-job-train");
+  EXPECT_EQ(cm["metadata"]["namespace"], "default");
+  EXPECT_EQ(cm["metadata"]["labels"]["ascend.huawei.com/job"], "train");
+  json hccl = json::parse(cm["data"]["hccl.json"].get<std::string>());
+  EXPECT_EQ(hccl["status"], "initializing");  // pod 3 is not bound
+  EXPECT_EQ(hccl["server_count"], rt->at("server_count"));
+  auto back = record_of(cm);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(*back, *rec);
+  EXPECT_EQ(record_version(cm), (*rec)["version"].get<std::uint64_t>());
+
+  auto where = place_and_bind(s, {});
+  ASSERT_TRUE(s.bind("default", "train-3", testing::uid_of("train-3"), where[3], kT0).ok());
+  json done = job_configmap(*s.job_record("default", "train"), *s.ranktable_of("default", "train"));
+  json hccl_done = json::parse(done["data"]["hccl.json"].get<std::string>());
+  EXPECT_EQ(hccl_done["status"], "completed");
+  EXPECT_GT(record_version(done), record_version(cm));
+
+  json other = cm;
+  other["metadata"]["name"] = "ascend-job-other";
+  EXPECT_FALSE(record_of(other).ok());
+  other["metadata"]["name"] = "settings";
+  EXPECT_FALSE(record_of(other).ok());
+  json broken = cm;
+  broken["data"]["placement.json"] = "{";
+  EXPECT_FALSE(record_of(broken).ok());
+}
+
+TEST(KubeCache, ASecondReplicaRebuildsTheSameViewFromTheRecordAndThePods) {
+  Scheduler a(small_cluster(4));
+  auto where = place_and_bind(a, {0, 1});  // half bound
+  Scheduler b(small_cluster(4));
+  ASSERT_TRUE(b.observe_job(*a.job_record("default", "train"), kT0).ok());
+  EXPECT_EQ(b.cluster_view(), a.cluster_view());
+  // Replica B answers the plugin of pod 0's node as A would.
+  auto ra = a.reservations(where[0]);
+  auto rb = b.reservations(where[0]);
+  ASSERT_TRUE(ra.ok() && rb.ok());
+  ASSERT_EQ(rb->size(), ra->size());
+  EXPECT_EQ((*rb)[0].chips, (*ra)[0].chips);
+  auto g = b.take_allocation(where[0], (*ra)[0].chips, kT0);
+  ASSERT_TRUE(g.ok()) << g.error().message();
+  EXPECT_EQ(g->env.at("RANK_START"), "0");
+}
+
+TEST(KubeCache, ARestartAdoptsBoundPodsAndKeepsTheUnboundPodsReservations) {
+  Scheduler a(small_cluster(4));
+  auto where = place_and_bind(a, {0, 1});
+  json rec = *a.job_record("default", "train");
+  // The new scheduler hears the pods first (a job pod waits for its record), then the record.
+  Scheduler b(small_cluster(4));
+  std::vector<ApiPod> pods;
+  for (int i : {0, 1}) {
+    auto held = a.held_by("default", "train-" + std::to_string(i));
+    ASSERT_TRUE(held.has_value());
+    EXPECT_EQ(held->rank_start, i * 4);
+    pods.push_back(api(bound(job_pod("train", i, 4, "tp=4,pp=2,dp=2"), where[static_cast<std::size_t>(i)],
+                             held->chips, "Running")));
+    EXPECT_EQ(b.observe_pod(pods.back(), false, kT0), Observed::kNothing);
+  }
+  ASSERT_TRUE(b.observe_job(rec, kT0).ok());
+  for (const auto& p : pods)
+    EXPECT_EQ(b.observe_pod(p, false, kT0), Observed::kNothing);  // the record has them
+  // Unbound pods 2 and 3 pass filter only on their reserved nodes, and bind there.
+  for (int i : {2, 3}) {
+    auto r = b.filter(info(job_pod("train", i, 4, "tp=4,pp=2,dp=2")), names(4), kT0);
+    ASSERT_EQ(r.passed, std::vector<std::string>{where[static_cast<std::size_t>(i)]});
+    auto name = "train-" + std::to_string(i);
+    ASSERT_TRUE(b.bind("default", name, testing::uid_of(name), r.passed[0], kT0).ok());
+  }
+  EXPECT_EQ(b.counts().used, 16);
+}
+
+TEST(KubeCache, APodGoneOrFinishedFreesItsChipsAndTheLastOneTheJob) {
+  Scheduler s(small_cluster(4));
+  auto where = place_and_bind(s, {0, 1, 2, 3});
+  EXPECT_EQ(s.counts().used, 16);
+  for (int i = 0; i < 4; ++i) {
+    auto held = s.held_by("default", "train-" + std::to_string(i));
+    ASSERT_TRUE(held.has_value());
+    auto p = api(bound(job_pod("train", i, 4, "tp=4,pp=2,dp=2"), where[static_cast<std::size_t>(i)],
+                       held->chips, i % 2 == 0 ? "Succeeded" : "Running"));
+    EXPECT_EQ(s.observe_pod(p, /*gone=*/i % 2 == 1, kT0), Observed::kReleased) << i;
+    EXPECT_EQ(s.observe_pod(p, true, kT0), Observed::kNothing) << "released once";
+  }
+  EXPECT_EQ(s.counts().used, 0);
+  EXPECT_FALSE(s.job_record("default", "train").has_value());
+  // A second job fits where the first was.
+  auto again = place_and_bind(s, {0, 1, 2, 3});
+  EXPECT_EQ(s.counts().used, 16);
+}
+
+TEST(KubeCache, APlainPodBoundElsewhereIsAdoptedAndItsChipsAreNotGivenTwice) {
+  Scheduler s(small_cluster(2));
+  auto p = api(bound(plain_pod("solo", 2), "node-1", {6, 7}, "Pending"));
+  EXPECT_EQ(s.observe_pod(p, false, kT0), Observed::kAdopted);
+  EXPECT_EQ(s.observe_pod(p, false, kT0), Observed::kNothing);
+  auto rs = s.reservations("node-1");
+  ASSERT_TRUE(rs.ok());
+  ASSERT_EQ(rs->size(), 1u);
+  EXPECT_EQ((*rs)[0].chips, (std::vector<int>{6, 7}));
+  std::string why;
+  auto clash = api(bound(plain_pod("thief", 1), "node-1", {7}, "Pending"));
+  EXPECT_EQ(s.observe_pod(clash, false, kT0, &why), Observed::kConflict);
+  EXPECT_NE(why.find("thief"), std::string::npos) << why;
+  auto no_chip = api(bound(plain_pod("odd", 1), "node-1", {9}, "Pending"));
+  EXPECT_EQ(s.observe_pod(no_chip, false, kT0, &why), Observed::kConflict);
+  // A pod that runs has been allocated: it no longer waits for the plugin.
+  EXPECT_EQ(s.observe_pod(api(bound(plain_pod("solo", 2), "node-1", {6, 7}, "Running")), false, kT0),
+            Observed::kNothing);
+  EXPECT_TRUE(s.reservations("node-1")->empty());
+}
+
+TEST(KubeCache, AnOlderRecordIsIgnoredAndANewerOneReplacesTheJob) {
+  Scheduler a(small_cluster(4));
+  place_and_bind(a, {0});
+  json v1 = *a.job_record("default", "train");
+  auto where = place_and_bind(a, {1});
+  json v2 = *a.job_record("default", "train");
+  ASSERT_GT(v2["version"].get<std::uint64_t>(), v1["version"].get<std::uint64_t>());
+  Scheduler b(small_cluster(4));
+  ASSERT_TRUE(b.observe_job(v2, kT0).ok());
+  ASSERT_TRUE(b.observe_job(v1, kT0).ok());  // stale: ignored
+  EXPECT_EQ(b.cluster_view(), a.cluster_view());
+  // A record whose chips another pod holds is refused.
+  Scheduler c(small_cluster(4));
+  const auto& slot0 = v2["slots"][0];
+  ASSERT_EQ(
+      c.observe_pod(api(bound(plain_pod("other", 4), slot0["node"], slot0["chips"], "Running")), false, kT0),
+      Observed::kAdopted);
+  auto st = c.observe_job(v2, kT0);
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code(), EEXIST);
+  // A malformed record is an error naming the field, never an exception.
+  json bad = v2;
+  bad["slots"][0]["chips"] = "0-3";
+  EXPECT_FALSE(b.observe_job(bad, kT0).ok());
+  bad = v2;
+  bad["namespace"] = "Not_A_Namespace";
+  EXPECT_FALSE(b.observe_job(bad, kT0).ok());
+}
+
+TEST(KubeCache, ANodeTheApiServerDoesNotHaveOffersNothing) {
+  Scheduler s(small_cluster(2));
+  EXPECT_EQ(s.counts().free, 16);
+  s.set_node_present("node-1", false);
+  EXPECT_EQ(s.counts().free, 8);
+  auto r = s.filter(info(plain_pod("p", 1)), names(2), kT0);
+  EXPECT_EQ(r.passed, std::vector<std::string>{"node-0"});
+  EXPECT_EQ(s.cluster_view()["nodes"][1]["absent"], true);
+  s.set_node_present("node-1", true);
+  EXPECT_EQ(s.counts().free, 16);
+}
+
+}  // namespace
+}  // namespace ascend::scheduler
