@@ -38,7 +38,7 @@ struct Config {
   std::string ca_file;     // PEM bundle verifying an https server
   std::string ca_data;     // PEM text (kubeconfig's certificate-authority-data, decoded)
   std::string client_cert_file, client_key_file;  // mutual TLS (kubeconfig's client-certificate[-data])
-  std::string client_cert_data, client_key_data;  // PEM text; written to 0600 temp files when used
+  std::string client_cert_data, client_key_data;  // PEM text; parsed in memory, never written to disk
   bool insecure_skip_tls_verify = false;
   std::string ns = "default";  // in-cluster: the pod's namespace; kubeconfig: the context's namespace
   std::string source;          // "in-cluster", "kubeconfig /path (context x)", "--kube-api URL": for logs
@@ -74,6 +74,7 @@ int kube_errno(int http_status, std::string_view reason);
 struct Response {
   int status = 0;
   std::string body;
+  std::string reason;  // the status line's reason phrase ("Not Found")
 };
 
 // Percent-encodes one path segment or query value.
@@ -82,6 +83,26 @@ std::string escape(std::string_view s);
 // collection. `group_version` "v1" is the core group (/api/v1), anything else is /apis/{gv}.
 std::string path_of(std::string_view group_version, std::string_view resource, std::string_view ns = {},
                     std::string_view name = {}, std::string_view subresource = {});
+
+// Cancels the streams of one caller of a shared Client (Client::cancel() closes every stream of the client):
+// cancel() closes the streams started with this token, and a stream started with a cancelled token returns
+// ECANCELED at once, until reset(). Thread-safe.
+class CancelToken {
+ public:
+  CancelToken();
+  ~CancelToken();
+  CancelToken(const CancelToken&) = delete;
+  CancelToken& operator=(const CancelToken&) = delete;
+  void cancel();
+  void reset();
+  bool cancelled() const;
+
+  struct State;
+  State& state() const { return *state_; }
+
+ private:
+  std::unique_ptr<State> state_;
+};
 
 class Client {
  public:
@@ -132,8 +153,11 @@ class Client {
 
   // A streaming GET (a watch): `on_line` gets every newline-terminated line of the body as it arrives
   // (without the newline) and returns false to stop; a partial last line is never delivered. Returns when
-  // the stream ends, `on_line` says stop, or cancel() is called. Non-2xx: an error (the body read first).
-  Status stream(const std::string& path_and_query, const std::function<bool(std::string_view line)>& on_line);
+  // the stream ends, `on_line` says stop, or cancel() is called (ECANCELED). Non-2xx: an error (the body read
+  // first). A line longer than 16 MiB is an error (EMSGSIZE). The read timeout is the query's timeoutSeconds
+  // plus 30 s (an hour without one).
+  Status stream(const std::string& path_and_query, const std::function<bool(std::string_view line)>& on_line,
+                CancelToken* token = nullptr);
   // Closes every open stream of this client (from any thread).
   void cancel();
 
