@@ -3,9 +3,9 @@
 // history. It keeps the real semantics its own tests (fake_apiserver_test) pin, from the API reference
 // (https://kubernetes.io/docs/reference/using-api/api-concepts/):
 // - one resourceVersion counter for every object, growing with every write (create, update, patch, delete);
-// - LIST (`GET` of a collection) answers {"kind": "<Kind>List", "apiVersion", "metadata": {"resourceVersion"},
-//   "items": [...]}, with labelSelector (=, ==, !=, bare key) and fieldSelector (metadata.name,
-//   metadata.namespace, spec.nodeName, status.phase; = and !=);
+// - LIST (`GET` of a collection) answers {"kind": "<Kind>List", "apiVersion",
+//   "metadata": {"resourceVersion"}, "items": [...]}, with labelSelector (=, ==, !=, bare key) and
+//   fieldSelector (metadata.name, metadata.namespace, spec.nodeName, status.phase; = and !=);
 // - WATCH (`?watch=true|1`, from `resourceVersion`, or from now when absent or "0" after the current state
 //   as ADDED events) streams newline-delimited {"type", "object"} events (ADDED, MODIFIED, DELETED,
 //   BOOKMARK when allowWatchBookmarks=true, ERROR); a resourceVersion older than the compacted history is
@@ -21,9 +21,12 @@
 //   generically; the Kind comes from a table (pods Pod, nodes Node, configmaps ConfigMap, events Event, ...);
 //   cluster-scoped: nodes, namespaces;
 // - bearer token: when set, every request without `Authorization: Bearer <token>` is 401.
+// As the real one: a write that changes nothing (same content) keeps the resourceVersion and sends no event;
+// LIST items carry no kind/apiVersion (the List has them); watches are never compressed.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -50,22 +53,24 @@ class FakeApiServer {
   nlohmann::json create(const std::string& collection, nlohmann::json obj);  // throws on 409
   nlohmann::json update(const std::string& path, nlohmann::json obj);        // replace, no precondition
   nlohmann::json patch(const std::string& path, const nlohmann::json& merge_patch);
-  bool remove(const std::string& path);                  // false when absent
-  nlohmann::json get(const std::string& path) const;     // null when absent
+  bool remove(const std::string& path);                      // false when absent
+  nlohmann::json get(const std::string& path) const;         // null when absent
   nlohmann::json list(const std::string& collection) const;  // a List, as GET answers
   std::uint64_t resource_version() const;
 
   // Faults.
-  void cut_watches();              // every open watch stream ends now (the connection is closed)
-  void truncate_watches();         // every open watch gets half an event line, then is closed
-  void garbage_watches();          // every open watch gets a line that is not JSON (and stays open)
-  void compact();                  // history up to now is gone: a watch from an older version gets 410
+  void cut_watches();       // every open watch stream ends now (the connection is closed)
+  void truncate_watches();  // every open watch gets half an event line, then is closed
+  void garbage_watches();   // every open watch gets a line that is not JSON (and stays open)
+  void compact();           // history up to now is gone: a watch from an older version gets 410
   // A restart with a new history (an etcd restored from a backup, another cluster behind the same URL):
   // the stored objects are kept, every open watch is cut, the resourceVersion counter jumps by `jump` and
   // the history before is compacted.
   void restart(std::uint64_t jump = 1000);
   void set_bookmark_interval(std::chrono::milliseconds every);  // 0: none (the default)
   void fail_next(int http_status, int count = 1);  // the next `count` requests of any kind get this status
+  // How many events the history keeps (10000 by default); a watch from before the oldest kept one gets 410.
+  void set_history_limit(std::size_t events);
 
   struct Request {
     std::string method, path, query, content_type, body;
