@@ -81,6 +81,7 @@ struct NodeFacts {
   int count = 0;               // whole chips on the node
   std::string driver_version;  // "24.1.rc2"
   std::string server_type;     // MindCluster's servertype: "<card type>-<AI cores>", "Ascend910B-20"
+  bool operator==(const NodeFacts&) const = default;
 };
 
 // The labels for `f`, every value a valid label value (see label_value); a fact that is empty (or becomes
