@@ -288,27 +288,47 @@ std::string Testbed::serve_url() const {
 }
 
 void Testbed::start_serve() {
-  serve_pid_ = ht::spawn_background({ht::bin("ascend-scheduler"),
-                                     "serve",
-                                     "--cluster",
-                                     cluster_file_,
-                                     "--listen",
-                                     "127.0.0.1:" + std::to_string(kPluginsPort),
-                                     "--extender-listen",
-                                     kExtenderListen,
-                                     "--token-file",
-                                     token_file_,
-                                     "--state",
-                                     path("scheduler-state.json"),
-                                     "--kube-api",
-                                     cluster_->api_url(),
-                                     "--kube-token-file",
-                                     sa_token_file_,
-                                     "--kube-ca-file",
-                                     cluster_->ca_file(),
-                                     "--reservation-ttl",
-                                     "20"},
-                                    path("scheduler.log"));
+  serve_pid_ = start_replica(kPluginsPort, kExtenderListen, "scheduler.log");
+}
+
+int Testbed::start_replica(int port, const std::string& extender_listen, const std::string& log) const {
+  // No --state: the API server holds every record (issue 22); the cache is rebuilt from it on a start.
+  return ht::spawn_background({ht::bin("ascend-scheduler"),
+                               "serve",
+                               "--cluster",
+                               cluster_file_,
+                               "--listen",
+                               "127.0.0.1:" + std::to_string(port),
+                               "--extender-listen",
+                               extender_listen,
+                               "--token-file",
+                               token_file_,
+                               "--kube-api",
+                               cluster_->api_url(),
+                               "--kube-token-file",
+                               sa_token_file_,
+                               "--kube-ca-file",
+                               cluster_->ca_file(),
+                               "--instance",
+                               log.substr(0, log.find('.')),
+                               "--reservation-ttl",
+                               "20"},
+                              path(log));
+}
+
+void Testbed::kill_serve() {
+  if (serve_pid_ > 0) {
+    ::kill(serve_pid_, SIGKILL);
+    ht::stop_process(serve_pid_, 5s);
+  }
+  serve_pid_ = -1;
+}
+
+bool Testbed::serve_ready(int port) const {
+  httplib::Client cli("http://127.0.0.1:" + std::to_string(port));
+  cli.set_connection_timeout(1);
+  auto r = cli.Get("/readyz");
+  return r && r->status == 200;
 }
 
 void Testbed::stop_serve() {
@@ -330,12 +350,22 @@ httplib::Headers Testbed::bearer() const {
   return {{"Authorization", "Bearer " + tok}};
 }
 
-json Testbed::scheduler_get(const std::string& p) const {
-  httplib::Client cli(serve_url());
+json Testbed::scheduler_get(const std::string& p, int port) const {
+  httplib::Client cli("http://127.0.0.1:" + std::to_string(port));
   cli.set_connection_timeout(2);
   auto r = cli.Get(p.c_str(), bearer());
   if (!r || r->status != 200) return json(json::value_t::discarded);
   return json::parse(r->body, nullptr, false);
+}
+
+json Testbed::scheduler_post(const std::string& p, const json& body, int port) const {
+  httplib::Client cli("http://127.0.0.1:" + std::to_string(port));
+  cli.set_connection_timeout(2);
+  auto r = cli.Post(p.c_str(), bearer(), body.dump(), "application/json");
+  if (!r) return json(json::value_t::discarded);
+  json out = json::parse(r->body, nullptr, false);
+  if (r->status != 200) return json{{"status", r->status}, {"body", out}};
+  return out;
 }
 
 void Testbed::scheduler_release(const std::string& ns, const std::string& pod) const {

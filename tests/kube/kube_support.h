@@ -118,14 +118,23 @@ class Testbed {
   const std::string& scheduler_config() const { return scheduler_config_; }
   const std::string& scheduler_kubeconfig() const { return scheduler_kubeconfig_; }
 
-  // ascend-scheduler serve.
+  // ascend-scheduler serve (no state file: its records are in the API server).
   void start_serve();
   void stop_serve();
+  void kill_serve();  // SIGKILL, as an OOM kill or a lost node
   int serve_pid() const { return serve_pid_; }
   bool serve_healthy() const;
+  // /readyz of the replica whose --listen is on `port`: its cache is synced with the API server.
+  bool serve_ready(int port = kPluginsPort) const;
   std::string serve_url() const;
+  // Another replica (a second serve against the same API server; kube-scheduler calls only the one on
+  // kExtenderListen): its pid. Stop it with ht::stop_process.
+  int start_replica(int port, const std::string& extender_listen, const std::string& log) const;
   // GET with the token; a discarded value unless 200 with JSON.
-  nlohmann::json scheduler_get(const std::string& path) const;
+  nlohmann::json scheduler_get(const std::string& path, int port = kPluginsPort) const;
+  // POST with the token: the answer's JSON when 200, else {"status": N, "body": ...}.
+  nlohmann::json scheduler_post(const std::string& path, const nlohmann::json& body,
+                                int port = kPluginsPort) const;
   // The README's way to free a pod's chips in the scheduler without an API server watch (issue 22 makes
   // the scheduler follow pod deletions by itself).
   void scheduler_release(const std::string& ns, const std::string& pod) const;

@@ -15,7 +15,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "ascend/npu/emulator.h"
@@ -69,6 +71,49 @@ std::string wait_event(const std::string& pod, const std::string& reason, std::c
     return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << name << " is " << world->phase_of(name) << "\n"
                                        << world->events_of(name);
+}
+
+// Who holds each chip in a scheduler's /v1/cluster: "node chip" -> "pod job rank", for the chips a pod or a
+// job's reservation holds (health and the plugins' in-use reports left out: replicas hear those apart).
+std::map<std::string, std::string> holders_in(const json& view) {
+  std::map<std::string, std::string> out;
+  if (!view.is_object()) return out;
+  for (const auto& n : view["nodes"]) {
+    for (const auto& c : n["chips"]) {
+      if (!c.contains("pod") && !c.contains("job")) continue;
+      out[n["name"].get<std::string>() + " " + c["phy"].dump()] =
+          c.value("pod", "") + " " + c.value("job", "") + " " + (c.contains("rank") ? c["rank"].dump() : "-");
+    }
+  }
+  return out;
+}
+
+// The chips the scheduler on `port` holds for `who` (a pod's or a job's name).
+int held_for(const std::string& who, int port = kPluginsPort) {
+  int n = 0;
+  for (const auto& [chip, h] : holders_in(world->scheduler_get("/v1/cluster", port))) {
+    std::istringstream in(h);
+    std::string pod, job;
+    in >> pod >> job;
+    n += pod == who || job == who || pod.starts_with(who + "-") ? 1 : 0;
+  }
+  return n;
+}
+
+// Pod `index` of a 4-pod job (TP 4 x PP 2 x DP 2, 4 chips a pod) created as a plain pod, as a training
+// operator creates them; it holds its chips until deleted.
+json job_member(const std::string& job, int index) {
+  json p = npu_pod(job + "-" + std::to_string(index), 4, "sleep 3600", "ascend-scheduler", "");
+  p["metadata"]["annotations"] = {{"ascend.huawei.com/job", job},
+                                  {"ascend.huawei.com/job-pods", "4"},
+                                  {"ascend.huawei.com/parallel", "tp=4,pp=2,dp=2"},
+                                  {"ascend.huawei.com/pod-index", std::to_string(index)}};
+  return p;
+}
+
+std::string node_of(const std::string& pod) {
+  json p = world->pod(pod);
+  return p.is_object() ? p["spec"].value("nodeName", "") : "";
 }
 
 // ---- the environment: the cluster and our daemons, once ---------------------------------------------------
@@ -361,7 +406,145 @@ TEST_F(Kube, AFourPodIndexedJobIsBoundWhereOurPlacementPutItAndItsPodGetsItsRank
       if (pp["pod"] == name) index = pp["index"];
     }
     EXPECT_NE(out.find("JOBENV RANK_START=" + std::to_string(index * 4) + "\n"), std::string::npos) << out;
+    // The job's ConfigMap holds the rank table the container got.
+    json cm = world->cluster().get({"configmap", "ascend-job-" + job});
+    ASSERT_TRUE(cm.is_object()) << "no ConfigMap ascend-job-" << job;
+    EXPECT_EQ(json::parse(cm["data"].value("hccl.json", "null"), nullptr, false), rt) << cm.dump();
   }
+  // The records in the API server (issue 22), as kubectl shows them: each pod's chips and first rank in its
+  // annotations, the job's ConfigMap labelled with the job, its placement naming each pod's node and chips.
+  json cm = world->cluster().get({"configmap", "-l", "ascend.huawei.com/job=" + job});
+  ASSERT_TRUE(cm.is_object() && cm["items"].size() == 1) << cm.dump().substr(0, 2000);
+  json recorded = json::parse(cm["items"][0]["data"].value("placement.json", "null"), nullptr, false);
+  ASSERT_TRUE(recorded.is_object()) << cm.dump().substr(0, 2000);
+  for (const auto& pp : placement["pods"]) {
+    json p = world->pod(pp["pod"]);
+    const json& ann = p["metadata"]["annotations"];
+    std::string chips;
+    for (const auto& c : pp["chips"]) chips += (chips.empty() ? "" : ",") + c.dump();
+    EXPECT_EQ(ann.value("ascend.huawei.com/chips", ""), chips) << pp.dump();
+    EXPECT_EQ(ann.value("ascend.huawei.com/rank-start", ""), std::to_string(pp["index"].get<int>() * 4));
+    const json& slot = recorded["slots"][pp["index"].get<std::size_t>()];
+    EXPECT_EQ(slot["node"], pp["node"]);
+    EXPECT_EQ(slot["chips"], pp["chips"]);
+  }
+  // Deleting the pods frees every chip without a word to the scheduler (no DELETE /v1/pods): it watches the
+  // API server. Within 5 s, far inside the reservation's time to live (20 s here).
+  std::multiset<std::string> first_nodes;
+  for (const auto& p : pods["items"]) first_nodes.insert(p["spec"]["nodeName"].get<std::string>());
+  world->cluster().kubectl({"delete", "job", job, "--cascade=orphan", "--wait=true"});
+  for (const auto& p : pods["items"]) world->force_delete("pod", p["metadata"]["name"]);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(wait_until([&] { return held_for(job) == 0; }, 5s, 20ms))
+      << world->scheduler_get("/v1/cluster").dump().substr(0, 3000);
+  std::fprintf(stderr, "chips free in the scheduler's view %lld ms after the pods' deletion returned\n",
+               static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::steady_clock::now() - t0)
+                                          .count()));
+  // The job's ConfigMap went with its last pod.
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return world->cluster().get({"configmap", "ascend-job-" + job}).is_discarded();
+      },
+      5s));
+  // A second job fits where the first was.
+  const std::string again = job + "-again";
+  ASSERT_TRUE(world->wait_real_node_free());
+  ASSERT_EQ(world->apply_json(tp4pp2dp2_job(again, "true")).exit_code, 0);
+  json pods2;
+  EXPECT_TRUE(wait_until(
+      [&] {
+        pods2 = world->cluster().get({"pods", "-l", "job-name=" + again});
+        if (pods2.is_discarded() || pods2["items"].size() != 4) return false;
+        for (const auto& p : pods2["items"]) {
+          if (p["spec"].value("nodeName", "").empty()) return false;
+        }
+        return true;
+      },
+      60s))
+      << world->events_of(again);
+  std::multiset<std::string> second_nodes;
+  if (pods2.is_object()) {
+    for (const auto& p : pods2["items"]) second_nodes.insert(p["spec"].value("nodeName", ""));
+  }
+  EXPECT_EQ(second_nodes, first_nodes);
+  world->cluster().kubectl({"delete", "job", again, "--cascade=orphan", "--wait=true"});
+  if (pods2.is_object()) {
+    for (const auto& p : pods2["items"]) world->force_delete("pod", p["metadata"]["name"]);
+  }
+  EXPECT_TRUE(wait_until([&] { return held_for(again) == 0; }, 5s));
+  for (const auto& n : api_only_nodes()) world->set_api_only_node_in_use(n, {});
+}
+
+// ---- the scheduler in the API server: a kill -9, a second replica (issue 22) ------------------------------
+
+TEST_F(Kube, AKilledSchedulerRebuildsItsViewFromTheApiServerAndASecondReplicaAnswersTheSame) {
+  for (const auto& n : api_only_nodes()) ASSERT_EQ(world->set_api_only_node_in_use(n, {4, 5, 6, 7}), "");
+  // Replica B: a second serve against the same API server; kube-scheduler calls only A.
+  constexpr int kPortB = kPluginsPort + 2;
+  int b = world->start_replica(kPortB, "127.0.0.1:8891", "replica-b.log");
+  ASSERT_TRUE(wait_until([&] { return world->serve_ready(kPortB); }, 20s))
+      << ht::slurp(world->path("replica-b.log"));
+  const std::string job = "resilient";
+  auto cleanup = [&] {
+    for (int i = 0; i < 4; ++i) world->force_delete("pod", job + "-" + std::to_string(i));
+    ht::stop_process(b, 5s);
+    for (const auto& n : api_only_nodes()) world->set_api_only_node_in_use(n, {});
+  };
+  // Half the job: pods 0 and 1 bound (through A), pods 2 and 3 not created yet (their chips reserved).
+  for (int i : {0, 1}) ASSERT_EQ(world->apply_json(job_member(job, i)).exit_code, 0);
+  bool half = wait_until([&] { return !node_of(job + "-0").empty() && !node_of(job + "-1").empty(); }, 60s);
+  if (!half) cleanup();
+  ASSERT_TRUE(half) << world->events_of(job + "-0") << world->events_of(job + "-1");
+  json placement = world->scheduler_get("/v1/jobs/default/" + job + "/placement");
+  ASSERT_TRUE(placement.is_object());
+  EXPECT_EQ(held_for(job), 16) << "4 pods x 4 chips, bound or reserved";
+  auto before = holders_in(world->scheduler_get("/v1/cluster"));
+  // B's view of who holds what equals A's (B learnt it from the API server only).
+  EXPECT_TRUE(
+      wait_until([&] { return holders_in(world->scheduler_get("/v1/cluster", kPortB)) == before; }, 5s))
+      << world->scheduler_get("/v1/cluster", kPortB).dump().substr(0, 3000);
+
+  // kill -9, and a new scheduler with no state file: the same chips held, from the API server's records.
+  world->kill_serve();
+  world->start_serve();
+  ASSERT_TRUE(wait_until([] { return world->serve_ready(); }, 20s))
+      << ht::slurp(world->path("scheduler.log"));
+  EXPECT_EQ(holders_in(world->scheduler_get("/v1/cluster")), before)
+      << world->scheduler_get("/v1/cluster").dump().substr(0, 3000);
+
+  // The rest of the job binds to the chips its placement kept for it.
+  for (int i : {2, 3}) ASSERT_EQ(world->apply_json(job_member(job, i)).exit_code, 0);
+  EXPECT_TRUE(wait_until([&] { return !node_of(job + "-2").empty() && !node_of(job + "-3").empty(); }, 60s))
+      << world->events_of(job + "-2") << world->events_of(job + "-3");
+  for (const auto& pp : placement["pods"]) {
+    int i = pp["index"];
+    EXPECT_EQ(node_of(job + "-" + std::to_string(i)), pp["node"].get<std::string>()) << pp.dump();
+  }
+  // Replica B answers a plugin's allocation for a pod A bound (one on an API-only node: no kubelet took it).
+  auto after = holders_in(world->scheduler_get("/v1/cluster"));
+  EXPECT_TRUE(
+      wait_until([&] { return holders_in(world->scheduler_get("/v1/cluster", kPortB)) == after; }, 5s));
+  bool asked = false;
+  for (const auto& pp : placement["pods"]) {
+    if (pp["node"] == world->cluster().node() || asked) continue;
+    json g = world->scheduler_post("/v1/nodes/" + pp["node"].get<std::string>() + "/allocations",
+                                   {{"chips", pp["chips"]}}, kPortB);
+    ASSERT_TRUE(g.is_object() && !g.contains("status")) << g.dump();
+    json env = world->scheduler_get("/v1/jobs/default/" + job + "/env?pod=" + pp["index"].dump());
+    EXPECT_EQ(g["env"], env) << g.dump();
+    EXPECT_EQ(g["env"].value("RANK_START", ""), std::to_string(pp["index"].get<int>() * 4));
+    asked = true;
+  }
+  EXPECT_TRUE(asked) << "no pod on an API-only node: " << placement.dump();
+  // Deleting the pods frees the chips in both replicas; the job's ConfigMap goes.
+  for (int i = 0; i < 4; ++i) world->force_delete("pod", job + "-" + std::to_string(i));
+  EXPECT_TRUE(wait_until([&] { return held_for(job) == 0 && held_for(job, kPortB) == 0; }, 5s));
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return world->cluster().get({"configmap", "ascend-job-" + job}).is_discarded();
+      },
+      5s));
   cleanup();
 }
 
@@ -469,8 +652,9 @@ TEST_F(Kube, APodDeletedBeforeItsBindIsNotBoundAndKeepsNoChips) {
   // The extender's Binding was the API server's 404 (the case this test is about happened).
   EXPECT_TRUE(wait_until(
       [&] {
-        return ht::slurp(world->path("scheduler.log"))
-                   .find("bind default/" + name + " to kube-node-0: POST") != std::string::npos;
+        std::string log = ht::slurp(world->path("scheduler.log"));
+        return log.find("bind default/" + name + " to kube-node-0: ") != std::string::npos &&
+               log.find("404") != std::string::npos;
       },
       10s))
       << ht::slurp(world->path("scheduler.log"));

@@ -125,12 +125,14 @@ std::string job_configmap_name(const std::string& job) {
 }
 
 json job_configmap(const json& record, nlohmann::ordered_json ranktable) {
-  bool all_bound = true;
+  // "completed" once every pod has been bound: no slot waits for its pod (a pod that finished since, or was
+  // deleted, does not make the table incomplete again; one that comes back to a released slot does).
+  bool waiting = false;
   for (const json& s : record.at("slots")) {
     const std::string st = s.at("state").get<std::string>();
-    all_bound = all_bound && (st == "bound" || st == "allocated");
+    waiting = waiting || st == "reserved" || st == "expired";
   }
-  ranktable["status"] = all_bound ? "completed" : "initializing";
+  ranktable["status"] = waiting ? "initializing" : "completed";
   const std::string job = record.at("name").get<std::string>();
   return {{"apiVersion", "v1"},
           {"kind", "ConfigMap"},

@@ -278,6 +278,8 @@ struct KubeSync::Impl {
   }
 
   void sync_job(const std::string& ns, const std::string& job);
+  void pod_event(const std::string& ns, const std::string& pod, const std::string& uid,
+                 const std::string& type, const std::string& reason, const std::string& note);
   void send_events();
 };
 
@@ -327,6 +329,29 @@ void KubeSync::Impl::sync_job(const std::string& ns, const std::string& job) {
       return;
     }
   }
+}
+
+void KubeSync::Impl::pod_event(const std::string& ns, const std::string& pod, const std::string& uid,
+                               const std::string& type, const std::string& reason, const std::string& note) {
+  kube::Client::EventArgs e;
+  e.type = type;
+  e.reason = reason;
+  e.action = "Scheduling";
+  e.note = note;
+  e.ns = ns;
+  e.name = pod;
+  e.uid = uid;
+  e.controller = kController;
+  e.instance = opts.instance;
+  {
+    std::lock_guard l(ev_mu);
+    if (events.size() >= opts.event_queue) {
+      count(&Stats::events_dropped);
+      return;
+    }
+    events.push_back(std::move(e));
+  }
+  ev_cv.notify_one();
 }
 
 void KubeSync::Impl::send_events() {
@@ -456,26 +481,7 @@ void KubeSync::sync_job(const std::string& ns, const std::string& job) {
 
 void KubeSync::pod_event(const std::string& ns, const std::string& pod, const std::string& uid,
                          const std::string& type, const std::string& reason, const std::string& note) {
-  Impl& m = *impl_;
-  kube::Client::EventArgs e;
-  e.type = type;
-  e.reason = reason;
-  e.action = "Scheduling";
-  e.note = note;
-  e.ns = ns;
-  e.name = pod;
-  e.uid = uid;
-  e.controller = kController;
-  e.instance = m.opts.instance;
-  {
-    std::lock_guard l(m.ev_mu);
-    if (m.events.size() >= m.opts.event_queue) {
-      m.count(&Stats::events_dropped);
-      return;
-    }
-    m.events.push_back(std::move(e));
-  }
-  m.ev_cv.notify_one();
+  impl_->pod_event(ns, pod, uid, type, reason, note);
 }
 
 KubeSync::Stats KubeSync::stats() const {
