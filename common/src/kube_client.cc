@@ -150,6 +150,8 @@ Result<Tls> load_tls(const Config& c) {
   if (!t.cert) return Error::invalid("the client certificate is not a PEM certificate");
   t.key.reset(PEM_read_bio_PrivateKey(mem_bio(key_pem).get(), nullptr, nullptr, nullptr));
   if (!t.key) return Error::invalid("the client key is not an unencrypted PEM private key");
+  if (X509_check_private_key(t.cert.get(), t.key.get()) != 1)
+    return Error::invalid("the client key does not belong to the client certificate");
   return t;
 }
 
@@ -467,13 +469,31 @@ bool Client::Impl::reload_token() {
 
 namespace {
 
+// httplib's error names ("Read") as a person reads them.
 std::string describe(const httplib::ClientImpl& cli, httplib::Error e) {
-  std::string s = httplib::to_string(e);
-  if (e == httplib::Error::SSLServerVerification) {
-    if (const auto* ssl = dynamic_cast<const httplib::SSLClient*>(&cli))
-      s += fmt::format(" ({})", X509_verify_cert_error_string(ssl->get_openssl_verify_result()));
+  using E = httplib::Error;
+  switch (e) {
+    case E::Connection:
+      return "cannot connect";
+    case E::ConnectionTimeout:
+      return fmt::format("no connection within {} s", kConnectTimeoutSec);
+    case E::Read:
+      return "the connection broke or timed out while reading the answer";
+    case E::Write:
+      return "the connection broke while sending the request";
+    case E::SSLConnection:
+      return "the TLS handshake failed (is a client certificate needed, or the wrong one given?)";
+    case E::SSLLoadingCerts:
+      return "cannot load the CA certificates";
+    case E::SSLServerVerification: {
+      const auto* ssl = dynamic_cast<const httplib::SSLClient*>(&cli);
+      return fmt::format(
+          "the server's certificate is not trusted: {}",
+          ssl != nullptr ? X509_verify_cert_error_string(ssl->get_openssl_verify_result()) : "?");
+    }
+    default:
+      return httplib::to_string(e);
   }
-  return s;
 }
 
 }  // namespace

@@ -291,7 +291,7 @@ std::optional<WatchEnd> Informer::Impl::on_error_event(const json& status) {
 std::optional<WatchEnd> Informer::Impl::apply(const std::string& type, const json& obj) {
   const std::string obj_kind = string_at(obj, "kind");
   if (!kind.empty() && obj_kind != kind)
-    return distrust(fmt::format("the watch sent a {} \"{}\" where {} objects were expected", type,
+    return distrust(fmt::format("the watch sent {} of a \"{}\" where {} objects were expected", type,
                                 obj_kind.substr(0, 60), kind));
   const std::string key = key_of(obj), obj_rv = rv_of(obj);
   if (key.empty() || obj_rv.empty())
@@ -399,6 +399,7 @@ void Informer::stop() {
   impl_->pause_cv.notify_all();
   impl_->token.cancel();
   if (impl_->thread.joinable()) impl_->thread.join();
+  impl_->set_synced(false);  // nothing keeps the store current now
 }
 
 bool Informer::synced() const {
