@@ -230,7 +230,7 @@ struct Exchange {
 // Splits a stream into lines; the partial tail waits for more.
 class LineSplitter {
  public:
-  // False when the consumer said stop; an error when a line outgrows kMaxLine.
+  // False when the consumer said stop; an error when a line outgrows kMaxLine. Empty lines are skipped.
   Result<bool> feed(std::string_view data, const std::function<bool(std::string_view)>& on_line) {
     buf_.append(data);
     std::size_t start = 0;
@@ -238,13 +238,18 @@ class LineSplitter {
       std::string_view line(buf_.data() + start, nl - start);
       if (line.ends_with('\r')) line.remove_suffix(1);
       start = nl + 1;
+      if (line.size() > kMaxLine) return too_long();
       if (!line.empty() && !on_line(line)) return false;
     }
     buf_.erase(0, start);
     scanned_ = buf_.size();
-    if (buf_.size() > kMaxLine)
-      return Error(EMSGSIZE, fmt::format("a line of the stream is longer than {} MiB", kMaxLine >> 20));
+    if (buf_.size() > kMaxLine) return too_long();
     return true;
+  }
+
+ private:
+  static Error too_long() {
+    return {EMSGSIZE, fmt::format("a line of the stream is longer than {} MiB", kMaxLine >> 20)};
   }
 
  private:

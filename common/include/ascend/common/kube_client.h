@@ -152,10 +152,10 @@ class Client {
   Status event(const EventArgs& e);
 
   // A streaming GET (a watch): `on_line` gets every newline-terminated line of the body as it arrives
-  // (without the newline) and returns false to stop; a partial last line is never delivered. Returns when
-  // the stream ends, `on_line` says stop, or cancel() is called (ECANCELED). Non-2xx: an error (the body read
-  // first). A line longer than 16 MiB is an error (EMSGSIZE). The read timeout is the query's timeoutSeconds
-  // plus 30 s (an hour without one).
+  // (without the newline; empty lines are skipped) and returns false to stop; a partial last line is never
+  // delivered. Returns when the stream ends, `on_line` says stop, or cancel() is called (ECANCELED).
+  // Non-2xx: an error (the body read first). A line longer than 16 MiB is an error (EMSGSIZE). The read
+  // timeout is the query's timeoutSeconds plus 30 s (an hour without one).
   Status stream(const std::string& path_and_query, const std::function<bool(std::string_view line)>& on_line,
                 CancelToken* token = nullptr);
   // Closes every open stream of this client (from any thread).
