@@ -47,6 +47,24 @@ Result<VnpuMode> parse_vnpu_mode(std::string_view s) {
   return Error::invalid("unknown vnpu mode '" + std::string(s) + "' (valid: off, static, dynamic)");
 }
 
+namespace {
+
+Status validate_kube(const Config& c) {
+  const bool given =
+      !c.kubeconfig.empty() || !c.kube_api.empty() || !c.kube_token_file.empty() || !c.kube_ca_file.empty();
+  if (c.no_kube && given)
+    return Error::invalid(
+        "--no-kube turns the API server off; it cannot go with --kubeconfig, --kube-api, "
+        "--kube-token-file or --kube-ca-file");
+  if (c.kube_api.empty() && (!c.kube_token_file.empty() || !c.kube_ca_file.empty()))
+    return Error::invalid("--kube-token-file and --kube-ca-file go with --kube-api URL");
+  if (!c.kubeconfig.empty() && !c.kube_api.empty())
+    return Error::invalid("give either --kubeconfig or --kube-api, not both");
+  return {};
+}
+
+}  // namespace
+
 Status validate(const Config& c) {
   if (c.kubelet_socket_dir.empty() || c.kubelet_socket_dir.front() != '/') {
     return Error::invalid("--kubelet-socket-dir must be an absolute path (got '" + c.kubelet_socket_dir +
@@ -85,7 +103,7 @@ Status validate(const Config& c) {
       return Error::invalid("--ranktable-dir must be an absolute path (got '" + c.ranktable_dir + "')");
     }
   }
-  return {};
+  return validate_kube(c);
 }
 
 bool tracks_whole_chips(const Config& c) {

@@ -9,12 +9,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "ascend/common/fs.h"
+#include "ascend/common/kube_client.h"
 #include "ascend/npu/vnpu_gc.h"
 #include "ascend/plugin/endpoint.h"
 #include "ascend/plugin/grpc_status.h"
+#include "ascend/plugin/kube_publisher.h"
 #include "ascend/plugin/metrics.h"
 #include "ascend/plugin/plugin.h"
 #include "ascend/plugin/reporter.h"
@@ -64,6 +68,20 @@ Result<std::map<std::string, std::set<std::string>>> list_pod_resources(const st
   return out;
 }
 
+// The API server's configuration from the flags; nullopt when there is none (--no-kube, or no flag and not
+// in a cluster).
+Result<std::optional<kube::Config>> kube_config(const Config& cfg) {
+  const bool flags = !cfg.kubeconfig.empty() || !cfg.kube_api.empty();
+  const char* in_cluster = std::getenv("KUBERNETES_SERVICE_HOST");
+  if (cfg.no_kube || (!flags && (in_cluster == nullptr || *in_cluster == '\0'))) return std::optional<kube::Config>();
+  kube::ConfigFlags f;
+  f.kubeconfig = cfg.kubeconfig;
+  f.api_url = cfg.kube_api;
+  f.token_file = cfg.kube_token_file;
+  f.ca_file = cfg.kube_ca_file;
+  return kube::resolve_config(f);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Daemon>> Daemon::create(Config cfg, npu::DeviceQuery& query) {
@@ -78,6 +96,12 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config cfg, npu::DeviceQuery& que
     ASCEND_CHECK(validate(cfg), "");
     ASCEND_ASSIGN(d->scheduler_, HttpScheduler::create(cfg, d->metrics_.get()), "");
     spdlog::info("scheduler {} (node {})", cfg.scheduler_url, cfg.node_name);
+  }
+  ASCEND_ASSIGN(auto kube, kube_config(cfg), "the API server");
+  if (kube) {
+    if (cfg.node_name.empty()) cfg.node_name = d->cfg_.node_name = default_node_name();
+    spdlog::info("API server {} ({}): publishing node {}'s chips", kube->server, kube->source, cfg.node_name);
+    d->kube_ = std::make_unique<kube::Client>(std::move(*kube));
   }
   ASCEND_ASSIGN(d->plugin_, Plugin::create(query, std::move(cfg), d->metrics_.get(), d->scheduler_.get()),
                 "");
@@ -149,6 +173,12 @@ Status Daemon::run() {
     ReporterOptions opts;
     opts.resend_every = cfg_.report_every;
     reporter = std::make_unique<Reporter>(*plugin_, *scheduler_, opts);
+  }
+  std::unique_ptr<KubePublisher> publisher;
+  if (kube_) {
+    KubePublisherOptions opts;
+    opts.refresh_every = cfg_.kube_refresh;
+    publisher = std::make_unique<KubePublisher>(*plugin_, *kube_, cfg_.node_name, opts);
   }
 
   UniqueFd ino(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
@@ -227,6 +257,7 @@ Status Daemon::run() {
     }
   }
   reporter.reset();
+  publisher.reset();
   spdlog::info("stopping: removing the plugin sockets");
   for (auto& e : endpoints_) e->stop();
   return {};

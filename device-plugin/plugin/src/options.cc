@@ -101,8 +101,9 @@ Options::Options(CLI::App& app)
   app.add_option("--log-file", cfg_.log_file, "log file (default: stderr)");
   app.add_option("--scheduler-url", cfg_.scheduler_url,
                  "scheduler extender, http(s)://host:port (default: none, work alone)");
-  app.add_option("--node-name", cfg_.node_name,
-                 "this node's name for the scheduler (default: $NODE_NAME, else the host name)");
+  app.add_option(
+      "--node-name", cfg_.node_name,
+      "this node's name for the scheduler and the API server (default: $NODE_NAME, else the host name)");
   app.add_option("--scheduler-token-file", cfg_.scheduler_token_file,
                  "file holding the scheduler's bearer token");
   app.add_option("--scheduler-ca-file", cfg_.scheduler_ca_file,
@@ -115,6 +116,15 @@ Options::Options(CLI::App& app)
                  "group id the rank tables (0640) get: the job containers' user's group when they do not "
                  "run as root (default: the plugin's)")
       ->check(CLI::Range(0, 2147483647));
+  app.add_option("--kubeconfig", cfg_.kubeconfig,
+                 "kubeconfig for the API server, where the node's chips are published (MindCluster's "
+                 "kube-system/mindx-dl-deviceinfo-<node> ConfigMap and the Node's labels); default: the "
+                 "in-cluster service account when KUBERNETES_SERVICE_HOST is set");
+  app.add_option("--kube-api", cfg_.kube_api, "the API server's URL (instead of --kubeconfig)");
+  app.add_option("--kube-token-file", cfg_.kube_token_file, "bearer token file for --kube-api");
+  app.add_option("--kube-ca-file", cfg_.kube_ca_file, "CA certificate(s) of an https --kube-api");
+  app.add_flag("--no-kube", cfg_.no_kube,
+               "publish nothing to an API server, even in a cluster (the scheduler's HTTP inventory stays)");
   app.add_option("--health-interval", health_ms_,
                  "ms between checks that the driver is there (devices Unhealthy when not)")
       ->check(CLI::Range(10L, 60000L))

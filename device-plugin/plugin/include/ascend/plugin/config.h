@@ -76,6 +76,18 @@ struct Config {
   // How often the inventory is sent although nothing changed (a restarted scheduler learns the node again),
   // and how often a refused (4xx) report is tried again. Not a flag: tests shorten it.
   std::chrono::milliseconds report_every{30000};
+
+  // The Kubernetes API server (kube_publisher.h): the node's chips in MindCluster's device ConfigMap and its
+  // labels. --kubeconfig wins, then --kube-api (with its token and CA files), then the in-cluster
+  // configuration when KUBERNETES_SERVICE_HOST is set; --no-kube turns it off.
+  std::string kubeconfig;
+  std::string kube_api;
+  std::string kube_token_file;
+  std::string kube_ca_file;
+  bool no_kube = false;
+  // How often the ConfigMap is written although nothing changed (MindCluster refreshes its UpdateTime every
+  // minute). Not a flag: tests shorten it.
+  std::chrono::milliseconds kube_refresh{60000};
 };
 
 // True when Allocate must remember the whole chips it hands out: dynamic vNPUs (a chip is never handed out
@@ -87,7 +99,8 @@ std::string default_node_name();
 
 // Checks combinations that cannot work (dynamic vNPU needs runtime mode; cdi mode has no vNPU names) and the
 // scheduler settings (an http(s) URL, an absolute rank-table folder; http:// only to a loopback host unless
-// insecure_scheduler_http; a CA file only with https://). Every failure is bad usage of the flags.
+// insecure_scheduler_http; a CA file only with https://), and the API server's (--no-kube with none of the
+// others; token and CA files only with --kube-api). Every failure is bad usage of the flags.
 Status validate(const Config& c);
 
 }  // namespace ascend::plugin

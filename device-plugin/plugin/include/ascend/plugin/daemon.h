@@ -11,6 +11,9 @@
 // With --scheduler-url, run() also keeps a Reporter that sends the node's inventory to the scheduler, and
 // reads the kubelet's pod-resources list to learn which handed-out chips are free again.
 //
+// With an API server (--kubeconfig, --kube-api, or in a cluster; not --no-kube), run() also keeps a
+// KubePublisher that writes the node's chips to MindCluster's device ConfigMap and labels the Node.
+//
 // run() is called from one thread; stop() from any thread or from a signal handler.
 #pragma once
 
@@ -33,6 +36,13 @@ class MetricsServer;
 class Endpoint;
 class SchedulerApi;
 class Reporter;
+}  // namespace ascend::plugin
+
+namespace ascend::kube {
+class Client;
+}  // namespace ascend::kube
+
+namespace ascend::plugin {
 
 class Daemon {
  public:
@@ -63,6 +73,7 @@ class Daemon {
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<SchedulerApi> scheduler_;  // before plugin_: the plugin uses it until it is gone
+  std::unique_ptr<kube::Client> kube_;       // null: no API server
   std::unique_ptr<Plugin> plugin_;
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
   UniqueFd stop_fd_;

@@ -1,0 +1,117 @@
+// Publishes this node's chips to the Kubernetes API server, as MindCluster's device plugin does, so that
+// Volcano's Ascend plugin and our scheduler read them: the ConfigMap kube-system/mindx-dl-deviceinfo-<node>
+// (deviceinfo.h) and the Node labels schedulers select on (accelerator, chip name, count, driver version,
+// server type).
+//
+// The decisions are pure functions (what the ConfigMap says for a snapshot, when it is due, which labels
+// differ); KubePublisher runs them on a thread of its own and makes the requests through kube::Client. It
+// writes the ConfigMap when what it says changes (the plugin's version wakes it) and at least every
+// `refresh_every` (MindCluster refreshes UpdateTime every minute): create, and on AlreadyExists a
+// merge-patch of DeviceInfoCfg and its label (so that keys others write, ManuallySeparateNPU, stay). The
+// labels are merge-patched only when a value differs from the Node's (read first). Failures are logged once
+// per distinct message and retried with a doubling backoff; an exception is logged and the thread carries on.
+//
+// RAII: the constructor starts the thread, the destructor stops and joins it (at most one request's timeout
+// later). Thread-safe: stats() may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "ascend/common/error.h"
+#include "ascend/deviceinfo/deviceinfo.h"
+#include "ascend/npu/seam.h"
+
+namespace ascend::kube {
+class Client;
+}
+
+namespace ascend::plugin {
+
+class Plugin;
+
+// ---- pure -------------------------------------------------------------------------------------------
+
+// What the ConfigMap says about the whole chips of `host` (resource `resource`) at `now` (unix seconds):
+// OK and Warning chips are healthy (inventory.h's rule), Alarm and Critical unhealthy; every chip with faults
+// gets a fault entry, its codes as npu-smi prints them, SeparateNPU when the faults make it unhealthy, else
+// NotHandleFault. The seam knows no network health: nothing is network-unhealthy.
+deviceinfo::NodeDevices node_devices(const npu::DeviceSnapshot& host, const std::string& resource,
+                                     const std::string& node, std::int64_t now);
+// MindCluster's servertype, "<card type>-<AI cores of a chip>" ("Ascend910B-20", "Ascend910A3-24",
+// "Ascend310P-8"); empty when the host has no chips.
+std::string server_type(const npu::DeviceSnapshot& host);
+deviceinfo::NodeFacts node_facts(const npu::DeviceSnapshot& host, const std::string& resource);
+// Whether the ConfigMap must be written: never written, what it says (all but UpdateTime) changed, or the
+// last write is `refresh` old.
+bool configmap_due(const std::optional<deviceinfo::NodeDevices>& written, const deviceinfo::NodeDevices& now,
+                   std::chrono::milliseconds since_written, std::chrono::milliseconds refresh);
+// The merge patch that updates an existing device ConfigMap to `cm` (to_configmap's): its label and
+// DeviceInfoCfg only.
+nlohmann::json configmap_patch(const nlohmann::json& cm);
+// The merge patch giving the v1 Node `node` the labels `want`, naming only those whose value differs (or
+// that are missing); nullopt when the Node has them all.
+std::optional<nlohmann::json> label_patch(const std::map<std::string, std::string>& want,
+                                          const nlohmann::json& node);
+
+// ---- the thread -------------------------------------------------------------------------------------
+
+struct KubePublisherOptions {
+  std::chrono::milliseconds refresh_every{60000};
+  std::chrono::milliseconds backoff_first{500};
+  std::chrono::milliseconds backoff_max{30000};
+};
+
+class KubePublisher {
+ public:
+  // `plugin` and `client` must outlive the publisher. `node` is this node's name in the API server.
+  KubePublisher(const Plugin& plugin, kube::Client& client, std::string node, KubePublisherOptions opts);
+  ~KubePublisher();
+  KubePublisher(const KubePublisher&) = delete;
+  KubePublisher& operator=(const KubePublisher&) = delete;
+
+  struct Stats {
+    int passes = 0;            // publications tried
+    int configmap_writes = 0;  // ConfigMap creates and patches that succeeded
+    int label_patches = 0;     // Node label patches that succeeded
+    int failures = 0;          // passes that failed (retried)
+  };
+  Stats stats() const;
+
+ private:
+  void loop();
+  // One publication: the ConfigMap when due, then the labels. Fails with the first failure.
+  Status publish(const deviceinfo::NodeDevices& d, const deviceinfo::NodeFacts& facts);
+  Status write_configmap(const deviceinfo::NodeDevices& d);
+  // Creates the ConfigMap; true when it was there already.
+  Result<bool> create_configmap(const nlohmann::json& cm);
+  Status reconcile_labels(const deviceinfo::NodeFacts& facts);
+  void count(int Stats::*field);
+  bool sleep(std::chrono::milliseconds d);
+  bool stopping() const;
+
+  const Plugin& plugin_;
+  kube::Client& client_;
+  const std::string node_;
+  const KubePublisherOptions opts_;
+  // The loop's own state (its thread only).
+  std::optional<deviceinfo::NodeDevices> written_;
+  std::chrono::steady_clock::time_point written_at_{};
+  std::optional<deviceinfo::NodeFacts> labelled_;  // the facts whose labels the Node was last found to have
+  bool exists_ = false;                            // the ConfigMap is there: patch it, do not create it
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  Stats stats_;
+  std::thread thread_;  // last: started once the members above exist
+};
+
+}  // namespace ascend::plugin
