@@ -35,7 +35,7 @@ constexpr long kMaxTimeoutSeconds = 24 * 3600;
 constexpr std::size_t kMaxNameLength = 253;
 constexpr int kWorkerThreads = 32;  // every open watch holds one
 
-// ---- Errors as the real one answers them -----------------------------------------------------------------
+// ---- Errors as the real one answers them --------------------------------------------------------
 
 std::string reason_of(int code) {
   static const std::map<int, std::string> kReasons = {
@@ -82,8 +82,7 @@ std::string dump(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// ---- Resources
-// ---------------------------------------------------------------------------------------------
+// ---- Resources ----------------------------------------------------------------------------------
 
 struct ResourceInfo {
   const char* resource;
@@ -200,8 +199,7 @@ Target parse_target(const std::string& path) {
   return t;
 }
 
-// ---- Selectors
-// ---------------------------------------------------------------------------------------------
+// ---- Selectors ----------------------------------------------------------------------------------
 
 struct Requirement {
   enum class Op { kEq, kNe, kExists, kNotExists };
@@ -316,7 +314,7 @@ struct Selector {
   }
 };
 
-// ---- Request bodies --------------------------------------------------------------------------------------
+// ---- Request bodies -----------------------------------------------------------------------------
 
 std::string media_type(const std::string& content_type) {
   return trim(content_type.substr(0, content_type.find(';')));
@@ -369,8 +367,7 @@ bool param_true(const httplib::Request& req, const std::string& key) {
   return v == "true" || v == "1";
 }
 
-// ---- Metadata
-// ----------------------------------------------------------------------------------------------
+// ---- Metadata -----------------------------------------------------------------------------------
 
 std::string now_rfc3339() {
   std::time_t t = std::time(nullptr);
@@ -390,8 +387,7 @@ std::string meta_string(const json& obj, const char* key) {
   return string_at(obj, json::json_pointer(std::string("/metadata/") + key)).value_or("");
 }
 
-// ---- Watches
-// -----------------------------------------------------------------------------------------------
+// ---- Watches ------------------------------------------------------------------------------------
 
 struct Event {
   std::uint64_t rv;
@@ -429,8 +425,7 @@ struct Delivery {
 
 }  // namespace
 
-// ---- The server
-// --------------------------------------------------------------------------------------------
+// ---- The server ---------------------------------------------------------------------------------
 
 struct FakeApiServer::Impl {
   httplib::Server svr;
@@ -464,6 +459,11 @@ struct FakeApiServer::Impl {
   void start_watch(const httplib::Request& req, httplib::Response& res, const Target& t);
   bool pump(Watcher& w, httplib::DataSink& sink);
   void collect(Watcher& w, Delivery& d);
+  void collect_events(Watcher& w, Delivery& d);
+  void collect_faults(Watcher& w, Delivery& d);
+  void collect_bookmark(Watcher& w, Delivery& d);
+  std::string too_old_line(std::uint64_t from) const;
+  json version_marker(const Watcher& w) const;
   bool has_work(const Watcher& w) const;
   Clock::time_point wake_time(const Watcher& w) const;
 
@@ -590,8 +590,7 @@ void FakeApiServer::Impl::route(const httplib::Request& req, httplib::Response& 
   throw api_error(405, "the server does not allow this method on the requested resource");
 }
 
-// ---- The store
-// -----------------------------------------------------------------------------------------------
+// ---- The store ----------------------------------------------------------------------------------
 
 json* FakeApiServer::Impl::find(const Target& t) {
   auto c = store.find(t.collection());
@@ -831,7 +830,7 @@ json FakeApiServer::Impl::evict_pod(const Target& t, const json& eviction) {
   return success_status(201);
 }
 
-// ---- Watches ---------------------------------------------------------------------------------------------
+// ---- Watches ------------------------------------------------------------------------------------
 
 void FakeApiServer::Impl::start_watch(const httplib::Request& req, httplib::Response& res, const Target& t) {
   auto w = std::make_shared<Watcher>();
@@ -872,8 +871,7 @@ void FakeApiServer::Impl::start_watch(const httplib::Request& req, httplib::Resp
       }
       w->last_rv = rv;
     } else if (from_rv < floor) {
-      auto msg = "too old resource version: " + std::to_string(from_rv) + " (" + std::to_string(floor) + ")";
-      w->pending.push_back(event_line("ERROR", status_object(410, "Expired", msg)));
+      w->pending.push_back(too_old_line(from_rv));
       w->end_after_pending = true;
     } else {
       w->last_rv = from_rv;
@@ -922,26 +920,40 @@ bool FakeApiServer::Impl::pump(Watcher& w, httplib::DataSink& sink) {
   return true;
 }
 
+std::string FakeApiServer::Impl::too_old_line(std::uint64_t from) const {
+  auto msg = "too old resource version: " + std::to_string(from) + " (" + std::to_string(floor) + ")";
+  return event_line("ERROR", status_object(410, "Expired", msg));
+}
+
+json FakeApiServer::Impl::version_marker(const Watcher& w) const {
+  return {{"kind", w.kind},
+          {"apiVersion", w.api_version},
+          {"metadata", {{"resourceVersion", std::to_string(rv)}}}};
+}
+
 void FakeApiServer::Impl::collect(Watcher& w, Delivery& d) {
   if (stopping || w.fault == Watcher::Fault::kCut) {
     d.close = true;
     return;
   }
-  auto now = Clock::now();
   if (w.end_after_pending || w.last_rv >= floor) {
     for (auto& line : w.pending) d.lines.push_back(std::move(line));
     w.pending.clear();
   }
   if (w.end_after_pending) {
     d.end = true;
-    return;
-  }
-  if (w.last_rv < floor) {  // compacted while this watch lagged behind
-    auto msg = "too old resource version: " + std::to_string(w.last_rv) + " (" + std::to_string(floor) + ")";
-    d.lines.push_back(event_line("ERROR", status_object(410, "Expired", msg)));
+  } else if (w.last_rv < floor) {  // compacted while this watch lagged behind
+    d.lines.push_back(too_old_line(w.last_rv));
     d.end = true;
-    return;
+  } else {
+    collect_events(w, d);
+    collect_faults(w, d);
+    if (d.partial.empty()) collect_bookmark(w, d);
+    if (Clock::now() >= w.deadline) d.end = true;
   }
+}
+
+void FakeApiServer::Impl::collect_events(Watcher& w, Delivery& d) {
   auto first = std::upper_bound(history.begin(), history.end(), w.last_rv,
                                 [](std::uint64_t v, const Event& e) { return v < e.rv; });
   for (auto it = first; it != history.end(); ++it) {
@@ -950,36 +962,36 @@ void FakeApiServer::Impl::collect(Watcher& w, Delivery& d) {
       d.lines.push_back(it->line);
   }
   w.last_rv = std::max(w.last_rv, rv);
-  for (; w.garbage > 0; --w.garbage) d.lines.push_back("{not json\n");
+}
+
+// A truncation cuts the last event in two (or a made-up one when there is none); garbage is a line of its
+// own.
+void FakeApiServer::Impl::collect_faults(Watcher& w, Delivery& d) {
   if (w.fault == Watcher::Fault::kTruncate) {
-    std::string line;
+    std::string line = event_line("MODIFIED", version_marker(w));
     if (!d.lines.empty()) {
       line = std::move(d.lines.back());
       d.lines.pop_back();
-    } else {
-      line = event_line("MODIFIED", {{"kind", w.kind},
-                                     {"apiVersion", w.api_version},
-                                     {"metadata", {{"resourceVersion", std::to_string(rv)}}}});
     }
     d.partial = line.substr(0, line.size() / 2);
-    return;
   }
-  if (w.bookmarks && w.bookmark_generation != bookmark_generation) {
+  for (; w.garbage > 0; --w.garbage) d.lines.push_back("{not json\n");
+}
+
+void FakeApiServer::Impl::collect_bookmark(Watcher& w, Delivery& d) {
+  if (!w.bookmarks) return;
+  auto now = Clock::now();
+  if (w.bookmark_generation != bookmark_generation) {  // the interval changed: the next one from now
     w.bookmark_generation = bookmark_generation;
     w.next_bookmark = now + bookmark_every;
   }
-  if (w.bookmarks && bookmark_every.count() > 0 && now >= w.next_bookmark) {
-    json obj = {{"kind", w.kind},
-                {"apiVersion", w.api_version},
-                {"metadata", {{"resourceVersion", std::to_string(rv)}}}};
-    d.lines.push_back(event_line("BOOKMARK", obj));
+  if (bookmark_every.count() > 0 && now >= w.next_bookmark) {
+    d.lines.push_back(event_line("BOOKMARK", version_marker(w)));
     w.next_bookmark = now + bookmark_every;
   }
-  if (now >= w.deadline) d.end = true;
 }
 
-// ---- The public face
-// ---------------------------------------------------------------------------------------
+// ---- The public face ----------------------------------------------------------------------------
 
 namespace {
 

@@ -422,8 +422,7 @@ TEST_F(FakeApiServerTest, EvictionDeletesThePod) {
   expect_status(post(kPods + "/p0/eviction", eviction), 404, "NotFound");
 }
 
-// ---- Watches
-// -----------------------------------------------------------------------------------------------
+// ---- Watches --------------------------------------------------------------------------------------------
 
 TEST_F(FakeApiServerTest, WatchFromAListSeesAddedModifiedDeletedInOrder) {
   create_pod(pod("before"));
