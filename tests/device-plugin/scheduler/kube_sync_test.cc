@@ -1,0 +1,253 @@
+// The scheduler as a cache of the API server, against the API server stand-in (tests/support/): the faults
+// the real kube-apiserver cannot produce on demand (a cut watch, 410 Gone, a restart with a new history,
+// garbage on the stream) leave the scheduler's view equal to what the API server holds, and nothing
+// crashes. The whole loop on the real kube-apiserver is tests/kube/kube_test.cc.
+//
+// Expected values: the pods and Nodes the test put into the stand-in (a pod holds the chips of its
+// `ascend.huawei.com/chips` annotation on its node while it exists and has not finished).
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "ascend/common/kube_client.h"
+#include "ascend/scheduler/kube_records.h"
+#include "ascend/scheduler/server.h"
+#include "extender_util.h"
+#include "fake_apiserver.h"
+
+namespace ascend::scheduler {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+using ascend::testing::FakeApiServer;
+
+bool wait_for(const std::function<bool()>& f, std::chrono::milliseconds timeout = 10s) {
+  auto until = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    if (f()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return f();
+}
+
+constexpr int kNodes = 4;
+
+class Cached {
+ public:
+  explicit Cached(FakeApiServer& api) {
+    ServeOptions o;
+    o.listen = "127.0.0.1:0";
+    o.extender_listen = "127.0.0.1:0";
+    o.instance = "test";
+    kube::Config cfg;
+    cfg.server = api.url();
+    auto s = Server::create(o, testing::small_cluster(kNodes), nullptr, std::make_shared<kube::Client>(cfg));
+    EXPECT_TRUE(s.ok()) << s.error().message();
+    server = std::move(*s);
+    thread = std::thread([this] { (void)server->run(); });
+    client = std::make_unique<httplib::Client>("127.0.0.1", server->port());
+    extender = std::make_unique<httplib::Client>("127.0.0.1", server->extender_port());
+  }
+  ~Cached() {
+    server->stop();
+    thread.join();
+  }
+  bool ready() {
+    auto r = client->Get("/readyz");
+    return r && r->status == 200;
+  }
+  json view() {
+    auto r = client->Get("/v1/cluster");
+    return r && r->status == 200 ? json::parse(r->body) : json();
+  }
+  json post(httplib::Client& c, const std::string& path, const json& body) {
+    auto r = c.Post(path.c_str(), body.dump(), "application/json");
+    EXPECT_TRUE(r && r->status == 200) << path << (r ? r->body : "");
+    return r ? json::parse(r->body, nullptr, false) : json();
+  }
+
+  std::unique_ptr<Server> server;
+  std::thread thread;
+  std::unique_ptr<httplib::Client> client, extender;
+};
+
+// "node chip" -> pod name, for every chip a pod holds in the scheduler's view.
+std::map<std::string, std::string> held(const json& view) {
+  std::map<std::string, std::string> out;
+  if (!view.is_object()) return out;
+  for (const auto& n : view["nodes"]) {
+    for (const auto& c : n["chips"]) {
+      if (c.contains("pod") && !c["pod"].get<std::string>().empty())
+        out[n["name"].get<std::string>() + " " + c["phy"].dump()] = c["pod"];
+    }
+  }
+  return out;
+}
+
+// The same from the API server: what each existing, unfinished pod's annotation says.
+std::map<std::string, std::string> held_in_api(FakeApiServer& api) {
+  std::map<std::string, std::string> out;
+  const json pods = api.list("/api/v1/pods");  // kept: a range over a temporary's member would dangle
+  for (const auto& p : pods["items"]) {
+    auto a = read_api_pod(p);
+    if (!a.ok() || a->node.empty() || a->chips.empty() || a->finished()) continue;
+    // The view names a job's pod by its name, a pod without a job by namespace/name.
+    for (int c : a->chips) out[a->node + " " + std::to_string(c)] = a->info.job ? a->info.name : a->info.key();
+  }
+  return out;
+}
+
+void put_nodes(FakeApiServer& api) {
+  for (int i = 0; i < kNodes; ++i) {
+    api.create(
+        "/api/v1/nodes",
+        {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "node-" + std::to_string(i)}}}});
+  }
+}
+
+// A pod bound by someone (another replica): our annotation and its node.
+json bound_pod(const std::string& name, const std::string& node, const std::string& chips) {
+  json p = testing::plain_pod(name, 2);
+  p["metadata"].erase("uid");
+  p["metadata"]["annotations"] = {{kChipsAnnotation, chips}};
+  p["spec"]["nodeName"] = node;
+  return p;
+}
+
+TEST(KubeSync, AJobThroughTheVerbsLeavesItsRecordsInTheApiServerAndDeletingItsPodsFreesTheChips) {
+  FakeApiServer api;
+  put_nodes(api);
+  Cached s(api);
+  ASSERT_TRUE(wait_for([&] { return s.ready(); })) << "the cache never synced";
+  std::vector<std::string> names;
+  for (int i = 0; i < kNodes; ++i) names.push_back("node-" + std::to_string(i));
+  std::map<int, std::string> where;
+  for (int i = 0; i < 4; ++i) {
+    json pod =
+        api.create("/api/v1/namespaces/default/pods", testing::job_pod("train", i, 4, "tp=4,pp=2,dp=2"));
+    json r = s.post(*s.extender, "/filter", {{"Pod", pod}, {"NodeNames", names}});
+    ASSERT_EQ(r["NodeNames"].size(), 1u) << r.dump();
+    where[i] = r["NodeNames"][0];
+    json b = s.post(*s.extender, "/bind",
+                    {{"PodName", pod["metadata"]["name"]},
+                     {"PodNamespace", "default"},
+                     {"PodUID", pod["metadata"]["uid"]},
+                     {"Node", where[i]}});
+    EXPECT_EQ(b.value("Error", ""), "") << b.dump();
+  }
+  // The API server has the Binding (nodeName), the annotations, and the job's ConfigMap, completed.
+  for (int i = 0; i < 4; ++i) {
+    json p = api.get("/api/v1/namespaces/default/pods/train-" + std::to_string(i));
+    EXPECT_EQ(p["spec"]["nodeName"], where[i]);
+    EXPECT_EQ(p["metadata"]["annotations"][kRankStartAnnotation], std::to_string(i * 4));
+    EXPECT_EQ(parse_chips(p["metadata"]["annotations"][kChipsAnnotation].get<std::string>())->size(), 4u);
+  }
+  json cm;
+  ASSERT_TRUE(wait_for([&] {
+    cm = api.get("/api/v1/namespaces/default/configmaps/ascend-job-train");
+    return cm.is_object() &&
+           json::parse(cm["data"][kRankTableKey].get<std::string>())["status"] == "completed";
+  })) << cm.dump();
+  EXPECT_EQ(cm["metadata"]["labels"][kJobLabel], "train");
+  EXPECT_EQ(held(s.view()), held_in_api(api)) << api.list("/api/v1/pods").dump().substr(0, 3000);
+  // Deleting the pods frees every chip and removes the ConfigMap.
+  for (int i = 0; i < 4; ++i) api.remove("/api/v1/namespaces/default/pods/train-" + std::to_string(i));
+  EXPECT_TRUE(wait_for([&] { return held(s.view()).empty(); })) << s.view().dump().substr(0, 2000);
+  EXPECT_TRUE(
+      wait_for([&] { return api.get("/api/v1/namespaces/default/configmaps/ascend-job-train").is_null(); }));
+}
+
+TEST(KubeSync, TheViewFollowsTheApiServerThroughCutWatchesGoneHistoryARestartAndGarbage) {
+  FakeApiServer api;
+  put_nodes(api);
+  Cached s(api);
+  ASSERT_TRUE(wait_for([&] { return s.ready(); }));
+  int next = 0;
+  auto add = [&](int node) {
+    std::string name = "p" + std::to_string(next++);
+    // Two chips each, on chips 0-7 of the node, in order.
+    int first = 2 * ((next - 1) % 4);
+    api.create("/api/v1/namespaces/default/pods",
+               bound_pod(name, "node-" + std::to_string(node),
+                         std::to_string(first) + "," + std::to_string(first + 1)));
+    return name;
+  };
+  auto same = [&] { return wait_for([&] { return held(s.view()) == held_in_api(api); }); };
+  std::string a = add(0), b = add(0);
+  ASSERT_TRUE(same()) << s.view().dump().substr(0, 2000);
+
+  // A cut watch: what happens meanwhile arrives on the next one.
+  api.cut_watches();
+  api.remove("/api/v1/namespaces/default/pods/" + a);
+  std::string c = add(1);
+  EXPECT_TRUE(same()) << "after a cut watch";
+
+  // The history is gone (410): a re-list, whose differences are delivered.
+  api.compact();
+  api.cut_watches();
+  api.remove("/api/v1/namespaces/default/pods/" + b);
+  api.compact();
+  EXPECT_TRUE(same()) << "after 410 Gone";
+
+  // A restart with a new history.
+  api.restart(5000);
+  api.patch("/api/v1/namespaces/default/pods/" + c, {{"status", {{"phase", "Succeeded"}}}});
+  std::string d = add(2);
+  EXPECT_TRUE(same()) << "after a restart of the API server";
+
+  // Garbage and a truncated event on the stream: a re-list, never a wrong cache.
+  api.garbage_watches();
+  std::string e = add(3);
+  EXPECT_TRUE(same()) << "after garbage";
+  api.truncate_watches();
+  api.remove("/api/v1/namespaces/default/pods/" + d);
+  EXPECT_TRUE(same()) << "after a truncated event";
+  // Ready again once every informer has re-listed (not ready while a re-list is due).
+  EXPECT_TRUE(wait_for([&] { return s.ready(); }));
+  // A Node deleted from the API offers nothing; back, it does.
+  api.remove("/api/v1/nodes/node-1");
+  EXPECT_TRUE(wait_for([&] { return s.view()["nodes"][1].value("absent", false); }));
+  api.create("/api/v1/nodes", {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "node-1"}}}});
+  EXPECT_TRUE(wait_for([&] { return !s.view()["nodes"][1].value("absent", false); }));
+}
+
+TEST(KubeSync, ANewSchedulerWithNoStateRebuildsTheSameView) {
+  FakeApiServer api;
+  put_nodes(api);
+  json before;
+  {
+    Cached s(api);
+    ASSERT_TRUE(wait_for([&] { return s.ready(); }));
+    std::vector<std::string> names;
+    for (int i = 0; i < kNodes; ++i) names.push_back("node-" + std::to_string(i));
+    // Half a job: pods 0 and 1 filtered and bound, 2 and 3 filtered (reserved) only.
+    for (int i = 0; i < 4; ++i) {
+      json pod =
+          api.create("/api/v1/namespaces/default/pods", testing::job_pod("half", i, 4, "tp=4,pp=2,dp=2"));
+      json r = s.post(*s.extender, "/filter", {{"Pod", pod}, {"NodeNames", names}});
+      if (i >= 2) continue;
+      s.post(*s.extender, "/bind",
+             {{"PodName", pod["metadata"]["name"]},
+              {"PodNamespace", "default"},
+              {"PodUID", pod["metadata"]["uid"]},
+              {"Node", r["NodeNames"][0]}});
+    }
+    ASSERT_TRUE(wait_for(
+        [&] { return api.get("/api/v1/namespaces/default/configmaps/ascend-job-half").is_object(); }));
+    before = s.view();
+  }
+  Cached again(api);
+  ASSERT_TRUE(wait_for([&] { return again.ready(); }));
+  json after = again.view();
+  EXPECT_EQ(after["nodes"], before["nodes"]);
+  EXPECT_EQ(after["jobs"], before["jobs"]);
+}
+
+}  // namespace
+}  // namespace ascend::scheduler
