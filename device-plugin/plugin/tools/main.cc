@@ -50,6 +50,15 @@ Scheduler (--scheduler-url, the ascend-scheduler serve extender; without it the 
   gets nothing. With --scheduler-token-file every request carries "Authorization: Bearer <token>".
   http:// is refused (bad usage) unless the host is loopback (127.0.0.0/8, ::1, localhost) or
   --insecure-scheduler-http is given.
+API server (--kubeconfig, --kube-api URL with --kube-token-file/--kube-ca-file, else the in-cluster service
+  account when KUBERNETES_SERVICE_HOST is set; --no-kube: none), as MindCluster's device plugin publishes:
+  ConfigMap    kube-system/mindx-dl-deviceinfo-<node-name> (data DeviceInfoCfg: healthy, unhealthy chips and
+               their fault codes, UpdateTime, CheckCode), within a second of each change and every 60 s;
+               created, else merge-patched (other keys, ManuallySeparateNPU, stay). Volcano reads it.
+  labels       accelerator, node.kubernetes.io/npu.chip.name, servertype, huawei.com/npu.chip.name,
+               huawei.com/npu.server.type, huawei.com/npu.driver.version, huawei.com/driver.version,
+               huawei.com/npu.count on the Node, patched only when a value differs from the Node's.
+  Needs RBAC: configmaps get/create/patch in kube-system, nodes get/patch.
 Driver: every --health-interval the plugin asks the driver for its devices; when that fails (driver unloaded,
   DCMI failing) every device turns Unhealthy and Allocate is refused, with one log line saying why; when the
   driver answers again the devices follow it (its new device nodes and majors included).

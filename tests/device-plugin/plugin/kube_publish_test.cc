@@ -14,6 +14,7 @@
 #include "ascend/deviceinfo/deviceinfo.h"
 #include "ascend/npu/emulator.h"
 #include "ascend/npu/profiles.h"
+#include "ascend/plugin/daemon.h"
 #include "ascend/plugin/kube_publisher.h"
 #include "ascend/plugin/plugin.h"
 #include "fake_apiserver.h"
@@ -234,6 +235,27 @@ TEST_F(KubePublish, WithoutItsNodeTheConfigMapIsStillWritten) {
   ASSERT_TRUE(wait_until([&] { return pub->stats().failures >= 2; }, 3s)) << "the labels are retried";
   add_node();
   ASSERT_TRUE(wait_until([&] { return labelled(); }, 3s));
+}
+
+// The daemon with --kube-api publishes (no kubelet needed: it waits for one meanwhile).
+TEST_F(KubePublish, DaemonWithKubeApiPublishes) {
+  add_node();
+  Config c;
+  c.kubelet_socket_dir = tmp / "device-plugins";
+  c.host_root = root;
+  c.pod_resources_socket = "";
+  c.vnpu_gc_interval = 0s;
+  c.kube_api = api.url();
+  c.node_name = kNode;
+  auto d = Daemon::create(c, *query);
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  Status run_status;
+  std::thread runner([&] { run_status = (*d)->run(); });
+  EXPECT_TRUE(
+      wait_until([&] { return deviceinfo::from_configmap(api.get(kCmPath)).ok() && labelled(); }, 5s));
+  (*d)->stop();
+  runner.join();
+  EXPECT_TRUE(run_status.ok()) << run_status.error().message();
 }
 
 }  // namespace

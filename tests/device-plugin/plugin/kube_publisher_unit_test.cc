@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ascend/plugin/kube_publisher.h"
+#include "ascend/plugin/options.h"
 
 namespace ascend::plugin {
 namespace {
@@ -107,6 +108,26 @@ TEST(KubePublisher, LabelPatchNamesOnlyWhatDiffers) {
   EXPECT_EQ(label_patch(want, json::array()),
             (json{{"metadata",
                    {{"labels", {{"accelerator", "huawei-Ascend910"}, {"servertype", "Ascend910B-20"}}}}}}));
+}
+
+TEST(KubeFlags, ParseAndRefuseContradictions) {
+  auto c = parse_options(
+      {"--kube-api", "https://10.0.0.1:6443", "--kube-token-file", "/t", "--kube-ca-file", "/ca"});
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_EQ(c->kube_api, "https://10.0.0.1:6443");
+  EXPECT_EQ(c->kube_token_file, "/t");
+  EXPECT_EQ(c->kube_ca_file, "/ca");
+  EXPECT_TRUE(validate(*c).ok());
+  c = parse_options({"--kubeconfig", "/k", "--no-kube"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->no_kube);
+  EXPECT_NE(validate(*c).error().message().find("--no-kube"), std::string::npos);
+  c = parse_options({"--kube-token-file", "/t"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_NE(validate(*c).error().message().find("go with --kube-api"), std::string::npos);
+  c = parse_options({"--kubeconfig", "/k", "--kube-api", "http://h"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_NE(validate(*c).error().message().find("not both"), std::string::npos);
 }
 
 }  // namespace
