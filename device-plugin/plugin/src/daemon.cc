@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <optional>
 
@@ -71,14 +70,12 @@ Result<std::map<std::string, std::set<std::string>>> list_pod_resources(const st
 // The API server's configuration from the flags; nullopt when there is none (--no-kube, or no flag and not
 // in a cluster).
 Result<std::optional<kube::Config>> kube_config(const Config& cfg) {
-  const bool flags = !cfg.kubeconfig.empty() || !cfg.kube_api.empty();
-  const char* in_cluster = std::getenv("KUBERNETES_SERVICE_HOST");
-  if (cfg.no_kube || (!flags && (in_cluster == nullptr || *in_cluster == '\0'))) return std::optional<kube::Config>();
   kube::ConfigFlags f;
   f.kubeconfig = cfg.kubeconfig;
   f.api_url = cfg.kube_api;
   f.token_file = cfg.kube_token_file;
   f.ca_file = cfg.kube_ca_file;
+  if (cfg.no_kube) return std::optional<kube::Config>();
   return kube::resolve_config(f);
 }
 

@@ -117,7 +117,12 @@ std::optional<nlohmann::json> label_patch(const std::map<std::string, std::strin
 
 KubePublisher::KubePublisher(const Plugin& plugin, kube::Client& client, std::string node,
                              KubePublisherOptions opts)
-    : plugin_(plugin), client_(client), node_(std::move(node)), opts_(opts), thread_([this] { loop(); }) {}
+    : plugin_(plugin),
+      client_(client),
+      node_(std::move(node)),
+      resource_(plugin.resources().front().name),
+      opts_(opts),
+      thread_([this] { loop(); }) {}
 
 KubePublisher::~KubePublisher() {
   {
@@ -197,53 +202,57 @@ Status KubePublisher::reconcile_labels(const deviceinfo::NodeFacts& facts) {
   return {};
 }
 
-Status KubePublisher::publish(const deviceinfo::NodeDevices& d, const deviceinfo::NodeFacts& facts) {
-  const bool due = configmap_due(
-      written_, d,
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - written_at_),
-      opts_.refresh_every);
+std::chrono::milliseconds KubePublisher::since_written() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               written_at_);
+}
+
+Status KubePublisher::publish() {
+  const auto host = plugin_.host();
+  const auto d = node_devices(host, resource_, node_, unix_now());
+  const auto facts = node_facts(host, resource_);
+  const bool due = configmap_due(written_, d, since_written(), opts_.refresh_every);
+  if (!due && labelled_ == facts) return {};  // the version moved, but not what is published
+  count(&Stats::passes);
   if (due) {
     ASCEND_CHECK(write_configmap(d), "");
-    if (!written_ || *written_ != d)
-      spdlog::debug("published {}: {} healthy, {} unhealthy", deviceinfo::configmap_name(node_),
-                    d.healthy.size(), d.unhealthy.size());
+    if (!written_ || written_->unhealthy != d.unhealthy || written_->faults != d.faults)
+      spdlog::info("published {}/{}: {} healthy, {} unhealthy chips", deviceinfo::kNamespace,
+                   deviceinfo::configmap_name(node_), d.healthy.size(), d.unhealthy.size());
     written_ = d;
     written_at_ = std::chrono::steady_clock::now();
     count(&Stats::configmap_writes);
   }
   // The labels are read again whenever the ConfigMap is refreshed, so that a label removed by hand returns.
-  if (due || labelled_ != facts) ASCEND_CHECK(reconcile_labels(facts), "");
+  ASCEND_CHECK(reconcile_labels(facts), "");
   return {};
 }
 
 void KubePublisher::loop() {
-  const std::string resource = plugin_.resources().front().name;
   auto backoff = opts_.backoff_first;
-  std::string last_failure;  // said once per distinct message
+  std::string last_failure;   // said once per distinct message
+  std::uint64_t settled = 0;  // the plugin version the API server has (0: none yet)
   while (!stopping()) {
     const std::uint64_t seen = plugin_.version();
-    const auto host = plugin_.host();
-    const auto d = node_devices(host, resource, node_, unix_now());
-    const auto facts = node_facts(host, resource);
-    const auto since = std::chrono::steady_clock::now() - written_at_;
-    if (!configmap_due(written_, d, std::chrono::duration_cast<std::chrono::milliseconds>(since),
-                       opts_.refresh_every) &&
-        labelled_ == facts) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(opts_.refresh_every - since);
-      plugin_.wait_change(seen, std::clamp(left, std::chrono::milliseconds(1), kStopCheck));
+    const auto since = since_written();
+    if (seen == settled && since < opts_.refresh_every) {
+      // Up to date: wait for a change or the refresh. The short wait bounds how long a stop that raced with
+      // this loop (its wake_all came before the wait began) goes unnoticed.
+      plugin_.wait_change(seen,
+                          std::clamp(opts_.refresh_every - since, std::chrono::milliseconds(1), kStopCheck));
       continue;
     }
-    count(&Stats::passes);
-    Status st = Error(EIO, "");
+    Status st;
     try {
-      st = publish(d, facts);
-    } catch (const std::exception& e) {
+      st = publish();
+    } catch (const std::exception& e) {  // a bug, not the API server: logged, and the thread carries on
       st = Error(EIO, fmt::format("publishing to the API server threw: {}", e.what()));
     }
     if (st.ok()) {
-      if (!last_failure.empty()) spdlog::info("the API server has this node's chips again");
+      if (!last_failure.empty()) spdlog::info("the API server has node {}'s chips again", node_);
       last_failure.clear();
       backoff = opts_.backoff_first;
+      settled = seen;
       continue;
     }
     count(&Stats::failures);

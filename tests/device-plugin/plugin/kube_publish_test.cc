@@ -4,8 +4,11 @@
 // sends no PATCH), a label removed by hand restored, an existing ConfigMap patched with others' keys kept,
 // and an API server that refuses for a while.
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <thread>
@@ -42,6 +45,28 @@ const std::map<std::string, std::string> kLabels = {
     {"huawei.com/npu.driver.version", "24.1.rc1.b030"},
     {"huawei.com/driver.version", "24.1.rc1.b030"},
     {"huawei.com/npu.count", "8"},
+};
+
+// Captures what the publisher logs (spdlog's default logger) for the test's duration (as lifecycle_test's).
+class LogCapture {
+ public:
+  LogCapture()
+      : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)), old_(spdlog::default_logger()) {
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink_));
+  }
+  ~LogCapture() { spdlog::set_default_logger(old_); }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+  int count(const std::string& needle) const {
+    const auto lines = sink_->last_formatted();
+    return static_cast<int>(std::count_if(lines.begin(), lines.end(), [&](const std::string& l) {
+      return l.find(needle) != std::string::npos;
+    }));
+  }
+
+ private:
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
+  std::shared_ptr<spdlog::logger> old_;
 };
 
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
@@ -205,6 +230,14 @@ TEST_F(KubePublish, RefreshRewritesUpdateTimeAndRestoresARemovedLabel) {
   EXPECT_EQ(pub->stats().label_patches, 2);
 }
 
+TEST_F(KubePublish, RecreatesADeletedConfigMap) {
+  add_node();
+  auto pub = start(300ms);
+  ASSERT_TRUE(wait_until([&] { return api.get(kCmPath).is_object(); }, 5s));
+  ASSERT_TRUE(api.remove(kCmPath));
+  ASSERT_TRUE(wait_until([&] { return deviceinfo::from_configmap(api.get(kCmPath)).ok(); }, 3s));
+}
+
 TEST_F(KubePublish, PatchesAnExistingConfigMapKeepingOthersKeys) {
   add_node();
   api.create("/api/v1/namespaces/kube-system/configmaps",
@@ -220,13 +253,25 @@ TEST_F(KubePublish, PatchesAnExistingConfigMapKeepingOthersKeys) {
   EXPECT_EQ(device_info()["DeviceList"], device_list("", "[]"));
 }
 
-TEST_F(KubePublish, RetriesWhileTheApiServerRefuses) {
+TEST_F(KubePublish, RetriesWhileTheNamespaceIsMissing) {
   add_node();
-  api.fail_next(404, 1);  // the namespace is not there (yet)
-  api.fail_next(503, 2);
+  LogCapture log;
+  api.fail_next(404, 3);  // kube-system is not there (yet): the create is answered 404
   auto pub = start();
   ASSERT_TRUE(wait_until([&] { return api.get(kCmPath).is_object() && labelled(); }, 5s));
-  EXPECT_GE(pub->stats().failures, 1);
+  EXPECT_EQ(pub->stats().failures, 3);
+  EXPECT_EQ(log.count("namespace kube-system does not exist in the API server (create it, or run the plugin "
+                      "with --no-kube)"),
+            1)
+      << "said once, not once per retry";
+}
+
+TEST_F(KubePublish, RetriesWhileTheApiServerIsAway) {
+  add_node();
+  api.fail_next(503, 4);
+  auto pub = start();
+  ASSERT_TRUE(wait_until([&] { return api.get(kCmPath).is_object() && labelled(); }, 5s));
+  EXPECT_EQ(pub->stats().failures, 4);
 }
 
 TEST_F(KubePublish, WithoutItsNodeTheConfigMapIsStillWritten) {

@@ -79,7 +79,7 @@ class KubePublisher {
   KubePublisher& operator=(const KubePublisher&) = delete;
 
   struct Stats {
-    int passes = 0;            // publications tried
+    int passes = 0;            // publications tried (something was due)
     int configmap_writes = 0;  // ConfigMap creates and patches that succeeded
     int label_patches = 0;     // Node label patches that succeeded
     int failures = 0;          // passes that failed (retried)
@@ -88,8 +88,10 @@ class KubePublisher {
 
  private:
   void loop();
-  // One publication: the ConfigMap when due, then the labels. Fails with the first failure.
-  Status publish(const deviceinfo::NodeDevices& d, const deviceinfo::NodeFacts& facts);
+  // One publication of the plugin's state now: the ConfigMap when due, then the labels when the ConfigMap was
+  // due or the facts changed. Fails with the first failure.
+  Status publish();
+  std::chrono::milliseconds since_written() const;
   Status write_configmap(const deviceinfo::NodeDevices& d);
   // Creates the ConfigMap; true when it was there already.
   Result<bool> create_configmap(const nlohmann::json& cm);
@@ -101,6 +103,7 @@ class KubePublisher {
   const Plugin& plugin_;
   kube::Client& client_;
   const std::string node_;
+  const std::string resource_;  // the whole-chip resource
   const KubePublisherOptions opts_;
   // The loop's own state (its thread only).
   std::optional<deviceinfo::NodeDevices> written_;
