@@ -76,7 +76,6 @@ std::vector<double> pods_to_running(kt::Testbed& tb, const std::string& tag, con
     if (!running) fail(tb, name + " did not run: " + tb.events_of(name));
     out.push_back(ms);
     tb.force_delete("pod", name);
-    tb.scheduler_release("default", name);
     wait_gone(tb, name);
   }
   return out;
@@ -106,7 +105,6 @@ std::vector<double> jobs_to_bound(kt::Testbed& tb, const std::string& tag, const
     tb.cluster().kubectl({"delete", "job", name, "--cascade=orphan"});
     for (const auto& p : pods["items"]) {
       tb.force_delete("pod", p["metadata"]["name"]);
-      tb.scheduler_release("default", p["metadata"]["name"]);
     }
     for (const auto& p : pods["items"]) wait_gone(tb, p["metadata"]["name"]);
   }

@@ -248,6 +248,11 @@ std::string Testbed::start() {
   sa_token_file_ = path("sa-token");
   ht::spit(sa_token_file_, token);
   ::chmod(sa_token_file_.c_str(), 0600);
+  auto pt = c.kubectl({"-n", "kube-system", "create", "token", "ascend-device-plugin", "--duration", "4h"});
+  if (pt.exit_code != 0) return "kubectl create token ascend-device-plugin: " + pt.err;
+  plugin_token_file_ = path("plugin-sa-token");
+  ht::spit(plugin_token_file_, pt.out.substr(0, pt.out.find_last_not_of('\n') + 1));
+  ::chmod(plugin_token_file_.c_str(), 0600);
 
   for (const auto& n : api_only_nodes()) put_api_only_node(n);
   heartbeat_ = std::thread([this] { heartbeat(); });
@@ -368,11 +373,6 @@ json Testbed::scheduler_post(const std::string& p, const json& body, int port) c
   return out;
 }
 
-void Testbed::scheduler_release(const std::string& ns, const std::string& pod) const {
-  httplib::Client cli(serve_url());
-  cli.Delete(("/v1/pods/" + ns + "/" + pod).c_str(), bearer());
-}
-
 bool Testbed::wait_real_node_free(std::chrono::milliseconds timeout) const {
   return wait_until(
       [&] {
@@ -389,26 +389,19 @@ bool Testbed::wait_real_node_free(std::chrono::milliseconds timeout) const {
       timeout);
 }
 
-void Testbed::start_plugin(const std::vector<std::string>& extra) {
-  std::vector<std::string> argv = {ht::bin("ascend-device-plugin"),
-                                   "--kubelet-socket-dir",
-                                   "/var/lib/kubelet/device-plugins",
-                                   "--host-root",
-                                   host_root(),
-                                   "--backend",
-                                   "emulator",
-                                   "--node-name",
-                                   cluster_->node(),
-                                   "--scheduler-url",
-                                   serve_url(),
-                                   "--scheduler-token-file",
-                                   token_file_,
-                                   "--ranktable-dir",
-                                   path("ranktables"),
-                                   "--pod-resources-socket",
-                                   cluster_->dir() + "/kubelet/pod-resources/kubelet.sock",
-                                   "--health-interval",
-                                   "200"};
+void Testbed::start_plugin(const std::vector<std::string>& extra, bool scheduler_http) {
+  std::vector<std::string> argv = {
+      ht::bin("ascend-device-plugin"), "--kubelet-socket-dir", "/var/lib/kubelet/device-plugins",
+      "--host-root", host_root(), "--backend", "emulator", "--node-name", cluster_->node(),
+      // Its device ConfigMap and Node labels, under deploy/'s RBAC.
+      "--kube-api", cluster_->api_url(), "--kube-token-file", plugin_token_file_, "--kube-ca-file",
+      cluster_->ca_file(), "--ranktable-dir", path("ranktables"), "--pod-resources-socket",
+      cluster_->dir() + "/kubelet/pod-resources/kubelet.sock", "--health-interval", "200"};
+  if (scheduler_http) {
+    for (const std::string& a :
+         {std::string("--scheduler-url"), serve_url(), std::string("--scheduler-token-file"), token_file_})
+      argv.push_back(a);
+  }
   argv.insert(argv.end(), extra.begin(), extra.end());
   plugin_pid_ = ht::spawn_background(argv, path("plugin.log"));
 }

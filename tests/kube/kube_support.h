@@ -135,17 +135,16 @@ class Testbed {
   // POST with the token: the answer's JSON when 200, else {"status": N, "body": ...}.
   nlohmann::json scheduler_post(const std::string& path, const nlohmann::json& body,
                                 int port = kPluginsPort) const;
-  // The README's way to free a pod's chips in the scheduler without an API server watch (issue 22 makes
-  // the scheduler follow pod deletions by itself).
-  void scheduler_release(const std::string& ns, const std::string& pod) const;
 
   // Until the scheduler sees every chip of kube-node-0 free (the plugin reports a chip free about 10 s
   // after the kubelet stops listing its pod: a pod the extender refused meanwhile waits for kube-scheduler's
   // next retry, up to 5 minutes, so tests start each pod on a quiet node). False on a timeout.
   bool wait_real_node_free(std::chrono::milliseconds timeout = std::chrono::seconds(40)) const;
 
-  // The device plugin of kube-node-0.
-  void start_plugin(const std::vector<std::string>& extra = {});
+  // The device plugin of kube-node-0: it publishes its device ConfigMap and Node labels in the API server
+  // (the ascend-device-plugin service account's token) and, with `scheduler_http`, reports to serve over
+  // HTTP and asks it for allocations.
+  void start_plugin(const std::vector<std::string>& extra = {}, bool scheduler_http = true);
   void stop_plugin();
   bool plugin_running() const { return plugin_pid_ > 0; }
 
@@ -180,8 +179,9 @@ class Testbed {
   std::unique_ptr<hook::testing::EmulatedHost> host_;
   std::unique_ptr<Cluster> cluster_;
   std::string runtime_config_;
-  std::string token_file_;     // the plugins' bearer token (serve --token-file)
-  std::string sa_token_file_;  // the ascend-scheduler service account's token
+  std::string token_file_;         // the plugins' bearer token (serve --token-file)
+  std::string sa_token_file_;      // the ascend-scheduler service account's token
+  std::string plugin_token_file_;  // the ascend-device-plugin service account's token
   std::string cluster_file_;
   std::string scheduler_config_;  // kube-scheduler's, as deploy/'s ConfigMap holds it in the API
   std::string scheduler_kubeconfig_;

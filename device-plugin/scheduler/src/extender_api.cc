@@ -174,6 +174,21 @@ std::vector<std::string> Scheduler::holders(const std::string& job_key) const {
   return out;
 }
 
+Status Scheduler::put_health(const std::string& node, const std::vector<int>& healthy,
+                             const std::vector<int>& unhealthy, Clock::time_point now) {
+  int n = node_index(node);
+  if (n < 0) return Error::not_found("node " + node + " is not in the scheduler's cluster file");
+  const auto& t = cluster_->type_of(n);
+  std::uint64_t sick = t.all() & ~mask_of(n, healthy);  // a chip not listed healthy is not usable
+  sick |= mask_of(n, unhealthy);
+  NodeState& s = nodes_[idx(n)];
+  if (!s.reported || s.unhealthy != sick) ++changes_;
+  s.unhealthy = sick;
+  s.reported = true;
+  s.reported_at = now;
+  return ok_status();
+}
+
 void Scheduler::set_node_present(const std::string& node, bool present) {
   int n = node_index(node);
   if (n < 0) return;

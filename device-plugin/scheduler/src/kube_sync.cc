@@ -38,24 +38,6 @@ json slim_named(json obj) {
   return out;
 }
 
-// The device ConfigMap as the scheduler's inventory: listed healthy chips are free, unhealthy and
-// network-unhealthy ones are not usable, a chip in neither list is in use.
-Inventory inventory_of(const deviceinfo::NodeDevices& d, const std::vector<int>& all_phys) {
-  Inventory inv;
-  inv.resource = d.resource;
-  std::set<int> healthy(d.healthy.begin(), d.healthy.end());
-  std::set<int> sick(d.unhealthy.begin(), d.unhealthy.end());
-  sick.insert(d.network_unhealthy.begin(), d.network_unhealthy.end());
-  for (int phy : all_phys) {
-    ChipReport c;
-    c.phy_id = phy;
-    c.healthy = sick.count(phy) == 0;
-    c.in_use = c.healthy && healthy.count(phy) == 0;
-    inv.chips.push_back(c);
-  }
-  return inv;
-}
-
 }  // namespace
 
 struct KubeSync::Impl {
@@ -230,17 +212,10 @@ struct KubeSync::Impl {
       spdlog::warn("device ConfigMap {}: {}", meta_str(cm, "name"), d.error().message());
       return;
     }
+    std::vector<int> sick = d->unhealthy;
+    sick.insert(sick.end(), d->network_unhealthy.begin(), d->network_unhealthy.end());
     Status st = ok_status();
-    access.with([&](Scheduler& s) {
-      int n = s.cluster().node_index(d->node);
-      if (n < 0) {
-        st = Error::not_found("node " + d->node + " is not in the scheduler's cluster file");
-        return;
-      }
-      const auto& t = s.cluster().type_of(n);
-      std::vector<int> all(t.phy.begin(), t.phy.begin() + t.size);
-      st = s.put_inventory(d->node, inventory_of(*d, all), now());
-    });
+    access.with([&](Scheduler& s) { st = s.put_health(d->node, d->healthy, sick, now()); });
     if (!st.ok()) spdlog::warn("device ConfigMap of {}: {}", d->node, st.error().message());
   }
 
@@ -473,6 +448,18 @@ Status KubeSync::bind(const std::string& ns, const std::string& pod, const std::
   auto b = impl_->client->bind(ns, pod, uid, node);
   if (!b.ok()) return b.error().context("creating the Binding of pod " + ns + "/" + pod);
   return ok_status();
+}
+
+bool KubeSync::pod_exists(const std::string& ns, const std::string& pod, const std::string& uid) {
+  {
+    std::lock_guard l(impl_->mu);
+    auto it = impl_->followed.find(ns + "/" + pod);
+    if (it != impl_->followed.end() && (uid.empty() || it->second.info.uid == uid)) return true;
+  }
+  auto r = impl_->client->get(kube::path_of("v1", "pods", ns, pod));
+  if (!r.ok()) return false;
+  const json* meta = r->is_object() && r->contains("metadata") ? &(*r)["metadata"] : nullptr;
+  return meta != nullptr && (uid.empty() || meta->value("uid", "") == uid);
 }
 
 void KubeSync::sync_job(const std::string& ns, const std::string& job) {

@@ -412,6 +412,14 @@ void Server::Impl::on_filter(const httplib::Request& req, httplib::Response& res
   if (!body_json(req, res, body)) return;
   auto args = parse_extender_args(body, node_count);
   if (!args.ok()) return reply_error(res, 400, args.error().message());
+  if (kube && (!args->pod.resource.empty() || args->pod.job) &&
+      !kube->pod_exists(args->pod.ns, args->pod.name, args->pod.uid)) {
+    // A pod the API server does not have reserves nothing (whoever reaches the extender listener).
+    FilterResult none;
+    for (const auto& n : args->node_names)
+      none.unresolvable[n] = "pod " + args->pod.key() + " is not in the API server";
+    return reply(res, 200, filter_result_json(*args, none));
+  }
   FilterResult r;
   bool placed = false;
   bool job_moved = false;
@@ -492,6 +500,13 @@ void Server::Impl::on_bind(const httplib::Request& req, httplib::Response& res) 
   if (!body_json(req, res, body)) return;
   auto b = parse_binding_args(body);
   if (!b.ok()) return reply_error(res, 400, b.error().message());
+  if (kube && !kube->pod_exists(b->pod_namespace, b->pod_name, b->pod_uid)) {
+    spdlog::warn("bind {}/{} to {}: the pod is not in the API server (deleted meanwhile?)", b->pod_namespace,
+                 b->pod_name, b->node);
+    return reply(
+        res, 200,
+        binding_result_json("pod " + b->pod_namespace + "/" + b->pod_name + " is not in the API server"));
+  }
   std::optional<Scheduler::Held> held;
   std::string job_key;
   {

@@ -273,3 +273,27 @@ TEST(KubeCache, ANodeTheApiServerDoesNotHaveOffersNothing) {
 
 }  // namespace
 }  // namespace ascend::scheduler
+
+namespace ascend::scheduler {
+namespace {
+
+TEST(KubeCache, TheDeviceConfigMapSetsHealthAndKeepsWhatThePluginSaidIsInUse) {
+  Scheduler s(testing::small_cluster(1));
+  Inventory inv;
+  inv.resource = "huawei.com/Ascend910";
+  for (int c = 0; c < 8; ++c) inv.chips.push_back({c, true, c == 0});
+  ASSERT_TRUE(s.put_inventory("node-0", inv, kT0).ok());
+  EXPECT_EQ(s.counts().used, 1);
+  // Chip 7 unhealthy, chip 6 in neither list (gone): two chips not usable; chip 0 still in use.
+  ASSERT_TRUE(s.put_health("node-0", {0, 1, 2, 3, 4, 5}, {7}, kT0).ok());
+  auto c = s.counts();
+  EXPECT_EQ(c.unhealthy, 2);
+  EXPECT_EQ(c.used, 1);
+  EXPECT_EQ(c.free, 5);
+  ASSERT_TRUE(s.put_health("node-0", {0, 1, 2, 3, 4, 5, 6, 7}, {}, kT0).ok());
+  EXPECT_EQ(s.counts().free, 7);
+  EXPECT_EQ(s.put_health("node-9", {}, {}, kT0).error().code(), ENOENT);
+}
+
+}  // namespace
+}  // namespace ascend::scheduler

@@ -205,6 +205,11 @@ class Scheduler {
   std::optional<nlohmann::json> job_record(const std::string& ns, const std::string& job) const;
   // The pods holding chips ("ns/name") of one job, or of every job and pod when `job_key` is empty.
   std::vector<std::string> holders(const std::string& job_key = {}) const;
+  // A node's health from its device ConfigMap (deviceinfo.h): `unhealthy` chips and chips in neither list
+  // are not usable, `healthy` ones are. Which chips containers use is not there: the plugin's HTTP report
+  // (put_inventory) and our own holds say that, and are kept. ENOENT: node not in the cluster file.
+  Status put_health(const std::string& node, const std::vector<int>& healthy,
+                    const std::vector<int>& unhealthy, Clock::time_point now);
   // A node the API server does not have (deleted, or never registered): none of its chips is offered.
   void set_node_present(const std::string& node, bool present);
   // The job a pod's chips belong to ("ns/job"), or "" for a pod without a job or one not held.

@@ -54,6 +54,10 @@ class KubeSync {
   // Brings the job's ConfigMap in line with the scheduler's record of it (creates, updates, or deletes it
   // when the scheduler holds no such job). Errors are logged; the next change writes again.
   void sync_job(const std::string& ns, const std::string& job);
+  // Whether the API server has this pod (namespace, name and, when given, UID): the cache first, then a GET
+  // (a pod kube-scheduler just saw may not have reached our watch yet). An API error is "yes" only for a pod
+  // the cache has.
+  bool pod_exists(const std::string& ns, const std::string& pod, const std::string& uid);
   // Queues an Event about a pod (dropped when the queue is full).
   void pod_event(const std::string& ns, const std::string& pod, const std::string& uid,
                  const std::string& type, const std::string& reason, const std::string& note);
