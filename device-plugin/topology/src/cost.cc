@@ -16,28 +16,41 @@ double bw_between(const Cluster& c, const ChipRef& a, const ChipRef& b) {
   return c.bw.bytes_per_s(c.level(a.node, a.slot, b.node, b.slot));
 }
 
-// Slowest hop of the ring r_0 -> r_1 -> ... -> r_(k-1) -> r_0.
+bool placed(const ChipRef& ch) {
+  return ch.node >= 0;
+}
+
+// Slowest hop of the ring r_0 -> r_1 -> ... -> r_(k-1) -> r_0 over the placed ranks (all of them, once a
+// placement is complete).
 double ring_bw(const Cluster& c, const std::vector<int>& ranks, const std::vector<ChipRef>& chips) {
   double bw = std::numeric_limits<double>::infinity();
-  std::size_t k = ranks.size();
-  if (k < 2) return bw;
-  // A ring of two has one link, used both ways.
-  std::size_t hops = k == 2 ? 1 : k;
-  for (std::size_t i = 0; i < hops; ++i) {
-    const ChipRef& a = chips[static_cast<std::size_t>(ranks[i])];
-    const ChipRef& b = chips[static_cast<std::size_t>(ranks[(i + 1) % k])];
-    bw = std::min(bw, bw_between(c, a, b));
+  const ChipRef* first = nullptr;
+  const ChipRef* prev = nullptr;
+  int k = 0;
+  for (int r : ranks) {
+    const ChipRef& ch = chips[static_cast<std::size_t>(r)];
+    if (!placed(ch)) continue;
+    if (prev != nullptr) bw = std::min(bw, bw_between(c, *prev, ch));
+    if (first == nullptr) first = &ch;
+    prev = &ch;
+    ++k;
   }
+  // A ring of two has one link, used both ways: only longer rings close back to their first rank.
+  if (k > 2) bw = std::min(bw, bw_between(c, *prev, *first));
   return bw;
 }
 
 bool inside_hccs(const Cluster& c, const std::vector<int>& ranks, const std::vector<ChipRef>& chips) {
-  const ChipRef& first = chips[static_cast<std::size_t>(ranks.front())];
-  const NodeType& t = c.type_of(first.node);
-  for (std::size_t i = 1; i < ranks.size(); ++i) {
-    const ChipRef& m = chips[static_cast<std::size_t>(ranks[i])];
-    if (m.node != first.node) return false;
-    Level l = t.level_of(first.slot, m.slot);
+  const ChipRef* first = nullptr;
+  for (int r : ranks) {
+    const ChipRef& m = chips[static_cast<std::size_t>(r)];
+    if (!placed(m)) continue;
+    if (first == nullptr) {
+      first = &m;
+      continue;
+    }
+    if (m.node != first->node) return false;
+    Level l = c.type_of(first->node).level_of(first->slot, m.slot);
     if (l != Level::kSio && l != Level::kHccs) return false;
   }
   return true;
@@ -59,6 +72,8 @@ Evaluation evaluate(const Cluster& c, const Job& job, const Groups& groups,
   }
   if (job.comm.pp > 0) {
     for (const auto& [a, b] : groups.pp) {
+      if (!placed(chips[static_cast<std::size_t>(a)]) || !placed(chips[static_cast<std::size_t>(b)]))
+        continue;
       double bw = bw_between(c, chips[static_cast<std::size_t>(a)], chips[static_cast<std::size_t>(b)]);
       e.cost.pp = std::max(e.cost.pp, job.comm.pp / bw);
     }

@@ -40,6 +40,18 @@ int pod_size_of(const Job& job, const Cluster& c) {
 
 namespace detail {
 
+Status check_pod_size(const Cluster& c, const Job& job, int n) {
+  if (job.npus % n != 0) {
+    return Error::invalid("npus_per_pod " + std::to_string(n) + " does not divide npus " +
+                          std::to_string(job.npus));
+  }
+  if (n > c.max_node_size()) {
+    return Error(ENOSPC, "a pod of " + std::to_string(n) + " NPUs is larger than any node (" +
+                             std::to_string(c.max_node_size()) + " chips)");
+  }
+  return ok_status();
+}
+
 void chips_in_order(const NodeType& t, std::uint64_t mask, bool canonical, std::vector<int>& out) {
   out.clear();
   if (canonical) {
@@ -51,19 +63,12 @@ void chips_in_order(const NodeType& t, std::uint64_t mask, bool canonical, std::
   }
 }
 
-Result<Placement> first_fit(const Cluster& c, const ClusterState& state, const Job& job,
-                            const Groups& groups) {
-  int n = pod_size_of(job, c);
-  int pods = job.npus / n;
-  std::vector<std::uint64_t> free = state.free;
-  Placement p;
-  p.job = job.name;
-  p.policy = Policy::kFirstFit;
-  p.pod_size = n;
-  p.chips.resize(static_cast<std::size_t>(job.npus));
+Status first_fit_pods(const Cluster& c, std::vector<std::uint64_t>& free, int n, const std::vector<int>& pods,
+                      std::vector<ChipRef>& chips) {
   std::vector<int> order;
   std::size_t start = 0;  // nodes before `start` cannot take a pod any more
-  for (int pod = 0; pod < pods; ++pod) {
+  for (std::size_t done = 0; done < pods.size(); ++done) {
+    const int pod = pods[done];
     bool placed = false;
     for (std::size_t node = start; node < c.nodes.size(); ++node) {
       if (std::popcount(free[node]) < n) {
@@ -74,16 +79,35 @@ Result<Placement> first_fit(const Cluster& c, const ClusterState& state, const J
       free[node] &= ~m;
       chips_in_order(c.type_of(static_cast<int>(node)), m, false, order);
       for (int k = 0; k < n; ++k)
-        p.chips[idx(pod * n + k)] = {static_cast<int>(node), order[static_cast<std::size_t>(k)]};
+        chips[idx(pod * n + k)] = {static_cast<int>(node), order[static_cast<std::size_t>(k)]};
       placed = true;
       break;
     }
     if (!placed) {
       return Error(ENOSPC, "first-fit: pod " + std::to_string(pod) + " of " + std::to_string(n) +
-                               " NPUs finds no node with room (" + std::to_string(pod) + " of " +
-                               std::to_string(pods) + " pods placed)");
+                               " NPUs finds no node with room (" + std::to_string(done) + " of " +
+                               std::to_string(pods.size()) + " pods placed)");
     }
   }
+  return ok_status();
+}
+
+std::vector<int> all_pods(int pods) {
+  std::vector<int> out(static_cast<std::size_t>(pods));
+  for (int i = 0; i < pods; ++i) out[idx(i)] = i;
+  return out;
+}
+
+Result<Placement> first_fit(const Cluster& c, const ClusterState& state, const Job& job,
+                            const Groups& groups) {
+  int n = pod_size_of(job, c);
+  std::vector<std::uint64_t> free = state.free;
+  Placement p;
+  p.job = job.name;
+  p.policy = Policy::kFirstFit;
+  p.pod_size = n;
+  p.chips.resize(static_cast<std::size_t>(job.npus));
+  if (auto st = first_fit_pods(c, free, n, all_pods(job.npus / n), p.chips); !st.ok()) return st.error();
   p.eval = evaluate(c, job, groups, p.chips);
   return p;
 }
@@ -134,9 +158,7 @@ std::uint64_t volcano_select(const NodeType& t, std::uint64_t usable, int n) {
 
 }  // namespace
 
-Result<Placement> volcano(const Cluster& c, const ClusterState& state, const Job& job, const Groups& groups) {
-  int n = pod_size_of(job, c);
-  int pods = job.npus / n;
+Status volcano_check(const Cluster& c, int n, int pods) {
   bool has_a1 = false;
   for (const auto& t : c.types) has_a1 = has_a1 || t.family == npu::Family::k910;
   if (n != 1 && n != 2 && n != 4 && n != 8 && n != c.max_node_size()) {
@@ -147,14 +169,14 @@ Result<Placement> volcano(const Cluster& c, const ClusterState& state, const Job
     return Error::invalid("volcano: a distributed Ascend 910 job must use pods of 8 NPUs (8 x N), not " +
                           std::to_string(n));
   }
-  std::vector<std::uint64_t> free = state.free;
-  Placement p;
-  p.job = job.name;
-  p.policy = Policy::kVolcano;
-  p.pod_size = n;
-  p.chips.resize(static_cast<std::size_t>(job.npus));
+  return ok_status();
+}
+
+Status volcano_pods(const Cluster& c, std::vector<std::uint64_t>& free, int n, const std::vector<int>& pods,
+                    std::vector<ChipRef>& chips) {
   std::vector<int> order;
-  for (int pod = 0; pod < pods; ++pod) {
+  for (std::size_t done = 0; done < pods.size(); ++done) {
+    const int pod = pods[done];
     int best = -1;
     double best_score = -1;
     for (std::size_t node = 0; node < c.nodes.size(); ++node) {
@@ -167,13 +189,27 @@ Result<Placement> volcano(const Cluster& c, const ClusterState& state, const Job
     std::uint64_t m = best < 0 ? 0 : volcano_select(c.type_of(best), free[static_cast<std::size_t>(best)], n);
     if (m == 0) {
       return Error(ENOSPC, "volcano: pod " + std::to_string(pod) + " of " + std::to_string(n) +
-                               " NPUs passes no node's affinity check (" + std::to_string(pod) + " of " +
-                               std::to_string(pods) + " pods placed)");
+                               " NPUs passes no node's affinity check (" + std::to_string(done) + " of " +
+                               std::to_string(pods.size()) + " pods placed)");
     }
     free[static_cast<std::size_t>(best)] &= ~m;
     chips_in_order(c.type_of(best), m, false, order);
-    for (int k = 0; k < n; ++k) p.chips[idx(pod * n + k)] = {best, order[static_cast<std::size_t>(k)]};
+    for (int k = 0; k < n; ++k) chips[idx(pod * n + k)] = {best, order[static_cast<std::size_t>(k)]};
   }
+  return ok_status();
+}
+
+Result<Placement> volcano(const Cluster& c, const ClusterState& state, const Job& job, const Groups& groups) {
+  int n = pod_size_of(job, c);
+  int pods = job.npus / n;
+  if (auto st = volcano_check(c, n, pods); !st.ok()) return st.error();
+  std::vector<std::uint64_t> free = state.free;
+  Placement p;
+  p.job = job.name;
+  p.policy = Policy::kVolcano;
+  p.pod_size = n;
+  p.chips.resize(static_cast<std::size_t>(job.npus));
+  if (auto st = volcano_pods(c, free, n, all_pods(pods), p.chips); !st.ok()) return st.error();
   p.eval = evaluate(c, job, groups, p.chips);
   return p;
 }
@@ -183,15 +219,7 @@ Result<Placement> volcano(const Cluster& c, const ClusterState& state, const Job
 Result<Placement> place(const Cluster& c, const ClusterState& state, const Job& job, Policy policy) {
   ASCEND_CHECK(validate(job), "job " + job.name);
   int n = pod_size_of(job, c);
-  if (job.npus % n != 0) {
-    return Error::invalid("job " + job.name + ": npus_per_pod " + std::to_string(n) +
-                          " does not divide npus " + std::to_string(job.npus));
-  }
-  if (n > c.max_node_size()) {
-    return Error(ENOSPC, "job " + job.name + ": a pod of " + std::to_string(n) +
-                             " NPUs is larger than any node (" + std::to_string(c.max_node_size()) +
-                             " chips)");
-  }
+  ASCEND_CHECK(detail::check_pod_size(c, job, n), "job " + job.name);
   if (state.free_chips() < job.npus) {
     return Error(ENOSPC, "job " + job.name + " needs " + std::to_string(job.npus) + " NPUs; " +
                              std::to_string(state.free_chips()) + " are free");

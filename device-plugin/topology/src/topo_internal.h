@@ -44,6 +44,8 @@ struct Slots {
 
 // The first `k` chips of `m` in canonical order.
 std::uint64_t first_canonical(const NodeType& t, std::uint64_t m, int k);
+// A chip set of `u` chips of `free` for one unit whose TP blocks of `block` chips meet quality `q`, or 0.
+std::uint64_t select_unit(const NodeType& t, std::uint64_t free, int u, int block, Quality q);
 // The chip sets each node (or HCCS domain) offers for units of `u` chips whose TP blocks of `block` chips
 // meet quality `q`.
 Slots compute_slots(const Cluster& c, const ClusterState& s, int u, int block, Quality q);
@@ -105,7 +107,9 @@ void lay_out(const std::vector<std::array<int, 3>>& coords, const std::vector<Sh
 std::vector<Share> shares_of(const Cluster& c, const Slots& slots, const Packing& at, int u, int scope);
 // Whether every two chips of the node type are joined alike (then rank layouts on it all cost the same).
 bool uniform_links(const NodeType& t);
-// Bounded local search over a placement (jobs up to 256 NPUs).
-void improve(const Cluster& c, const ClusterState& s, const Job& job, const Groups& g, Placement& p);
+// Bounded local search over a placement (jobs up to 256 NPUs). The ranks of pods with `fixed[pod]` keep
+// their chips (empty: every pod may move).
+void improve(const Cluster& c, const ClusterState& s, const Job& job, const Groups& g, Placement& p,
+             const std::vector<bool>& fixed = {});
 
 }  // namespace ascend::topology::detail::topo_parts

@@ -79,12 +79,15 @@ bool uniform_links(const NodeType& t) {
 // Bounded local search: swap ranks on a node, move a rank to a free chip of its node, swap two pods, move a
 // pod (in each layout) to another node of a leaf the job uses. A change is kept when the placement gets
 // better.
-void improve(const Cluster& c, const ClusterState& s, const Job& job, const Groups& g, Placement& p) {
+void improve(const Cluster& c, const ClusterState& s, const Job& job, const Groups& g, Placement& p,
+             const std::vector<bool>& fixed) {
   if (job.npus > 256) return;
   const auto coords = coords_of(job);
   int budget = 3000;
   const int n = p.pod_size;
   const int pods = job.npus / n;
+  auto pod_moves = [&](int pod) { return fixed.empty() || !fixed[static_cast<std::size_t>(pod)]; };
+  auto rank_moves = [&](int rank) { return pod_moves(rank / n); };
   std::vector<std::uint64_t> free = s.free;
   for (const auto& ch : p.chips) free[static_cast<std::size_t>(ch.node)] &= ~(1ULL << ch.slot);
   std::vector<char> uniform;
@@ -108,7 +111,9 @@ void improve(const Cluster& c, const ClusterState& s, const Job& job, const Grou
     for (auto& [node, rs] : on) {
       if (is_uniform(node)) continue;
       for (std::size_t i = 0; i < rs.size() && budget > 0; ++i) {
+        if (!rank_moves(rs[i])) continue;
         for (std::size_t j = i + 1; j < rs.size() && budget > 0; ++j) {
+          if (!rank_moves(rs[j])) continue;
           std::swap(p.chips[static_cast<std::size_t>(rs[i])], p.chips[static_cast<std::size_t>(rs[j])]);
           if (keep()) {
             improved = true;
@@ -118,6 +123,7 @@ void improve(const Cluster& c, const ClusterState& s, const Job& job, const Grou
         }
       }
       for (int r : rs) {
+        if (!rank_moves(r)) continue;
         ChipRef& ch = p.chips[static_cast<std::size_t>(r)];
         for (std::uint64_t f = free[static_cast<std::size_t>(node)]; f != 0 && budget > 0; f &= f - 1) {
           int old = ch.slot;
@@ -134,6 +140,7 @@ void improve(const Cluster& c, const ClusterState& s, const Job& job, const Grou
     }
     for (int a = 0; a < pods && budget > 0; ++a) {
       for (int b = a + 1; b < pods && budget > 0; ++b) {
+        if (!pod_moves(a) || !pod_moves(b)) continue;
         if (p.chips[idx(a * n)].node == p.chips[idx(b * n)].node) continue;
         for (int k = 0; k < n; ++k) std::swap(p.chips[idx(a * n + k)], p.chips[idx(b * n + k)]);
         if (keep()) {
@@ -160,6 +167,7 @@ void improve(const Cluster& c, const ClusterState& s, const Job& job, const Grou
       }
     }
     for (int a = 0; a < pods && budget > 0; ++a) {
+      if (!pod_moves(a)) continue;
       {
         for (int to : targets) {
           int from = p.chips[idx(a * n)].node;

@@ -50,9 +50,6 @@ std::uint64_t first_canonical(const NodeType& t, std::uint64_t m, int k) {
   return out;
 }
 
-namespace {
-
-// A chip set of u chips for one unit whose TP blocks meet quality q, or 0.
 std::uint64_t select_unit(const NodeType& t, std::uint64_t free, int u, int block, Quality q) {
   if (std::popcount(free) < u) return 0;
   MaskChoice c = choose_mask(t, free, 0, u);
@@ -77,6 +74,8 @@ std::uint64_t select_unit(const NodeType& t, std::uint64_t free, int u, int bloc
   }
   return meets(block_level(t, sel, block), q) ? sel : 0;
 }
+
+namespace {
 
 // True when any u free chips of the node make a unit of quality q: one HCCS domain holds the whole node
 // (910B, A3) and q does not ask for SIO.

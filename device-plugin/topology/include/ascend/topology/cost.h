@@ -30,7 +30,9 @@ struct Evaluation {
   int tp_groups_outside_hccs = 0;  // TP groups (of 2+ ranks) not all inside one HCCS domain of one node
 };
 
-// `chips[r]` is the chip of rank r. `groups` must be groups_of(job).
+// `chips[r]` is the chip of rank r. `groups` must be groups_of(job). A rank whose chip has node -1 is not
+// placed yet (a partial placement, as place_missing builds one): rings run over the placed ranks of each
+// group at the whole group's volume, and pipeline pairs with an unplaced rank are left out.
 Evaluation evaluate(const Cluster& c, const Job& job, const Groups& groups,
                     const std::vector<ChipRef>& chips);
 

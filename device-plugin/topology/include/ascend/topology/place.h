@@ -5,7 +5,8 @@
 //  - volcano: each pod, in order, goes to the node with the best Volcano Ascend affinity score and takes the
 //    chips Volcano's node-local rules pick; no job-level awareness.
 // place() is a pure function of its inputs and thread-safe; it is the call a scheduler extender makes per
-// job (filter: the placement's nodes; prioritize: nodes_of(); bind: occupy()).
+// job (filter: the placement's nodes; prioritize: nodes_of(); bind: occupy()). place_missing() places again
+// the pods of a placed job that lost their chips, around the pods that kept theirs.
 #pragma once
 
 #include <string>
@@ -39,6 +40,17 @@ int pod_size_of(const Job& job, const Cluster& c);
 // Places `job` on the free chips of `state`. EINVAL: the job itself is invalid (or the policy cannot express
 // it, e.g. Volcano's 8 x N rule on Ascend 910); ENOSPC: it does not fit. Messages say why.
 Result<Placement> place(const Cluster& c, const ClusterState& state, const Job& job, Policy policy);
+
+// Places the pods of `job` that lost their chips around the pods that hold theirs: the pods with
+// keep_pod[i] keep the chips of `current` exactly (whether or not `state` shows them free, no other pod gets
+// them); every other pod gets pod-size chips on one node from the free chips of `state`, chosen by `policy`
+// (topo: the job's whole cost, TP groups on the fastest links first, as low as it can make it around the
+// kept pods; first-fit and volcano: their per-pod rules). The result's eval is the whole job's. All kept:
+// `current` with its eval recomputed; none kept: place(). EINVAL: the job, `current` (its size, pod size,
+// a kept pod's chips not on one node or used twice) or keep_pod (one flag per pod) is wrong; ENOSPC: the
+// missing pods do not fit. Pure and thread-safe, like place().
+Result<Placement> place_missing(const Cluster& c, const ClusterState& state, const Job& job,
+                                const Placement& current, const std::vector<bool>& keep_pod, Policy policy);
 
 // Marks the placement's chips used / free again.
 void occupy(ClusterState& state, const Placement& p);
