@@ -6,6 +6,7 @@
 // on. Pure: no I/O; thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -29,7 +30,7 @@ inline constexpr const char* kConsumerLabel = "mx-consumer-cim";
 // MindCluster writes -2 when the chip cannot tell its super-pod (everything but an A3 super-pod).
 inline constexpr int kNoSuperPod = -2;
 // A DeviceInfoCfg larger than a ConfigMap may hold (1 MiB) is refused before it is parsed.
-inline constexpr std::size_t kMaxDataBytes = 1024 * 1024;
+inline constexpr std::size_t kMaxDataBytes = std::size_t{1024} * 1024;
 // Physical ids above this are refused (MindCluster's MaxVirtualDeviceNum; a node has at most 16 chips).
 inline constexpr int kMaxPhyId = 1023;
 
