@@ -43,6 +43,18 @@ Error same_size_waits(const std::string& other, const std::string& node, std::si
                       other, node, size, key)};
 }
 
+// The node and chips (slot mask) of pod `pod` of a placement.
+std::pair<int, std::uint64_t> pod_chips(const topology::Placement& p, int pod) {
+  std::uint64_t mask = 0;
+  int node = -1;
+  for (int k = 0; k < p.pod_size; ++k) {
+    const auto& c = p.chips[idx(pod * p.pod_size + k)];
+    node = c.node;
+    mask |= 1ULL << c.slot;
+  }
+  return {node, mask};
+}
+
 }  // namespace
 
 std::string_view to_string(SlotState s) {
@@ -314,16 +326,39 @@ FilterResult Scheduler::filter_job(const PodInfo& pod, const std::vector<std::st
   if (!holds(s.state)) {  // released or expired: take the same chips again if they are free
     std::uint64_t want = mask_of(s.node, s.phys);
     if ((free_mask(s.node) & want) != want) {
-      return fail_all("the chips of pod " + std::to_string(pod.index) + " of job " + key + " (" +
-                          cluster_->nodes[idx(s.node)].name + " chips " + join(s.phys) +
-                          ") are no longer free; delete the job's pods to place it again",
-                      true);
+      // Taken since: every pod of the job without chips is placed again around the pods that hold theirs,
+      // on the candidates' free chips (as place_job does).
+      topology::ClusterState st;
+      st.free.assign(cluster_->nodes.size(), 0);
+      for (const auto& name : nodes) {
+        int n = node_index(name);
+        if (n >= 0 && resource_of(n) == j.resource) st.free[idx(n)] = free_mask(n);
+      }
+      std::vector<bool> keep;
+      for (const Slot& x : j.slots) keep.push_back(holds(x.state));
+      auto p = topology::place_missing(*cluster_, st, j.job(), j.placement, keep, topology::Policy::kTopo);
+      if (!p.ok()) {
+        return fail_all("the chips of pod " + std::to_string(pod.index) + " of job " + key + " (" +
+                            cluster_->nodes[idx(s.node)].name + " chips " + join(s.phys) +
+                            ") are no longer free and its pods without chips cannot be placed again around "
+                            "the others (" +
+                            p.error().message() + "); delete the job's pods to place it again",
+                        true);
+      }
+      j.placement = std::move(*p);
+      for (std::size_t i = 0; i < j.slots.size(); ++i) {
+        if (keep[i]) continue;
+        auto [node, mask] = pod_chips(j.placement, static_cast<int>(i));
+        j.slots[i] = Slot{node, phys_of(node, mask), SlotState::kReserved, "", "", now};
+        hold(j.slots[i]);
+      }
+    } else {
+      s.state = SlotState::kReserved;
+      s.pod.clear();
+      s.uid.clear();
+      s.since = now;
+      hold(s);
     }
-    s.state = SlotState::kReserved;
-    s.pod.clear();
-    s.uid.clear();
-    s.since = now;
-    hold(s);
     ++j.version;
     ++changes_;
   }

@@ -407,6 +407,101 @@ TEST(Expire, AReservationNeverBoundExpiresAfterTheTtl) {
   EXPECT_EQ(s.counts().free, 0);
 }
 
+// Issue 22: a job whose pods are only partly bound keeps the bound pods' chips, and its pods without chips
+// are placed again around them. A job of 4 pods of 8 (tp 8, dp 4) on 7 nodes: node-0..5 on leaf-0, node-6 on
+// leaf-1. Pods 0 and 1 bind; pods 2 and 3 expire and pods without a job take their nodes. Pod 2 comes back:
+// the DP rings cross the job's nodes, over the leaf (25 GB/s) inside leaf-0 and over the spine (12.5 GB/s)
+// to node-6, so pods 2 and 3 go to the two free nodes of leaf-0.
+TEST(Filter, APartlyBoundJobKeepsItsBoundPodsAndPlacesTheOthersAgain) {
+  auto c = small_cluster(7);
+  Scheduler s(c, std::chrono::minutes(5));
+  auto all = names(c);
+  std::vector<std::string> at;  // node of each pod
+  for (int i = 0; i < 4; ++i) {
+    auto r = s.filter(read(job_pod("t", i, 8, "tp=8,dp=4")), all, kT0);
+    ASSERT_EQ(r.passed.size(), 1U);
+    at.push_back(r.passed[0]);
+  }
+  std::set<std::string> leaf0_free = {"node-0", "node-1", "node-2", "node-3", "node-4", "node-5"};
+  for (const auto& n : at) ASSERT_EQ(leaf0_free.erase(n), 1U) << "the job starts inside leaf-0";
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(s.bind("default", "t-" + std::to_string(i), "", at[i], kT0).ok());
+  auto kept0 = s.reservations(at[0])->at(0).chips;
+  auto kept1 = s.reservations(at[1])->at(0).chips;
+  EXPECT_EQ(s.expire(kT0 + std::chrono::minutes(5)), 2) << "pods 2 and 3 never bound";
+  const auto later = kT0 + std::chrono::minutes(6);
+  for (int i = 2; i < 4; ++i) {
+    std::string other = "other-" + std::to_string(i);
+    ASSERT_EQ(s.filter(read(plain_pod(other, 8)), {at[i]}, later).passed.size(), 1U);
+    ASSERT_TRUE(s.bind("default", other, "", at[i], later).ok());
+  }
+  const auto version = s.job_version("default", "t");
+  auto r2 = s.filter(read(job_pod("t", 2, 8, "tp=8,dp=4")), all, later);
+  ASSERT_EQ(r2.passed.size(), 1U) << (r2.failed.empty() ? "" : r2.failed.begin()->second);
+  EXPECT_EQ(leaf0_free.count(r2.passed[0]), 1U) << r2.passed[0] << " is not a free node of leaf-0";
+  auto r3 = s.filter(read(job_pod("t", 3, 8, "tp=8,dp=4")), all, later);
+  ASSERT_EQ(r3.passed.size(), 1U);
+  EXPECT_EQ(leaf0_free.count(r3.passed[0]), 1U) << r3.passed[0] << " is not a free node of leaf-0";
+  EXPECT_NE(r2.passed[0], r3.passed[0]);
+  EXPECT_GT(s.job_version("default", "t"), version);
+  // The bound pods kept their chips.
+  EXPECT_EQ(s.reservations(at[0])->at(0).chips, kept0);
+  EXPECT_EQ(s.reservations(at[1])->at(0).chips, kept1);
+  EXPECT_EQ(s.counts().free, 56 - 32 - 16);
+  // The rank table and the env follow: ranks 16..23 on pod 2's new node, 24..31 on pod 3's.
+  auto rt = s.ranktable_of("default", "t");
+  ASSERT_TRUE(rt.ok());
+  std::map<std::string, std::set<int>> ranks_on;
+  for (const auto& srv : (*rt)["server_list"]) {
+    for (const auto& d : srv["device"])
+      ranks_on[srv["server_id"].get<std::string>()].insert(std::stoi(d["rank_id"].get<std::string>()));
+  }
+  auto span = [](int from) {
+    std::set<int> out;
+    for (int r = from; r < from + 8; ++r) out.insert(r);
+    return out;
+  };
+  EXPECT_EQ(ranks_on[r2.passed[0]], span(16));
+  EXPECT_EQ(ranks_on[r3.passed[0]], span(24));
+  EXPECT_EQ(ranks_on[at[0]], span(0));
+  EXPECT_EQ(ranks_on.count(at[2]), 0U) << "pod 2's old node is another pod's now";
+  EXPECT_EQ(s.env_of("default", "t", 2)->at("RANK_START"), "16");
+  ASSERT_TRUE(s.bind("default", "t-2", "", r2.passed[0], later).ok());
+  auto g = s.take_allocation(r2.passed[0], {0, 1, 2, 3, 4, 5, 6, 7}, later);
+  ASSERT_TRUE(g.ok()) << g.error().message();
+  EXPECT_EQ(g->env.at("RANK_START"), "16");
+  EXPECT_EQ(g->pod, "t-2");
+}
+
+// When the pods without chips no longer fit, the pod is refused with the allocator's reason and nothing
+// changes.
+TEST(Filter, APartlyBoundJobWithNoRoomLeftIsRefusedWithTheReason) {
+  auto c = small_cluster(4);
+  Scheduler s(c, std::chrono::minutes(5));
+  auto all = names(c);
+  std::vector<std::string> at;
+  for (int i = 0; i < 4; ++i)
+    at.push_back(s.filter(read(job_pod("t", i, 8, "tp=8,dp=4")), all, kT0).passed.at(0));
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(s.bind("default", "t-" + std::to_string(i), "", at[i], kT0).ok());
+  s.expire(kT0 + std::chrono::minutes(5));
+  const auto later = kT0 + std::chrono::minutes(6);
+  for (int i = 2; i < 4; ++i) {
+    std::string other = "other-" + std::to_string(i);
+    s.filter(read(plain_pod(other, 8)), {at[i]}, later);
+    ASSERT_TRUE(s.bind("default", other, "", at[i], later).ok());
+  }
+  auto before = s.save();
+  auto r = s.filter(read(job_pod("t", 2, 8, "tp=8,dp=4")), all, later);
+  EXPECT_TRUE(r.passed.empty());
+  ASSERT_EQ(r.failed.size(), all.size());
+  EXPECT_EQ(
+      r.failed.at("node-0"),
+      "the chips of pod 2 of job default/t (" + at[2] +
+          " chips 0,1,2,3,4,5,6,7) are no longer free and its pods without chips cannot be placed again "
+          "around the others (job t: needs 2 more pods of 8 NPUs, each on one node, around the 2 kept; "
+          "the free chips hold 0); delete the job's pods to place it again");
+  EXPECT_EQ(s.save(), before) << "a refusal changes nothing";
+}
+
 TEST(Prioritize, TheReservedNodeScoresTenAndPlainPodsPreferNotToBreakBlocks) {
   auto c = testing::make_cluster({{"empty", "atlas800-9000", "leaf-0", {}, {}},
                                   {"half", "atlas800-9000", "leaf-0", {0, 1, 2, 3}, {}},
