@@ -415,6 +415,7 @@ void Server::Impl::on_filter(const httplib::Request& req, httplib::Response& res
   if (kube && (!args->pod.resource.empty() || args->pod.job) &&
       !kube->pod_exists(args->pod.ns, args->pod.name, args->pod.uid)) {
     // A pod the API server does not have reserves nothing (whoever reaches the extender listener).
+    spdlog::info("filter {}: the pod is not in the API server (deleted meanwhile?)", args->pod.key());
     FilterResult none;
     for (const auto& n : args->node_names)
       none.unresolvable[n] = "pod " + args->pod.key() + " is not in the API server";

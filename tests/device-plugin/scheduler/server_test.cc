@@ -581,7 +581,8 @@ TEST(ServeBinary, BadInputIsOneLineAndExitCodeTwo) {
       {{"--cluster", cluster, "--listen", "nowhere"}, "--listen nowhere: give HOST:PORT"},
       {{"--cluster", cluster, "--tls-cert", dir + "/c.pem"}, "give both --tls-cert and --tls-key"},
       {{"--cluster", cluster, "--token-file", dir + "/none"}, "--token-file"},
-      {{"--cluster", cluster, "--kube-api", "ftp://x"}, "give an http:// or https:// URL"},
+      {{"--cluster", cluster, "--kube-api", "ftp://x"}, "must start with http:// or https://"},
+      {{"--cluster", cluster, "--kubeconfig", dir + "/no-kubeconfig"}, dir + "/no-kubeconfig"},
       {{"--cluster", cluster, "--extender-listen", "0.0.0.0:0"},
        "--extender-listen 0.0.0.0:0: the extender verbs reserve chips and create Bindings; serve them on a "
        "loopback address"},
