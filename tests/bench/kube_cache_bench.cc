@@ -18,6 +18,7 @@
 //
 // --quick: 40 deletions, 500 nodes and 2 000 pods, one restart (a smoke run).
 #include <httplib.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <chrono>
@@ -383,9 +384,12 @@ double restart_once(const ascend::topology::Cluster& c, const std::string& api_u
   double create_ms = ms_since(t0);
   wait_until([&] { return srv.ready(); }, 5ms, 120s, "/readyz");
   double ready_ms = ms_since(t0);
-  mem = {peak_rss_mib(), rss_mib()};
+  long peak = peak_rss_mib();
+  malloc_trim(0);  // what the cache keeps, without the heap glibc has not given back
+  mem = {peak, rss_mib()};
   std::printf(
-      "    restart: Server::create %.0f ms, /readyz 200 at %.0f ms; peak RSS %ld MiB, RSS at ready %ld MiB\n",
+      "    restart: Server::create %.0f ms, /readyz 200 at %.0f ms; peak RSS %ld MiB, RSS at ready %ld MiB "
+      "(after malloc_trim)\n",
       create_ms, ready_ms, mem.peak, mem.after);
   if (check) {
     std::size_t held = held_chips(srv.view());
@@ -430,12 +434,15 @@ void restart_to_ready(const Sizes& z) {
       "%.0f ms; RSS %ld MiB before the scheduler):\n",
       z.restart_nodes, plans.size(), populate_ms, rss_before);
   std::vector<double> ours, floor;
-  std::vector<double> ours_peak, floor_peak;
+  std::vector<double> ours_peak, floor_peak, kept;
   for (int i = 0; i < z.restarts; ++i) {
     Memory m;
     ours.push_back(restart_once(c, api.url(), plans.size() * 2, i == 0, m));
+    malloc_trim(0);  // each step starts from the heap the stand-in needs, not from the last one's peak
     ours_peak.push_back(static_cast<double>(m.peak));
+    kept.push_back(static_cast<double>(m.after));
     floor.push_back(list_floor_once(api.url(), plans.size(), c.nodes.size(), m));
+    malloc_trim(0);
     floor_peak.push_back(static_cast<double>(m.peak));
   }
   double o = median(ours), f = median(floor);
@@ -445,6 +452,8 @@ void restart_to_ready(const Sizes& z) {
   std::printf("  %-44s %8.0f MiB (median; process: stand-in included, %ld MiB before)\n", "peak RSS, restart",
               median(ours_peak), rss_before);
   std::printf("  %-44s %8.0f MiB (median)\n", "peak RSS, floor LISTs", median(floor_peak));
+  std::printf("  %-44s %8.0f MiB (median, after malloc_trim; the stand-in's %ld MiB included)\n",
+              "RSS with the scheduler ready", median(kept), rss_before);
 }
 
 }  // namespace
