@@ -3,11 +3,12 @@
 //
 // The topo policy here is greedy, then local. The missing pods go one by one, in pod order (the pods of a TP
 // group that is missing whole together, as one unit of topo), to the node, chip set and rank layout that
-// make the partial placement cheapest: the kept pods and those placed so far, the
-// rest left out by evaluate(), so that each pod is judged by how it talks to the pods that have chips.
-// Nodes that are alike for the job (same type and free chips, same place relative to the job's leaves and
-// spines) are tried once. First-fit's answer for the same pods competes, as it does in place(), and the
-// winner is polished by topo's local search with the kept pods fixed.
+// make the partial placement cheapest: the kept pods and those placed so far, the rest left out by
+// evaluate(), so that each pod is judged by how it talks to the pods that have chips. Nodes that are alike
+// for the job (same type and free chips, same place relative to the job's leaves and spines) are tried once.
+// A unit that fits no node goes pod by pod, its first pod looking ahead. A second greedy pass takes first the
+// pods that join a kept pod's TP group; first-fit's answer for the same pods competes, as it does in place();
+// the winner is polished by topo's local search with the kept pods fixed.
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -93,9 +94,10 @@ std::vector<std::uint64_t> free_around(const ClusterState& state, const Placemen
   return free;
 }
 
-// Nodes with room for a pod of `n` chips, one of each kind alike for the job: a node holding a chip of the
-// job is its own kind; other nodes are alike when they share type and free chips and their place as the job
-// sees it (the same leaf when the job uses that leaf, the same spine when it uses that spine, or elsewhere).
+// Nodes with room for `n` chips, one of each kind alike for the job: a node holding a chip of the job is its
+// own kind; other nodes are alike when they share type and free chips (their number, on a type whose chips
+// are all joined alike) and their place as the job sees it (the same leaf when the job uses that leaf, the
+// same spine when it uses that spine, or elsewhere).
 std::vector<int> distinct_nodes(const Cluster& c, const std::vector<std::uint64_t>& free,
                                 const std::vector<ChipRef>& chips, int n) {
   std::set<int> nodes, leaves, spines;
@@ -105,16 +107,20 @@ std::vector<int> distinct_nodes(const Cluster& c, const std::vector<std::uint64_
     leaves.insert(c.nodes[idx(ch.node)].leaf);
     spines.insert(c.nodes[idx(ch.node)].spine);
   }
+  std::vector<char> uniform;
+  for (const auto& t : c.types) uniform.push_back(uniform_links(t) ? 1 : 0);
   std::set<std::tuple<int, int, int, std::uint64_t>> kinds;
   std::vector<int> out;
   for (std::size_t i = 0; i < c.nodes.size(); ++i) {
-    if (std::popcount(free[i]) < n) continue;
+    const int count = std::popcount(free[i]);
+    if (count < n) continue;
     const Node& nd = c.nodes[i];
     const int node = static_cast<int>(i);
+    const std::uint64_t chip_kind = uniform[idx(nd.type)] != 0 ? static_cast<std::uint64_t>(count) : free[i];
     auto key = nodes.count(node) != 0        ? std::make_tuple(0, node, 0, std::uint64_t{0})
-               : leaves.count(nd.leaf) != 0  ? std::make_tuple(1, nd.leaf, nd.type, free[i])
-               : spines.count(nd.spine) != 0 ? std::make_tuple(2, nd.spine, nd.type, free[i])
-                                             : std::make_tuple(3, 0, nd.type, free[i]);
+               : leaves.count(nd.leaf) != 0  ? std::make_tuple(1, nd.leaf, nd.type, chip_kind)
+               : spines.count(nd.spine) != 0 ? std::make_tuple(2, nd.spine, nd.type, chip_kind)
+                                             : std::make_tuple(3, 0, nd.type, chip_kind);
     if (kinds.insert(key).second) out.push_back(node);
   }
   return out;
@@ -168,17 +174,17 @@ std::vector<Unit> units_of(const Cluster& c, const Job& job, int n, const std::v
   return out;
 }
 
-// Puts `unit` where the partial placement `chips` costs least (ties: the node left with fewer free chips,
-// then the first node) and takes its chips from `free`; false when no node has room for it.
-bool place_unit(const Cluster& c, const Job& job, const Groups& g,
-                const std::vector<std::array<int, 3>>& coords, std::vector<std::uint64_t>& free, Unit unit,
-                int n, std::vector<ChipRef>& chips) {
+// Lays the ranks of `unit` onto every chip set of every node kind with room for it, in every rank layout
+// that can cost differently, and calls visit(node, mask, left) with `chips` so laid (`left`: the free chips
+// the node keeps). The unit's chips are unset again at the end.
+template <class Visit>
+void for_each_spot(const Cluster& c, const Job& job, const std::vector<std::array<int, 3>>& coords,
+                   const std::vector<std::uint64_t>& free, Unit unit, int n, std::vector<ChipRef>& chips,
+                   Visit&& visit) {
   const int u = unit.pods * n;
   const int block = std::min(job.tp, u);
-  const auto first = chips.begin() + static_cast<std::ptrdiff_t>(unit.first) * n;
   std::vector<Share> shares(1);
   for (int k = 0; k < u; ++k) shares[0].ranks.push_back(unit.first * n + k);
-  Choice best;
   std::vector<int> order;
   for (int node : distinct_nodes(c, free, chips, u)) {
     const NodeType& t = c.type_of(node);
@@ -190,30 +196,83 @@ bool place_unit(const Cluster& c, const Job& job, const Groups& g,
       for (int slot : order) shares[0].chips.push_back({node, slot});
       for (const auto& sig : kLayouts) {
         lay_out(coords, shares, sig, chips);
-        Evaluation e = evaluate(c, job, g, chips);
-        if (best.node < 0 || better(e, best.eval) || (!better(best.eval, e) && left < best.left))
-          best = {e, node, mask, left, std::vector<ChipRef>(first, first + u)};
+        visit(node, mask, left);
         if (uniform) break;  // every layout costs the same
       }
     }
   }
+  const auto first = chips.begin() + static_cast<std::ptrdiff_t>(unit.first) * n;
   std::fill(first, first + u, ChipRef{});
+}
+
+// Whether a candidate of cost `e` leaving `left` chips on its node beats `best` (ties: fewer chips left,
+// then the first candidate).
+bool wins(const Evaluation& e, int left, const Choice& best) {
+  return best.node < 0 || better(e, best.eval) || (!better(best.eval, e) && left < best.left);
+}
+
+// Puts `unit` where the partial placement `chips` costs least and takes its chips from `free`; false when no
+// node has room for it.
+bool place_unit(const Cluster& c, const Job& job, const Groups& g,
+                const std::vector<std::array<int, 3>>& coords, std::vector<std::uint64_t>& free, Unit unit,
+                int n, std::vector<ChipRef>& chips) {
+  const auto first = chips.begin() + static_cast<std::ptrdiff_t>(unit.first) * n;
+  const int u = unit.pods * n;
+  Choice best;
+  for_each_spot(c, job, coords, free, unit, n, chips, [&](int node, std::uint64_t mask, int left) {
+    Evaluation e = evaluate(c, job, g, chips);
+    if (wins(e, left, best)) best = {e, node, mask, left, std::vector<ChipRef>(first, first + u)};
+  });
   if (best.node < 0) return false;
   std::copy(best.chips.begin(), best.chips.end(), first);
   free[idx(best.node)] &= ~best.mask;
   return true;
 }
 
-// The units placed greedily in this order on `free` (a unit with no node of room goes pod by pod; the
-// caller checked that the pods fit).
+// A unit that fits no node goes pod by pod. Its first pod's place is judged with the others placed greedily
+// after it (its TP group is one ring: a pod judged alone would take the place best for it and leave the
+// others far), when the nodes to try are few; otherwise each pod is placed alone.
+void place_split(const Cluster& c, const Job& job, const Groups& g,
+                 const std::vector<std::array<int, 3>>& coords, std::vector<std::uint64_t>& free, Unit unit,
+                 int n, std::vector<ChipRef>& chips) {
+  constexpr std::size_t kLookahead = 64;  // node kinds up to which the first pod looks ahead
+  auto rest = [&](std::vector<std::uint64_t>& f, std::vector<ChipRef>& ch) {
+    for (int pod = unit.first + 1; pod < unit.first + unit.pods; ++pod)
+      place_unit(c, job, g, coords, f, {pod, 1, unit.joins}, n, ch);
+  };
+  const Unit head{unit.first, 1, unit.joins};
+  if (distinct_nodes(c, free, chips, n).size() > kLookahead) {
+    place_unit(c, job, g, coords, free, head, n, chips);
+    rest(free, chips);
+    return;
+  }
+  Choice best;
+  std::vector<ChipRef> best_chips;
+  std::vector<std::uint64_t> best_free;
+  for_each_spot(c, job, coords, free, head, n, chips, [&](int node, std::uint64_t mask, int left) {
+    std::vector<ChipRef> trial = chips;
+    std::vector<std::uint64_t> f = free;
+    f[idx(node)] &= ~mask;
+    rest(f, trial);
+    Evaluation e = evaluate(c, job, g, trial);
+    if (!wins(e, left, best)) return;
+    best = {e, node, mask, left, {}};
+    best_chips = std::move(trial);
+    best_free = std::move(f);
+  });
+  if (best.node < 0) return;  // no node has room (the caller checked that none is missing)
+  chips = std::move(best_chips);
+  free = std::move(best_free);
+}
+
+// The units placed greedily in this order on `free` (the caller checked that the pods fit).
 void greedy(const Cluster& c, std::vector<std::uint64_t> free, const Job& job, const Groups& g,
             const std::vector<Unit>& units, Placement& p) {
   const int n = p.pod_size;
   const auto coords = coords_of(job);
   for (Unit unit : units) {
-    if (place_unit(c, job, g, coords, free, unit, n, p.chips)) continue;
-    for (int pod = unit.first; pod < unit.first + unit.pods; ++pod)
-      place_unit(c, job, g, coords, free, {pod, 1, unit.joins}, n, p.chips);
+    if (!place_unit(c, job, g, coords, free, unit, n, p.chips))
+      place_split(c, job, g, coords, free, unit, n, p.chips);
   }
   p.eval = evaluate(c, job, g, p.chips);
 }
@@ -223,13 +282,18 @@ void greedy(const Cluster& c, std::vector<std::uint64_t> free, const Job& job, c
 void topo_missing(const Cluster& c, const std::vector<std::uint64_t>& free, const Job& job, const Groups& g,
                   const std::vector<bool>& keep, const std::vector<int>& missing, Placement& p) {
   std::vector<Unit> units = units_of(c, job, p.pod_size, keep);
-  std::vector<Placement> tries(3, p);
-  greedy(c, free, job, g, units, tries[0]);
-  std::stable_partition(units.begin(), units.end(), [](const Unit& u) { return u.joins; });
-  greedy(c, free, job, g, units, tries[1]);
+  std::vector<Placement> tries(1, p);
+  greedy(c, free, job, g, units, tries.back());
+  auto joins = [](const Unit& u) { return u.joins; };
+  if (!std::is_partitioned(units.begin(), units.end(), joins)) {
+    std::stable_partition(units.begin(), units.end(), joins);
+    tries.push_back(p);
+    greedy(c, free, job, g, units, tries.back());
+  }
   std::vector<std::uint64_t> left = free;
-  if (detail::first_fit_pods(c, left, p.pod_size, missing, tries[2].chips).ok()) {
-    tries[2].eval = evaluate(c, job, g, tries[2].chips);
+  tries.push_back(p);
+  if (detail::first_fit_pods(c, left, p.pod_size, missing, tries.back().chips).ok()) {
+    tries.back().eval = evaluate(c, job, g, tries.back().chips);
   } else {
     tries.pop_back();
   }
