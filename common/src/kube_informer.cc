@@ -127,7 +127,7 @@ struct Informer::Impl {
   std::string selectors() const;
   json transformed(json obj) const;
   Status list();
-  Result<std::map<std::string, json>> list_items(const json& l);
+  Result<std::map<std::string, json>> list_items(json& l);
   void deliver(EventType t, const json& obj);
   WatchEnd watch();
   std::optional<WatchEnd> on_line(std::string_view line);
@@ -149,11 +149,12 @@ json Informer::Impl::transformed(json obj) const {
   return o.transform ? o.transform(std::move(obj)) : obj;
 }
 
-// The list's items by key, transformed; its kind and resourceVersion are checked by the caller.
-Result<std::map<std::string, json>> Informer::Impl::list_items(const json& l) {
+// The list's items by key, transformed (moved out of `l`: a list of 20 000 pods is not copied); its kind and
+// resourceVersion are checked by the caller.
+Result<std::map<std::string, json>> Informer::Impl::list_items(json& l) {
   std::map<std::string, json> items;
   const std::string api_version = string_at(l, "apiVersion");
-  for (json item : l["items"]) {
+  for (json& item : l["items"]) {
     const std::string key = key_of(item);
     if (key.empty()) return Error(EIO, "LIST: an item without metadata.name");
     // The API server leaves kind and apiVersion out of list items; watch events carry them.
@@ -180,28 +181,33 @@ Status Informer::Impl::list() {
   const std::string list_kind = string_at(l, "kind");
   kind = list_kind.ends_with("List") ? list_kind.substr(0, list_kind.size() - 4) : std::string();
   ASCEND_ASSIGN(auto fresh, list_items(l), o.path);
-  std::vector<std::pair<EventType, json>> changes;
+  l = json();  // its items were moved out; the rest goes before the handlers run
+  // Added and Modified by key (delivered from the store: only this thread writes it, so reading it outside
+  // the lock is safe); Deleted objects moved out of the old store.
+  std::vector<std::pair<EventType, std::string>> upserts;
+  std::vector<json> deleted;
   const std::size_t n = fresh.size();
   {
     std::lock_guard lock(mu);
     for (const auto& [key, obj] : fresh) {
       auto old = store.find(key);
       if (old == store.end()) {
-        changes.emplace_back(EventType::kAdded, obj);
+        upserts.emplace_back(EventType::kAdded, key);
       } else if (rv_of(old->second) != rv_of(obj)) {
-        changes.emplace_back(EventType::kModified, obj);
+        upserts.emplace_back(EventType::kModified, key);
       }
     }
     for (auto& [key, obj] : store) {
-      if (!fresh.contains(key)) changes.emplace_back(EventType::kDeleted, std::move(obj));
+      if (!fresh.contains(key)) deleted.push_back(std::move(obj));
     }
     store = std::move(fresh);
     rv = list_rv;
   }
-  for (const auto& [type, obj] : changes) deliver(type, obj);
+  for (const auto& [type, key] : upserts) deliver(type, store.at(key));
+  for (const auto& obj : deleted) deliver(EventType::kDeleted, obj);
   set_synced(true);
   spdlog::debug("informer {}: listed {} objects at resourceVersion {} ({} changes)", name, n, list_rv,
-                changes.size());
+                upserts.size() + deleted.size());
   return ok_status();
 }
 
