@@ -7,7 +7,10 @@
 // candidate nodes and reserves every pod's chips (a slot per pod). A slot is Reserved until its pod is
 // bound, Bound until the node's device plugin reports the allocation, then Allocated; release frees it.
 // A slot never bound expires after the reservation TTL; a released or expired slot is taken again by a pod
-// with its index when its chips are still free. A job is forgotten when none of its slots holds chips.
+// with its index when its chips are still free; otherwise the job's slots without chips are placed again
+// around the slots that hold chips (topology::place_missing). A job is forgotten when none of its slots holds
+// chips. With an API server, the records (pod annotations, the job's ConfigMap) are read back by
+// observe_pod/observe_job, so that a restarted scheduler or a second replica holds the same chips.
 // A pod without a job is given chips by the node-level allocator at bind.
 //
 // Not thread-safe: callers serialise access.
