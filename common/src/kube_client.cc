@@ -216,7 +216,7 @@ time_t stream_read_timeout(std::string_view pq) {
   std::string_view v = pq.substr(at + 15);
   long t = 0;
   auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), t);
-  if (ec != std::errc() || t <= 0 || t > 24 * 3600) return kStreamDefaultSec + kStreamMarginSec;
+  if (ec != std::errc() || t <= 0 || t > 24L * 3600L) return kStreamDefaultSec + kStreamMarginSec;
   return static_cast<time_t>(t) + kStreamMarginSec;
 }
 
