@@ -15,6 +15,7 @@
 #include <set>
 
 #include "ascend/common/fs.h"
+#include "ascend/common/http_url.h"
 #include "ascend/common/json_depth.h"
 
 namespace ascend::kube {
@@ -62,48 +63,9 @@ struct Endpoint {
 };
 
 Result<Endpoint> parse_server(std::string_view url) {
-  auto bad = [&](std::string_view why) {
-    return Error::invalid(fmt::format("API server URL '{}': {}", url, why));
-  };
-  Endpoint ep;
-  std::string_view rest;
-  if (url.starts_with("https://")) {
-    rest = url.substr(8);
-  } else if (url.starts_with("http://")) {
-    rest = url.substr(7);
-    ep.https = false;
-    ep.port = 80;
-  } else {
-    return bad("it must start with https:// or http://");
-  }
-  if (rest.find_first_of("?#@ ") != std::string_view::npos)
-    return bad("no user info, query, fragment or space");
-  const auto slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  std::string_view port;
-  if (authority.starts_with('[')) {
-    const auto close = authority.find(']');
-    if (close == std::string_view::npos) return bad("an IPv6 address lacks its ']'");
-    ep.host = authority.substr(1, close - 1);
-    if (close + 1 < authority.size()) {
-      if (authority[close + 1] != ':') return bad("junk after the IPv6 address");
-      port = authority.substr(close + 2);
-    }
-  } else {
-    const auto colon = authority.find(':');
-    ep.host = authority.substr(0, colon);
-    if (colon != std::string_view::npos) port = authority.substr(colon + 1);
-  }
-  if (ep.host.empty()) return bad("no host");
-  if (!port.empty()) {
-    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), ep.port);
-    if (ec != std::errc() || end != port.data() + port.size() || ep.port < 1 || ep.port > 65535)
-      return bad("the port must be 1-65535");
-  }
-  std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash);
-  while (path.ends_with('/')) path.remove_suffix(1);
-  ep.prefix = path;
-  return ep;
+  auto u = parse_http_url(url);
+  if (!u.ok()) return Error::invalid(fmt::format("API server URL '{}': {}", url, u.error().message()));
+  return Endpoint{u->https, u->host, u->port, u->prefix};
 }
 
 // The client's TLS material, parsed once; each connection gets its own SSL context from it.

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ascend/common/fs.h"
+#include "ascend/common/http_url.h"
 #include "ascend/plugin/config.h"
 #include "ascend/plugin/metrics.h"
 
@@ -122,51 +123,10 @@ std::string error_text(std::string_view body) {
 // ------------------------------------------------------------------------------------------------
 
 Result<SchedulerUrl> parse_scheduler_url(std::string_view url) {
-  auto bad = [&](std::string_view why) {
-    return Error::invalid(fmt::format("'{}' is not a scheduler URL: {}", url, why));
-  };
-  SchedulerUrl out;
-  std::string_view rest;
-  if (url.starts_with("http://")) {
-    rest = url.substr(7);
-  } else if (url.starts_with("https://")) {
-    rest = url.substr(8);
-    out.https = true;
-  } else {
-    return bad("it must start with http:// or https://");
-  }
-  if (rest.find_first_of("?#@ ") != std::string_view::npos)
-    return bad("no user info, query, fragment or spaces");
-  const auto slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash);
-  std::string_view host = authority;
-  std::string_view port;
-  if (authority.starts_with('[')) {
-    const auto close = authority.find(']');
-    if (close == std::string_view::npos) return bad("an IPv6 address lacks its ']'");
-    host = authority.substr(0, close + 1);
-    std::string_view after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') return bad("junk after the IPv6 address");
-      port = after.substr(1);
-    }
-  } else if (const auto colon = authority.find(':'); colon != std::string_view::npos) {
-    host = authority.substr(0, colon);
-    port = authority.substr(colon + 1);
-  }
-  if (host.empty() || host == "[]") return bad("no host");
-  if (!port.empty() || authority.ends_with(':')) {
-    int p = 0;
-    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
-    if (ec != std::errc() || end != port.data() + port.size() || p < 1 || p > 65535)
-      return bad("the port must be 1-65535");
-  }
-  while (path.ends_with('/')) path.remove_suffix(1);
-  out.origin = std::string(url.substr(0, url.size() - rest.size())) + std::string(authority);
-  out.prefix = std::string(path);
-  out.host = host.starts_with('[') ? std::string(host.substr(1, host.size() - 2)) : std::string(host);
-  return out;
+  auto u = parse_http_url(url);
+  if (!u.ok())
+    return Error::invalid(fmt::format("'{}' is not a scheduler URL: {}", url, u.error().message()));
+  return SchedulerUrl{u->origin(), u->prefix, u->https, u->host};
 }
 
 bool loopback_host(std::string_view host) {
