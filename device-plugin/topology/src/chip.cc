@@ -75,6 +75,8 @@ Result<ChipSpec> chip_from_json(const json& j, const LineLocator& where) {
       c.inter_node_gbps = br.positive("inter_node", 0.0);
       br.done();
     }
+    if (const json* ic = r.find("interconnect"))
+      c.interconnect = interconnect_from_json(*ic, r.path("interconnect"));
     r.done();
     return c;
   } catch (const detail::FieldError& e) {

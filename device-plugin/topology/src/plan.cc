@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ascend/topology/place.h"
+#include "plan_comm.h"
 
 namespace ascend::topology {
 
@@ -103,6 +104,7 @@ struct PerByte {
   double tp = 0;
   double pp = 0;
   double dp = 0;
+  detail::Spans spans;  // where the groups are (chips with an interconnect)
 };
 
 class Placer {
@@ -134,6 +136,7 @@ class Placer {
     pb.tp = per(p->eval.cost.tp, e.volumes.tp);
     pb.pp = per(p->eval.cost.pp, e.volumes.pp);
     pb.dp = per(p->eval.cost.dp, e.volumes.dp);
+    if (r_.chip.interconnect.present()) pb.spans = detail::spans_of(cluster_, job_of(r_, e), *p);
     return pb;
   }
 
@@ -167,7 +170,16 @@ PlanEntry evaluate_layout(const PlanResult& r, const Layout& l, Placer& placer) 
   e.eval = pb.eval;
   e.volumes = step_volumes(req.model, req.train, l);
   CommTime comm{e.volumes.tp * pb.tp, e.volumes.pp * pb.pp, e.volumes.dp * pb.dp};
-  e.time = step_time(req.model, req.train, l, r.chip.peak_tflops_bf16 * 1e12, req.efficiency, comm);
+  std::optional<ZeroComm> zero;
+  if (r.chip.interconnect.present()) {
+    detail::PlannedComm planned =
+        detail::comm_time(req.model, req.train, l, pb.spans, r.chip.interconnect, r.cluster_bw);
+    comm = planned.time;
+    zero = planned.zero;
+    e.tp_collective = planned.tp;
+    e.dp_collective = planned.dp;
+  }
+  e.time = step_time(req.model, req.train, l, r.chip.peak_tflops_bf16 * 1e12, req.efficiency, comm, zero);
   return e;
 }
 
@@ -175,7 +187,7 @@ Result<Cluster> ideal_cluster(const PlanResult& r, const npu::HostState& host) {
   int nodes = (r.request.npus + r.chip.chips_per_node - 1) / r.chip.chips_per_node;
   auto specs = generate_nodes(host.profile, nodes, 16, 4, "node-");
   auto source = [&host](const std::string&) -> Result<npu::HostState> { return host; };
-  return make_cluster("ideal", bandwidth_for(r.chip, r.request.bw), specs, source);
+  return make_cluster("ideal", r.cluster_bw, specs, source);
 }
 
 void rank(std::vector<PlanEntry>& entries) {
@@ -204,6 +216,7 @@ Result<PlanResult> plan(const PlanRequest& req) {
   }
   ASCEND_ASSIGN(npu::HostState host, node_host(out.chip), "plan");
   out.profile = host.profile;
+  out.cluster_bw = bandwidth_for(out.chip, req.bw);
   ASCEND_ASSIGN(Cluster cluster, ideal_cluster(out, host), "plan");
   Placer placer(cluster, out);
   for (int tp = 1; tp <= req.npus; ++tp) {
@@ -253,6 +266,12 @@ ordered_json memory_json(const Memory& m) {
           {"in_flight", m.in_flight}};
 }
 
+std::string algorithm_name(const CollectiveCost& c) {
+  std::string name(to_string(c.algorithm));
+  if (c.algorithm == Algorithm::kHierarchical) name += "/" + std::string(to_string(c.inter));
+  return name;
+}
+
 ordered_json entry_json(const PlanEntry& e) {
   ordered_json j = {{"tp", e.layout.tp},
                     {"pp", e.layout.pp},
@@ -274,6 +293,9 @@ ordered_json entry_json(const PlanEntry& e) {
   j["hfu"] = t.hfu;
   j["comm_bytes"] = {{"tp", e.volumes.tp}, {"pp", e.volumes.pp}, {"dp", e.volumes.dp}};
   j["tp_groups_outside_hccs"] = e.eval.tp_groups_outside_hccs;
+  if (e.tp_collective.algorithm != Algorithm::kNone || e.dp_collective.algorithm != Algorithm::kNone) {
+    j["algorithms"] = {{"tp", algorithm_name(e.tp_collective)}, {"dp", algorithm_name(e.dp_collective)}};
+  }
   return j;
 }
 

@@ -47,13 +47,14 @@ double stage_flops(const ModelShape& m, const TrainOptions& o, const Layout& l, 
 // layer's gradients); with ZeRO-1 it is a reduce-scatter (half the volume) and the all-gather of the
 // updated weights after the optimizer step (the other half) is exposed.
 double exposed_dp(const ModelShape& m, const TrainOptions& o, const Layout& l, double rate,
-                  double all_reduce) {
+                  const CommTime& comm, const std::optional<ZeroComm>& zero) {
+  double all_reduce = comm.dp;
   if (l.dp < 2 || all_reduce <= 0) return 0;
   int buckets = std::max(1, stage_layers(m.layers, l.pp, 0));
   double backward = (2 * layer_forward_flops(m) + recompute_flops(m, o.recompute)) * buckets / l.v / rate;
-  double overlapped = o.optimizer_parallel ? all_reduce / 2 : all_reduce;
+  double overlapped = o.optimizer_parallel ? (zero ? zero->reduce_scatter : all_reduce / 2) : all_reduce;
   double exposed = std::max(overlapped / buckets, overlapped - backward);
-  return o.optimizer_parallel ? exposed + all_reduce / 2 : exposed;
+  return o.optimizer_parallel ? exposed + (zero ? zero->all_gather : all_reduce / 2) : exposed;
 }
 
 }  // namespace
@@ -184,7 +185,7 @@ Volumes step_volumes(const ModelShape& m, const TrainOptions& o, const Layout& l
 }
 
 StepTime step_time(const ModelShape& m, const TrainOptions& o, const Layout& l, double peak,
-                   double efficiency, const CommTime& comm) {
+                   double efficiency, const CommTime& comm, const std::optional<ZeroComm>& zero) {
   StepTime st;
   double rate = l.tp * peak * efficiency;
   double micro = micro_batches(m, l);
@@ -193,7 +194,7 @@ StepTime step_time(const ModelShape& m, const TrainOptions& o, const Layout& l, 
   st.tp = comm.tp;
   st.pp = comm.pp;
   st.bubble = (l.pp - 1) / (micro * l.v) * (st.compute + st.tp);
-  st.dp_exposed = exposed_dp(m, o, l, rate, comm.dp);
+  st.dp_exposed = exposed_dp(m, o, l, rate, comm, zero);
   st.total = st.compute + st.bubble + st.tp + st.pp + st.dp_exposed;
   double npus = static_cast<double>(l.tp) * l.pp * l.dp;
   double model = model_flops_per_step(m);

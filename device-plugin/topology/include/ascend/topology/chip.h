@@ -14,6 +14,7 @@
 #include "ascend/npu/state.h"
 #include "ascend/topology/cluster.h"
 #include "ascend/topology/fields.h"
+#include "ascend/topology/interconnect.h"
 
 namespace ascend::topology {
 
@@ -28,6 +29,9 @@ struct ChipSpec {
   // 0 keeps the cost model's default for those levels.
   double intra_node_gbps = 0;
   double inter_node_gbps = 0;
+  // Chip files only: the interconnect level by level (interconnect.h). When present, plan prices TP, PP and
+  // DP with the collective model (collective.h) instead of the cost model's per-byte rates.
+  Interconnect interconnect;
 };
 
 // 910ProA (910 A1), 910B1-B4, 910C (one die), 310P3.
@@ -37,8 +41,9 @@ const std::vector<ChipSpec>& builtin_chips();
 Result<ChipSpec> builtin_chip(std::string_view name);
 
 // The chip file's form: `name`, `hbm_gib`, `peak_tflops_bf16`, `chips_per_node` (1-64),
-// optional `bandwidth_gbps: {intra_node, inter_node}`. Unknown fields are rejected (EINVAL with the
-// field path and, with a locator, the line).
+// optional `bandwidth_gbps: {intra_node, inter_node}`, optional `interconnect` (interconnect.h: `library`,
+// then `die`, `domain`, `server`, `nic`, `leaf`, `spine`, each {links, link_gbps, latency_us, fabric}).
+// Unknown fields are rejected (EINVAL with the field path and, with a locator, the line).
 Result<ChipSpec> chip_from_json(const nlohmann::json& j, const LineLocator& where = {});
 
 // The host a node of this chip is: its built-in profile, or (chip files) a full HCCS mesh of

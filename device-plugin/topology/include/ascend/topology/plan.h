@@ -14,6 +14,7 @@
 #include "ascend/common/error.h"
 #include "ascend/topology/chip.h"
 #include "ascend/topology/cluster.h"
+#include "ascend/topology/collective.h"
 #include "ascend/topology/cost.h"
 #include "ascend/topology/job.h"
 #include "ascend/topology/step_model.h"
@@ -47,12 +48,16 @@ struct PlanEntry {
   Volumes volumes;      // bytes per NPU per step the placement carries
   StepTime time;        // when it fits
   Evaluation eval;      // topo's placement on the ideal cluster (when it fits)
+  // Chips with an interconnect: the algorithm and time of one TP collective and one DP gradient bucket.
+  CollectiveCost tp_collective;
+  CollectiveCost dp_collective;
 };
 
 struct PlanResult {
   PlanRequest request;  // with the defaults filled in
   ChipSpec chip;
   std::string profile;
+  Bandwidth cluster_bw;  // the cost model's levels for the chip (request.bw with the chip file's overrides)
   std::vector<PlanEntry> entries;  // fitting ones fastest first, then the others by memory
 };
 

@@ -8,6 +8,7 @@
 // m = B/(b d) micro-batches per pipeline per step.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -100,6 +101,13 @@ struct CommTime {
   double dp = 0;  // one full all-reduce of the gradients
 };
 
+// With ZeRO-1, the gradients' reduce-scatter and the updated weights' all-gather, when the collective model
+// prices them apart; without, each is half of CommTime::dp.
+struct ZeroComm {
+  double reduce_scatter = 0;
+  double all_gather = 0;
+};
+
 struct StepTime {
   double compute = 0;
   double bubble = 0;
@@ -114,6 +122,7 @@ struct StepTime {
 
 // `peak` in FLOP/s per NPU; `efficiency` the fraction of it the layers' kernels reach.
 StepTime step_time(const ModelShape& m, const TrainOptions& o, const Layout& l, double peak,
-                   double efficiency, const CommTime& comm);
+                   double efficiency, const CommTime& comm,
+                   const std::optional<ZeroComm>& zero = std::nullopt);
 
 }  // namespace ascend::topology
