@@ -120,6 +120,19 @@ std::string placed_line(const topology::PlanEntry& e, int rank, const topology::
          " TP groups outside HCCS; job written to " + job_file + "\n";
 }
 
+void add_explanation(const topology::PlanResult& r, bool json, nlohmann::ordered_json& j, std::string& text) {
+  topology::Explanation x = topology::explain(r);
+  if (x.deciding_term.empty()) {
+    if (!json) text += "explain: fewer than two layouts fit\n";
+    return;
+  }
+  if (json) {
+    j["explain"] = {{"deciding_term", x.deciding_term}, {"margin_s", x.margin_s}, {"text", x.text}};
+  } else {
+    text += "explain: " + x.text;
+  }
+}
+
 }  // namespace
 
 int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
@@ -159,6 +172,7 @@ int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
       text += placed_line(e, placed->rank, placed->placement, *cluster, o.place);
     }
   }
+  if (o.explain) add_explanation(*r, o.json, j, text);
   if (o.json) {
     out << j.dump(2) << "\n";
   } else {

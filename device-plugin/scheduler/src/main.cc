@@ -87,6 +87,9 @@ static int run_main(int argc, char** argv) {
       ->needs(cluster_opt);
   cluster_opt->needs("--place");
   pn->add_flag("--json", plan.json, "print JSON instead of a table");
+  pn->add_flag(
+      "--explain", plan.explain,
+      "say which step-time term (compute, bubble, tp, pp, dp_exposed) decided between the first two");
   pn->footer(kFooter);
 
   ServeCommand serve;

@@ -345,9 +345,9 @@ std::string header(const PlanResult& r) {
                 q.train.optimizer_parallel ? ", optimizer parallel" : "");
   std::string o = buf;
   o += "seconds per step; memory in GiB per NPU on the largest stage\n";
-  std::snprintf(buf, sizeof buf, "%5s %4s %5s %3s %6s %7s  %9s %9s %8s %8s %8s %8s  %10s %6s\n", "tp", "pp",
-                "dp", "v", "m", "memory", "step", "compute", "bubble", "tp", "pp", "dp_exp", "tok/s/NPU",
-                "MFU");
+  std::snprintf(buf, sizeof buf, "%5s %4s %5s %3s %6s %7s  %9s %9s %8s %8s %8s %8s  %10s %6s %6s\n", "tp",
+                "pp", "dp", "v", "m", "memory", "step", "compute", "bubble", "tp", "pp", "dp_exp",
+                "tok/s/NPU", "MFU", "HFU");
   return o + buf;
 }
 
@@ -361,8 +361,8 @@ std::string row(const PlanEntry& e) {
   const StepTime& t = e.time;
   if (e.fits) {
     std::snprintf(buf + n, sizeof buf - static_cast<std::size_t>(n),
-                  "%9.4g %9.4g %8.3g %8.3g %8.3g %8.3g  %10.4g %5.1f%%\n", t.total, t.compute, t.bubble, t.tp,
-                  t.pp, t.dp_exposed, t.tokens_per_s_per_npu, 100 * t.mfu);
+                  "%9.4g %9.4g %8.3g %8.3g %8.3g %8.3g  %10.4g %5.1f%% %5.1f%%\n", t.total, t.compute,
+                  t.bubble, t.tp, t.pp, t.dp_exposed, t.tokens_per_s_per_npu, 100 * t.mfu, 100 * t.hfu);
   } else {
     std::snprintf(buf + n, sizeof buf - static_cast<std::size_t>(n), "%s\n", e.why_not.c_str());
   }
@@ -382,6 +382,48 @@ std::string to_text(const PlanResult& r) {
     o += row(e);
   }
   return o;
+}
+
+namespace {
+
+struct Term {
+  const char* name;
+  double StepTime::*field;
+};
+constexpr Term kTerms[] = {{"compute", &StepTime::compute},
+                           {"bubble", &StepTime::bubble},
+                           {"tp", &StepTime::tp},
+                           {"pp", &StepTime::pp},
+                           {"dp_exposed", &StepTime::dp_exposed}};
+
+std::string layout_name(const PlanEntry& e) {
+  const Layout& l = e.layout;
+  return "tp " + str(l.tp) + " x pp " + str(l.pp) + " x dp " + str(l.dp) + ", v " + str(l.v) + " (" +
+         number("%.4g", e.time.total) + " s)";
+}
+
+}  // namespace
+
+Explanation explain(const PlanResult& r) {
+  Explanation x;
+  if (r.entries.size() < 2 || !r.entries[0].fits || !r.entries[1].fits) return x;
+  const StepTime& a = r.entries[0].time;
+  const StepTime& b = r.entries[1].time;
+  x.margin_s = b.total - a.total;
+  double best = -1;
+  std::string terms;
+  for (const Term& t : kTerms) {
+    double gain = b.*t.field - a.*t.field;  // > 0: the first spends less on it
+    if (x.deciding_term.empty() || gain > best) {
+      best = gain;
+      x.deciding_term = t.name;
+    }
+    terms += std::string(terms.empty() ? "" : ", ") + t.name + " " + number("%+.3g", -gain) + " s";
+  }
+  x.text = "#1 " + layout_name(r.entries[0]) + " beats #2 " + layout_name(r.entries[1]) + " by " +
+           number("%.3g", x.margin_s) + " s per step; decided by " + x.deciding_term + " (" +
+           number("%.3g", best) + " s less); #1 against #2: " + terms + "\n";
+  return x;
 }
 
 }  // namespace ascend::topology

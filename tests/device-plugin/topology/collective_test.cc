@@ -185,5 +185,23 @@ TEST(PlanInterconnect, TensorParallelOverTheWholeMeshIsSevenTimesCheaperThanOneL
   EXPECT_LT(m->time.total, r->time.total);
 }
 
+TEST(PlanExplain, NamesTheTermThatFavoursTheFirstLayoutMost) {
+  PlanResult r;
+  PlanEntry a;
+  a.fits = true;
+  a.time = {10, 1, 2, 0.5, 0.2, 13.7};  // compute, bubble, tp, pp, dp_exposed, total
+  PlanEntry b = a;
+  b.layout.tp = 4;
+  b.time = {10, 3, 1, 0.5, 0.2, 14.7};  // 2 s more bubble, 1 s less tp
+  r.entries = {a, b};
+  Explanation x = explain(r);
+  EXPECT_EQ(x.deciding_term, "bubble");
+  EXPECT_DOUBLE_EQ(x.margin_s, 1.0);
+  EXPECT_NE(x.text.find("decided by bubble (2 s less)"), std::string::npos) << x.text;
+  EXPECT_NE(x.text.find("tp +1 s"), std::string::npos) << x.text;
+  r.entries.pop_back();
+  EXPECT_TRUE(explain(r).deciding_term.empty());
+}
+
 }  // namespace
 }  // namespace ascend::topology

@@ -40,6 +40,7 @@ struct PlanOptions {
   std::string place;    // write the best layout's job file here (with cluster)
   std::string cluster;  // the cluster file to place it on
   bool json = false;
+  bool explain = false;  // say which step-time term decided between the first two layouts
 };
 int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err);
 

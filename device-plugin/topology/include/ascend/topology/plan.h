@@ -72,4 +72,13 @@ std::string to_job_yaml(const Job& job, const PlanResult& r, const PlanEntry& e)
 nlohmann::ordered_json to_json(const PlanResult& r);
 std::string to_text(const PlanResult& r);
 
+// Why the first layout beats the second: the step-time term (compute, bubble, tp, pp, dp_exposed) whose
+// difference favours the first the most, with every term's difference. "" when fewer than two fit.
+struct Explanation {
+  std::string deciding_term;
+  double margin_s = 0;  // second total - first total
+  std::string text;     // one paragraph
+};
+Explanation explain(const PlanResult& r);
+
 }  // namespace ascend::topology
