@@ -6,6 +6,9 @@
 //    that fit (and so the most placements) of the configurations in tests/fixtures/plan.
 //  - BM_Plan/llama7b_full: 7B, 32 layers, hidden 4096, 32 heads, full recompute, ZeRO-1: nearly every
 //    layout with tp <= 8 fits, the worst case for the number of placements.
+//  - BM_Plan/llama70b_mesh: the 70B model on 910B3 with the interconnect of
+//    device-plugin/topology/chips/atlas-800t-a2.yaml (7 HCCS links of 56 GB/s, a 25 GB/s NIC per chip): the
+//    collective model (issue 29) prices every layout.
 // Counters: candidates listed, how many fit, distinct (tp, pp) placed, and the best layout's step time.
 #include <benchmark/benchmark.h>
 
@@ -47,6 +50,16 @@ PlanRequest llama7b_full() {
   return r;
 }
 
+PlanRequest llama70b_mesh() {
+  PlanRequest r = llama70b();
+  auto chip = builtin_chip("910B3");
+  ChipSpec c = *chip;
+  c.interconnect.domain = {true, 7, 56, 0, Fabric::kFullMesh};
+  c.interconnect.nic = {true, 1, 25, 0, Fabric::kSwitch};
+  r.chip_spec = c;
+  return r;
+}
+
 void BM_Plan(benchmark::State& state, PlanRequest (*request)()) {
   PlanRequest req = request();
   PlanResult last;
@@ -74,6 +87,7 @@ void BM_Plan(benchmark::State& state, PlanRequest (*request)()) {
 BENCHMARK_CAPTURE(BM_Plan, llama70b, llama70b)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Plan, gpt1t_full, gpt1t_full)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Plan, llama7b_full, llama7b_full)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Plan, llama70b_mesh, llama70b_mesh)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
