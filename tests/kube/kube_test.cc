@@ -489,6 +489,13 @@ TEST_F(Kube, AFourPodIndexedJobIsBoundWhereOurPlacementPutItAndItsPodGetsItsRank
     EXPECT_EQ(slot["node"], pp["node"]);
     EXPECT_EQ(slot["chips"], pp["chips"]);
   }
+  // Our Events beside kube-scheduler's (events.k8s.io/v1, as kubectl describe pod shows them): the job's
+  // placement, told to the pod whose filter placed it.
+  std::string placed_events;
+  for (const auto& p : pods["items"]) placed_events += world->events_of(p["metadata"]["name"]);
+  EXPECT_NE(placed_events.find("AscendPlaced: job " + job + " (4 pods x 4 chips, tp=4 pp=2 dp=2) placed on "),
+            std::string::npos)
+      << placed_events;
   // Deleting the pods frees every chip without a word to the scheduler (no DELETE /v1/pods): it watches the
   // API server. Within 5 s, far inside the reservation's time to live (20 s here).
   std::multiset<std::string> first_nodes;

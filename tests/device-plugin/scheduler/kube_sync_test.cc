@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -98,7 +99,8 @@ std::map<std::string, std::string> held_in_api(FakeApiServer& api) {
     auto a = read_api_pod(p);
     if (!a.ok() || a->node.empty() || a->chips.empty() || a->finished()) continue;
     // The view names a job's pod by its name, a pod without a job by namespace/name.
-    for (int c : a->chips) out[a->node + " " + std::to_string(c)] = a->info.job ? a->info.name : a->info.key();
+    for (int c : a->chips)
+      out[a->node + " " + std::to_string(c)] = a->info.job ? a->info.name : a->info.key();
   }
   return out;
 }
@@ -159,8 +161,74 @@ TEST(KubeSync, AJobThroughTheVerbsLeavesItsRecordsInTheApiServerAndDeletingItsPo
   // Deleting the pods frees every chip and removes the ConfigMap.
   for (int i = 0; i < 4; ++i) api.remove("/api/v1/namespaces/default/pods/train-" + std::to_string(i));
   EXPECT_TRUE(wait_for([&] { return held(s.view()).empty(); })) << s.view().dump().substr(0, 2000);
+  // The Events, as kube-scheduler's own (events.k8s.io/v1, about the pod, from our controller).
+  auto reasons = [&] {
+    std::multiset<std::string> out;
+    const json events = api.list("/apis/events.k8s.io/v1/namespaces/default/events");
+    for (const auto& e : events["items"]) {
+      if (e.value("reportingController", "") == kController) out.insert(e.value("reason", ""));
+    }
+    return out;
+  };
+  EXPECT_TRUE(wait_for([&] { return reasons().count("AscendReleased") == 4; }))
+      << api.list("/apis/events.k8s.io/v1/namespaces/default/events").dump().substr(0, 3000);
+  EXPECT_EQ(reasons().count("AscendPlaced"), 1u) << "one placement, told to the pod that caused it";
+  const json events = api.list("/apis/events.k8s.io/v1/namespaces/default/events");
+  for (const auto& e : events["items"]) {
+    if (e.value("reason", "") != "AscendPlaced") continue;
+    EXPECT_EQ(e["regarding"]["kind"], "Pod");
+    EXPECT_EQ(e["regarding"]["name"], "train-0");
+    EXPECT_EQ(e["type"], "Normal");
+    EXPECT_NE(e["note"].get<std::string>().find(
+                  "job train (4 pods x 4 chips, tp=4 pp=2 dp=2) placed on node-0,node-1"),
+              std::string::npos)
+        << e.dump();
+  }
   EXPECT_TRUE(
       wait_for([&] { return api.get("/api/v1/namespaces/default/configmaps/ascend-job-train").is_null(); }));
+}
+
+TEST(KubeSync, APodThatCannotBePlacedGetsOneWarningEventPerReasonAndAPodNotInTheApiNone) {
+  FakeApiServer api;
+  put_nodes(api);
+  Cached s(api);
+  ASSERT_TRUE(wait_for([&] { return s.ready(); }));
+  std::vector<std::string> names = {"node-0", "node-1"};
+  // 9 chips on one pod: no node has them.
+  json pod = api.create("/api/v1/namespaces/default/pods", testing::plain_pod("too-big", 9));
+  for (int i = 0; i < 3; ++i) {
+    json r = s.post(*s.extender, "/filter", {{"Pod", pod}, {"NodeNames", names}});
+    EXPECT_TRUE(r["NodeNames"].empty()) << r.dump();
+  }
+  auto warnings = [&](const std::string& pod_name) {
+    int n = 0;
+    const json events = api.list("/apis/events.k8s.io/v1/namespaces/default/events");
+    for (const auto& e : events["items"]) {
+      n += e.value("reason", "") == "AscendPlacementFailed" && e["type"] == "Warning" &&
+                   e["regarding"]["name"] == pod_name
+               ? 1
+               : 0;
+    }
+    return n;
+  };
+  // The Events go out in order from one queue: once a later pod's warning is there, every warning the three
+  // filters of the first could have made is there too (no clock involved).
+  json later = api.create("/api/v1/namespaces/default/pods", testing::plain_pod("too-big-later", 9));
+  s.post(*s.extender, "/filter", {{"Pod", later}, {"NodeNames", names}});
+  EXPECT_TRUE(wait_for([&] { return warnings("too-big-later") == 1; }));
+  EXPECT_EQ(warnings("too-big"), 1) << "one Warning for one reason, not one per filter";
+  // A pod the API server does not have passes nowhere and reserves nothing.
+  json ghost = testing::plain_pod("ghost", 1);
+  json r = s.post(*s.extender, "/filter", {{"Pod", ghost}, {"NodeNames", names}});
+  EXPECT_TRUE(r["NodeNames"].empty()) << r.dump();
+  EXPECT_NE(r.dump().find("is not in the API server"), std::string::npos) << r.dump();
+  json b = s.post(*s.extender, "/bind",
+                  {{"PodName", "ghost"},
+                   {"PodNamespace", "default"},
+                   {"PodUID", ghost["metadata"]["uid"]},
+                   {"Node", "node-0"}});
+  EXPECT_NE(b.value("Error", "").find("is not in the API server"), std::string::npos) << b.dump();
+  EXPECT_TRUE(held(s.view()).empty());
 }
 
 TEST(KubeSync, TheViewFollowsTheApiServerThroughCutWatchesGoneHistoryARestartAndGarbage) {
