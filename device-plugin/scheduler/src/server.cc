@@ -193,8 +193,6 @@ Result<std::unique_ptr<Binder>> make_kube_binder(const std::string& api_url, con
 struct Server::Impl final : SchedulerAccess {
   ServeOptions opts;
   std::unique_ptr<Binder> binder;
-  // With an API server: the scheduler is a cache of it (kube_sync.h) and bind writes the records there.
-  std::unique_ptr<KubeSync> kube;
   // The last placement failure told to each pod (an Event only when the reason changes): bounded.
   std::mutex failures_mu;
   std::map<std::string, std::string> told_failure;
@@ -248,6 +246,10 @@ struct Server::Impl final : SchedulerAccess {
                                                           .Help("jobs placed or refused since start")
                                                           .Register(*registry);
   std::map<std::string, prometheus::Histogram*> latency_of;
+
+  // With an API server: the scheduler is a cache of it (kube_sync.h) and bind writes the records there.
+  // Declared last, so destroyed first: its threads reach `sched` and `mu` through with().
+  std::unique_ptr<KubeSync> kube;
 
   Impl(ServeOptions o, topology::Cluster c, std::unique_ptr<Binder> b)
       : opts(std::move(o)),
