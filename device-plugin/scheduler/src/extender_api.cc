@@ -174,19 +174,53 @@ std::vector<std::string> Scheduler::holders(const std::string& job_key) const {
   return out;
 }
 
-Status Scheduler::put_health(const std::string& node, const std::vector<int>& healthy,
-                             const std::vector<int>& unhealthy, Clock::time_point now) {
+Result<std::vector<int>> Scheduler::put_health(const std::string& node, const std::vector<int>& healthy,
+                                               const std::vector<int>& unhealthy, Clock::time_point now) {
   int n = node_index(node);
   if (n < 0) return Error::not_found("node " + node + " is not in the scheduler's cluster file");
   const auto& t = cluster_->type_of(n);
   std::uint64_t sick = t.all() & ~mask_of(n, healthy);  // a chip not listed healthy is not usable
   sick |= mask_of(n, unhealthy);
   NodeState& s = nodes_[idx(n)];
+  std::uint64_t turned = sick & ~s.unhealthy;
   if (!s.reported || s.unhealthy != sick) ++changes_;
   s.unhealthy = sick;
   s.reported = true;
   s.reported_at = now;
-  return ok_status();
+  return phys_of(n, turned);
+}
+
+std::vector<Scheduler::Recovery> Scheduler::recover(const std::string& node, const std::vector<int>& failed) {
+  std::vector<Recovery> out;
+  int n = node_index(node);
+  if (n < 0 || failed.empty()) return out;
+  const std::uint64_t bad = mask_of(n, failed);
+  for (auto& [key, j] : jobs_) {
+    auto hit = std::find_if(j.slots.begin(), j.slots.end(), [&](const Slot& s) {
+      return s.node == n && !s.pod.empty() &&
+             (s.state == SlotState::kBound || s.state == SlotState::kAllocated) &&
+             (mask_of(n, s.phys) & bad) != 0;
+    });
+    if (hit == j.slots.end()) continue;  // one recovery per job for one report
+    Recovery r{
+        j.ns,       j.spec.name, {}, hit->pod, phys_of(n, mask_of(n, hit->phys) & bad), j.spec.recovery,
+        j.restarts, false};
+    if (j.spec.recovery != "none") {
+      if (j.restarts >= j.spec.max_restarts) {
+        r.exhausted = true;
+      } else {
+        r.restarts = ++j.restarts;
+        ++j.version;
+        ++changes_;
+        for (const Slot& o : j.slots) {
+          bool goes = j.spec.recovery == "job" ? holds(o.state) : &o == &*hit;
+          if (goes && !o.pod.empty()) r.pods.push_back(o.pod);
+        }
+      }
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 void Scheduler::set_node_present(const std::string& node, bool present) {

@@ -93,6 +93,9 @@ json Scheduler::job_entry(const JobRecord& j) const {
   return {{"namespace", j.ns},
           {"name", j.spec.name},
           {"version", j.version},
+          {"recovery", j.spec.recovery},
+          {"max_restarts", j.spec.max_restarts},
+          {"restarts", j.restarts},
           {"pods", j.spec.pods},
           {"tp", j.spec.tp},
           {"pp", j.spec.pp},
@@ -175,6 +178,20 @@ Result<JobRecord> Scheduler::read_job(const json& jj, const std::string& where) 
   if (auto v = jj.find("version"); v != jj.end()) {
     if (!v->is_number_unsigned()) return Error::invalid(where + ".version: not a count");
     j.version = v->get<std::uint64_t>();
+  }
+  // Recovery (issue 23); optional, so that records written before it still load.
+  if (auto v = jj.find("recovery"); v != jj.end()) {
+    if (!v->is_string() || (*v != "pod" && *v != "job" && *v != "none"))
+      return Error::invalid(where + ".recovery: not pod, job or none");
+    j.spec.recovery = v->get<std::string>();
+  }
+  for (auto [key, field] :
+       {std::pair{"max_restarts", &j.spec.max_restarts}, std::pair{"restarts", &j.restarts}}) {
+    auto v = jj.find(key);
+    if (v == jj.end()) continue;
+    if (!v->is_number_integer() || v->get<std::int64_t>() < 0 || v->get<std::int64_t>() > 100000)
+      return Error::invalid(std::string(where) + "." + key + ": not a count");
+    *field = v->get<int>();
   }
   ASCEND_ASSIGN(long long tp, r.num("tp"), "");
   ASCEND_ASSIGN(long long pp, r.num("pp"), "");

@@ -1,5 +1,6 @@
 #include "ascend/scheduler/kube_sync.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -8,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "ascend/deviceinfo/deviceinfo.h"
@@ -215,8 +217,47 @@ struct KubeSync::Impl {
     std::vector<int> sick = d->unhealthy;
     sick.insert(sick.end(), d->network_unhealthy.begin(), d->network_unhealthy.end());
     Status st = ok_status();
-    access.with([&](Scheduler& s) { st = s.put_health(d->node, d->healthy, sick, now()); });
+    std::vector<Scheduler::Recovery> todo;
+    access.with([&](Scheduler& s) {
+      auto turned = s.put_health(d->node, d->healthy, sick, now());
+      if (!turned.ok()) {
+        st = turned.error();
+        return;
+      }
+      // A network-unhealthy chip takes no new work but does not stop a running job.
+      std::erase_if(*turned, [&](int c) {
+        return std::find(d->network_unhealthy.begin(), d->network_unhealthy.end(), c) !=
+               d->network_unhealthy.end();
+      });
+      todo = s.recover(d->node, *turned);
+    });
     if (!st.ok()) spdlog::warn("device ConfigMap of {}: {}", d->node, st.error().message());
+    for (const auto& r : todo) carry_out(d->node, r);
+  }
+
+  // A job's recovery from a chip fault (issue 23): Events, the evictions (the job's owner makes the pods
+  // again; each comes back with its index, so its ranks, onto healthy chips), and the restart on its record.
+  void carry_out(const std::string& node, const Scheduler::Recovery& r) {
+    const std::string chips = format_chips(r.chips);
+    std::string what = r.exhausted        ? "max-restarts spent: nothing is evicted"
+                       : r.mode == "none" ? "recovery none: nothing is evicted"
+                                          : fmt::format("recovery {} (restart {}): evicting {} pod(s)",
+                                                        r.mode, r.restarts, r.pods.size());
+    spdlog::warn("chips {} of {} failed under pod {}/{} of job {}: {}", chips, node, r.ns, r.faulted_pod,
+                 r.job, what);
+    pod_event(r.ns, r.faulted_pod, "", "Warning", "AscendFault",
+              fmt::format("chips {} of {} failed under this pod of job {}: {}", chips, node, r.job, what));
+    for (const auto& pod : r.pods) {
+      auto st = client->evict(r.ns, pod);
+      if (!st.ok() && st.error().code() != ENOENT) {
+        spdlog::warn("evicting {}/{}: {}", r.ns, pod, st.error().message());
+        continue;
+      }
+      pod_event(r.ns, pod, "", "Normal", "AscendRescheduling",
+                fmt::format("evicted: job {} comes back on healthy chips (chips {} of {} failed)", r.job,
+                            chips, node));
+    }
+    if (!r.exhausted && r.mode != "none") sync_job(r.ns, r.job);
   }
 
   // Once every informer has listed: Nodes the API server does not have are marked, chips of pods it no

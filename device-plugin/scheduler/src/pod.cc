@@ -195,6 +195,21 @@ Result<JobRequest> job_of(const json& annotations, const std::string& name) {
     if (!comm.ok()) return comm.error().context(std::string("annotation ") + kCommAnnotation);
     j.comm = *comm;
   }
+  if (auto r = text(kRecoveryAnnotation)) {
+    if (*r != "pod" && *r != "job" && *r != "none") {
+      return Error::invalid(std::string("annotation ") + kRecoveryAnnotation + ": '" + *r +
+                            "' is not pod, job or none");
+    }
+    j.recovery = *r;
+  }
+  if (auto m = text(kMaxRestartsAnnotation)) {
+    auto n = parse_count(*m);
+    if (!n || *n > 100) {
+      return Error::invalid(std::string("annotation ") + kMaxRestartsAnnotation + ": '" + *m +
+                            "' is not a count of 0-100");
+    }
+    j.max_restarts = static_cast<int>(*n);
+  }
   return j;
 }
 
@@ -248,8 +263,9 @@ Status check_annotations(const json& a) {
                             " bytes (Kubernetes' limit on an object's annotations)");
     }
   }
-  for (const char* key : {kJobAnnotation, kJobPodsAnnotation, kParallelAnnotation, kOrderAnnotation,
-                          kPodIndexAnnotation, kCommAnnotation, kCompletionIndexAnnotation}) {
+  for (const char* key :
+       {kJobAnnotation, kJobPodsAnnotation, kParallelAnnotation, kOrderAnnotation, kPodIndexAnnotation,
+        kCommAnnotation, kCompletionIndexAnnotation, kRecoveryAnnotation, kMaxRestartsAnnotation}) {
     auto it = a.find(key);
     if (it == a.end() || !it->is_string()) continue;
     if (it->get_ref<const std::string&>().size() > kOurAnnotationMax) {

@@ -297,3 +297,86 @@ TEST(KubeCache, TheDeviceConfigMapSetsHealthAndKeepsWhatThePluginSaidIsInUse) {
 
 }  // namespace
 }  // namespace ascend::scheduler
+
+namespace ascend::scheduler {
+namespace {
+
+// ---- recovery from chip faults (issue 23), the pure part -------------------------------------------------
+
+json with_recovery(json pod, const std::string& mode, const std::string& max) {
+  pod["metadata"]["annotations"][kRecoveryAnnotation] = mode;
+  if (!max.empty()) pod["metadata"]["annotations"][kMaxRestartsAnnotation] = max;
+  return pod;
+}
+
+TEST(KubeRecoveryRules, TheAnnotationsAreReadAndCheckedWithDefaultsJobAndThree) {
+  auto plain = info(job_pod("t", 0, 4, "tp=4,pp=2,dp=2"));
+  EXPECT_EQ(plain.job->recovery, "job");
+  EXPECT_EQ(plain.job->max_restarts, 3);
+  auto pod = info(with_recovery(job_pod("t", 0, 4, "tp=4,pp=2,dp=2"), "pod", "7"));
+  EXPECT_EQ(pod.job->recovery, "pod");
+  EXPECT_EQ(pod.job->max_restarts, 7);
+  EXPECT_NE(
+      info(with_recovery(job_pod("t", 0, 4, "tp=4,pp=2,dp=2"), "all", "")).job_error.find("pod, job or none"),
+      std::string::npos);
+  EXPECT_NE(info(with_recovery(job_pod("t", 0, 4, "tp=4,pp=2,dp=2"), "pod", "101")).job_error.find("0-100"),
+            std::string::npos);
+}
+
+// A 4-pod job with `mode` and `max`, every pod bound; returns where each pod is.
+std::vector<std::string> bound_job(Scheduler& s, const std::string& mode, const std::string& max) {
+  std::vector<std::string> where(4);
+  for (int i = 0; i < 4; ++i) {
+    auto r =
+        s.filter(info(with_recovery(job_pod("train", i, 4, "tp=4,pp=2,dp=2"), mode, max)), names(4), kT0);
+    where[static_cast<std::size_t>(i)] = r.passed.at(0);
+  }
+  for (int i = 0; i < 4; ++i) {
+    auto n = "train-" + std::to_string(i);
+    EXPECT_TRUE(s.bind("default", n, testing::uid_of(n), where[static_cast<std::size_t>(i)], kT0).ok());
+  }
+  return where;
+}
+
+TEST(KubeRecoveryRules, PodJobNoneAndSpentRestarts) {
+  for (const char* mode : {"pod", "job", "none"}) {
+    Scheduler s(small_cluster(4));
+    auto where = bound_job(s, mode, "1");
+    auto held = *s.held_by("default", "train-2");
+    // A failed chip under pod 2 (and a healthy one beside it that is no one's failure).
+    auto turned = s.put_health(where[2], {}, {held.chips[1]}, kT0);
+    ASSERT_TRUE(turned.ok());
+    auto rs = s.recover(where[2], {held.chips[1]});
+    ASSERT_EQ(rs.size(), 1u) << mode;
+    const auto& r = rs[0];
+    EXPECT_EQ(r.faulted_pod, "train-2");
+    EXPECT_EQ(r.chips, std::vector<int>{held.chips[1]});
+    EXPECT_EQ(r.mode, mode);
+    if (std::string(mode) == "pod") {
+      EXPECT_EQ(r.pods, std::vector<std::string>{"train-2"});
+    }
+    if (std::string(mode) == "job") {
+      EXPECT_EQ(r.pods, (std::vector<std::string>{"train-0", "train-1", "train-2", "train-3"}));
+    }
+    if (std::string(mode) == "none") {
+      EXPECT_TRUE(r.pods.empty());
+    }
+    EXPECT_EQ(r.restarts, std::string(mode) == "none" ? 0 : 1);
+    EXPECT_EQ((*s.job_record("default", "train"))["restarts"], r.restarts);
+    // max-restarts 1: the next fault evicts nobody.
+    if (std::string(mode) != "none") {
+      auto again = s.recover(where[2], {held.chips[0]});
+      ASSERT_EQ(again.size(), 1u);
+      EXPECT_TRUE(again[0].exhausted);
+      EXPECT_TRUE(again[0].pods.empty());
+    }
+  }
+  // A chip no pod of a job holds: nothing to recover.
+  Scheduler s(small_cluster(2));
+  EXPECT_TRUE(s.recover("node-0", {3}).empty());
+  EXPECT_EQ(*s.put_health("node-0", {0, 1, 2, 4, 5, 6, 7}, {3}, kT0), std::vector<int>{3});
+  EXPECT_TRUE(s.put_health("node-0", {0, 1, 2, 4, 5, 6, 7}, {3}, kT0)->empty()) << "already unusable";
+}
+
+}  // namespace
+}  // namespace ascend::scheduler

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ascend/common/kube_client.h"
+#include "ascend/deviceinfo/deviceinfo.h"
 #include "ascend/scheduler/kube_records.h"
 #include "ascend/scheduler/server.h"
 #include "extender_util.h"
@@ -229,6 +230,153 @@ TEST(KubeSync, APodThatCannotBePlacedGetsOneWarningEventPerReasonAndAPodNotInThe
                    {"Node", "node-0"}});
   EXPECT_NE(b.value("Error", "").find("is not in the API server"), std::string::npos) << b.dump();
   EXPECT_TRUE(held(s.view()).empty());
+}
+
+// ---- chip faults under a running job (issue 23: the scheduler's recovery) --------------------------------
+
+// A 4-pod job (tp=4, pp=2, dp=2, 4 chips a pod) with `recovery` and `max_restarts`, filtered and bound.
+std::map<int, std::pair<std::string, std::vector<int>>> run_job(FakeApiServer& api, Cached& s,
+                                                                const std::string& job,
+                                                                const std::string& recovery,
+                                                                int max_restarts) {
+  std::vector<std::string> names;
+  for (int i = 0; i < kNodes; ++i) names.push_back("node-" + std::to_string(i));
+  std::map<int, std::pair<std::string, std::vector<int>>> where;
+  for (int i = 0; i < 4; ++i) {
+    json p = testing::job_pod(job, i, 4, "tp=4,pp=2,dp=2");
+    p["metadata"]["annotations"][kRecoveryAnnotation] = recovery;
+    p["metadata"]["annotations"][kMaxRestartsAnnotation] = std::to_string(max_restarts);
+    json pod = api.create("/api/v1/namespaces/default/pods", p);
+    json r = s.post(*s.extender, "/filter", {{"Pod", pod}, {"NodeNames", names}});
+    EXPECT_EQ(r["NodeNames"].size(), 1u) << r.dump();
+    if (r["NodeNames"].empty()) return where;
+    s.post(*s.extender, "/bind",
+           {{"PodName", pod["metadata"]["name"]},
+            {"PodNamespace", "default"},
+            {"PodUID", pod["metadata"]["uid"]},
+            {"Node", r["NodeNames"][0]}});
+    json bound = api.get("/api/v1/namespaces/default/pods/" + job + "-" + std::to_string(i));
+    where[i] = {r["NodeNames"][0], *parse_chips(bound["metadata"]["annotations"][kChipsAnnotation])};
+  }
+  return where;
+}
+
+// The device plugin of `node` reports chip `bad` failed (MindCluster's device ConfigMap).
+void fail_chip(FakeApiServer& api, const std::string& node, int bad) {
+  deviceinfo::NodeDevices d;
+  d.node = node;
+  d.resource = "huawei.com/Ascend910";
+  for (int c = 0; c < 8; ++c) (c == bad ? d.unhealthy : d.healthy).push_back(c);
+  d.faults.push_back({bad, {"80E01801"}});
+  api.create(std::string("/api/v1/namespaces/") + deviceinfo::kNamespace + "/configmaps",
+             deviceinfo::to_configmap(d));
+}
+
+bool pod_there(FakeApiServer& api, const std::string& name) {
+  return !api.get("/api/v1/namespaces/default/pods/" + name).is_null();
+}
+
+std::multiset<std::string> reasons_of(FakeApiServer& api, const std::string& pod) {
+  std::multiset<std::string> out;
+  const json events = api.list("/apis/events.k8s.io/v1/namespaces/default/events");
+  for (const auto& e : events["items"]) {
+    if (e["regarding"]["name"] == pod) out.insert(e.value("reason", ""));
+  }
+  return out;
+}
+
+TEST(KubeRecovery, PodRecoveryEvictsThePodOnTheFailedChipAndItComesBackOnHealthyChipsAroundTheOthers) {
+  FakeApiServer api;
+  put_nodes(api);
+  Cached s(api);
+  ASSERT_TRUE(wait_for([&] { return s.ready(); }));
+  auto where = run_job(api, s, "ft", "pod", 3);
+  ASSERT_EQ(where.size(), 4u);
+  const auto [node2, chips2] = where[2];
+  std::uint64_t v0 = record_version(api.get("/api/v1/namespaces/default/configmaps/ascend-job-ft"));
+  fail_chip(api, node2, chips2[1]);
+  // Pod 2 is evicted (the Eviction API; the stand-in deletes it), the others stay.
+  EXPECT_TRUE(wait_for([&] { return !pod_there(api, "ft-2"); })) << "pod 2 was not evicted";
+  for (int i : {0, 1, 3}) EXPECT_TRUE(pod_there(api, "ft-" + std::to_string(i)));
+  EXPECT_TRUE(wait_for([&] {
+    auto r = reasons_of(api, "ft-2");
+    return r.count("AscendFault") == 1 && r.count("AscendRescheduling") == 1;
+  }));
+  // Its owner makes it again (the test plays the Indexed Job's controller): same index, so the same ranks.
+  json again = testing::job_pod("ft", 2, 4, "tp=4,pp=2,dp=2");
+  again["metadata"]["annotations"][kRecoveryAnnotation] = "pod";
+  json pod = api.create("/api/v1/namespaces/default/pods", again);
+  std::vector<std::string> names;
+  for (int i = 0; i < kNodes; ++i) names.push_back("node-" + std::to_string(i));
+  json r = s.post(*s.extender, "/filter", {{"Pod", pod}, {"NodeNames", names}});
+  ASSERT_EQ(r["NodeNames"].size(), 1u) << r.dump();
+  json b = s.post(*s.extender, "/bind",
+                  {{"PodName", "ft-2"},
+                   {"PodNamespace", "default"},
+                   {"PodUID", pod["metadata"]["uid"]},
+                   {"Node", r["NodeNames"][0]}});
+  ASSERT_EQ(b.value("Error", ""), "") << b.dump();
+  json p2 = api.get("/api/v1/namespaces/default/pods/ft-2");
+  auto new_chips = *parse_chips(p2["metadata"]["annotations"][kChipsAnnotation]);
+  EXPECT_EQ(p2["metadata"]["annotations"][kRankStartAnnotation], "8") << "its ranks are its index's";
+  if (r["NodeNames"][0] == node2) {
+    EXPECT_EQ(std::count(new_chips.begin(), new_chips.end(), chips2[1]), 0) << "not on the failed chip";
+  }
+  // The others kept their chips; the record counts the restart, and its rank table is complete again.
+  for (int i : {0, 1, 3}) {
+    json p = api.get("/api/v1/namespaces/default/pods/ft-" + std::to_string(i));
+    EXPECT_EQ(*parse_chips(p["metadata"]["annotations"][kChipsAnnotation]), where[i].second) << i;
+  }
+  json cm;
+  ASSERT_TRUE(wait_for([&] {
+    cm = api.get("/api/v1/namespaces/default/configmaps/ascend-job-ft");
+    return cm.is_object() &&
+           json::parse(cm["data"][kRankTableKey].get<std::string>())["status"] == "completed" &&
+           record_version(cm) > v0;
+  })) << cm.dump();
+  EXPECT_EQ((*record_of(cm))["restarts"], 1);
+}
+
+TEST(KubeRecovery, JobRecoveryEvictsEveryPodNoneNobodyAndSpentRestartsNobody) {
+  FakeApiServer api;
+  put_nodes(api);
+  Cached s(api);
+  ASSERT_TRUE(wait_for([&] { return s.ready(); }));
+  // `job`: every pod goes.
+  auto where = run_job(api, s, "whole", "job", 3);
+  ASSERT_EQ(where.size(), 4u);
+  fail_chip(api, where[0].first, where[0].second[0]);
+  EXPECT_TRUE(wait_for([&] {
+    for (int i = 0; i < 4; ++i) {
+      if (pod_there(api, "whole-" + std::to_string(i))) return false;
+    }
+    return true;
+  })) << "job recovery evicts the whole job";
+  EXPECT_TRUE(wait_for([&] { return held(s.view()).empty(); }));
+}
+
+TEST(KubeRecovery, RecoveryNoneAndSpentRestartsEvictNobodyAndSaySo) {
+  FakeApiServer api;
+  put_nodes(api);
+  Cached s(api);
+  ASSERT_TRUE(wait_for([&] { return s.ready(); }));
+  auto a = run_job(api, s, "keep", "none", 3);
+  auto b = run_job(api, s, "spent", "pod", 0);
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(b.size(), 4u);
+  // Both jobs' pod 0 lose a chip; neither is evicted; each gets an AscendFault saying why.
+  fail_chip(api, a[0].first, a[0].second[0]);
+  if (b[0].first != a[0].first) fail_chip(api, b[0].first, b[0].second[0]);
+  EXPECT_TRUE(wait_for([&] {
+    return reasons_of(api, "keep-0").count("AscendFault") == 1 &&
+           reasons_of(api, "spent-0").count("AscendFault") == 1;
+  }));
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_TRUE(pod_there(api, "keep-" + std::to_string(i)));
+    EXPECT_TRUE(pod_there(api, "spent-" + std::to_string(i)));
+  }
+  EXPECT_EQ(reasons_of(api, "keep-0").count("AscendRescheduling"), 0u);
+  EXPECT_EQ(reasons_of(api, "spent-0").count("AscendRescheduling"), 0u);
 }
 
 TEST(KubeSync, TheViewFollowsTheApiServerThroughCutWatchesGoneHistoryARestartAndGarbage) {

@@ -60,6 +60,7 @@ struct JobRecord {
   // Bumped by every change of the record: a replica takes a record from the API server (the job's
   // ConfigMap) only when it is newer than its own.
   std::uint64_t version = 1;
+  int restarts = 0;  // recoveries from chip faults so far (issue 23)
 
   std::string key() const { return ns + "/" + spec.name; }
   topology::Job job() const;
@@ -211,8 +212,23 @@ class Scheduler {
   // A node's health from its device ConfigMap (deviceinfo.h): `unhealthy` chips and chips in neither list
   // are not usable, `healthy` ones are. Which chips containers use is not there: the plugin's HTTP report
   // (put_inventory) and our own holds say that, and are kept. ENOENT: node not in the cluster file.
-  Status put_health(const std::string& node, const std::vector<int>& healthy,
-                    const std::vector<int>& unhealthy, Clock::time_point now);
+  // Returns the chips that turned unusable with this report.
+  Result<std::vector<int>> put_health(const std::string& node, const std::vector<int>& healthy,
+                                      const std::vector<int>& unhealthy, Clock::time_point now);
+  // What to do about chips of `node` that just failed (issue 23): the pods to evict so that their job comes
+  // back on healthy chips, by the job's recovery annotation (`pod`: the pods on those chips; `job`: every
+  // pod of the job; `none`: nobody), counting a restart on the job's record; a job whose max-restarts are
+  // spent evicts nobody. Pods without a job are left to their owner.
+  struct Recovery {
+    std::string ns, job;            // the job
+    std::vector<std::string> pods;  // to evict (names, in the job's namespace)
+    std::string faulted_pod;        // the pod on the failed chips
+    std::vector<int> chips;         // the failed chips it held
+    std::string mode;               // pod | job | none
+    int restarts = 0;               // after this one
+    bool exhausted = false;         // max-restarts spent: nobody evicted
+  };
+  std::vector<Recovery> recover(const std::string& node, const std::vector<int>& failed);
   // A node the API server does not have (deleted, or never registered): none of its chips is offered.
   void set_node_present(const std::string& node, bool present);
   // The job a pod's chips belong to ("ns/job"), or "" for a pod without a job or one not held.

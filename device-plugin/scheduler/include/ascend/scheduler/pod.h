@@ -24,6 +24,10 @@ inline constexpr const char* kParallelAnnotation = "ascend.huawei.com/parallel";
 inline constexpr const char* kOrderAnnotation = "ascend.huawei.com/order";
 inline constexpr const char* kPodIndexAnnotation = "ascend.huawei.com/pod-index";
 inline constexpr const char* kCommAnnotation = "ascend.huawei.com/comm-bytes";
+// What happens to a running job when a chip under it fails (issue 23): `pod` (only the pods on faulty chips
+// go, and come back around the others), `job` (every pod goes; the default), `none`; and how often.
+inline constexpr const char* kRecoveryAnnotation = "ascend.huawei.com/recovery";
+inline constexpr const char* kMaxRestartsAnnotation = "ascend.huawei.com/max-restarts";
 // Kubernetes' own index of a pod of an Indexed Job.
 inline constexpr const char* kCompletionIndexAnnotation = "batch.kubernetes.io/job-completion-index";
 
@@ -39,7 +43,9 @@ struct JobRequest {
   int pp = 1;
   int dp = 1;
   topology::RankOrder order = topology::RankOrder::kTpDpPp;
-  topology::CommBytes comm;  // per rank and step; defaults when the pod does not say (see README)
+  topology::CommBytes comm;      // per rank and step; defaults when the pod does not say (see README)
+  std::string recovery = "job";  // pod | job | none
+  int max_restarts = 3;          // 0..100
 
   // tp x pp x dp: each is at most 2^20 (parse_parallel), so the product fits 64 bits, never an int.
   std::int64_t npus() const {
