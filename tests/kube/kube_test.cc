@@ -201,6 +201,20 @@ TEST(KubeDeploy, EveryManifestIsAcceptedByTheApiServerUnchanged) {
   EXPECT_FALSE(can("ascend-scheduler", {"update", "leases/kube-controller-manager", "-n", "kube-system"}));
   EXPECT_FALSE(can("ascend-scheduler", {"delete", "nodes"}));
   EXPECT_FALSE(can("ascend-scheduler", {"get", "secrets", "-n", "default"}));
+  // Its records (issue 22): pod annotations, the jobs' ConfigMaps in any namespace, Events, evictions.
+  EXPECT_TRUE(can("ascend-scheduler", {"patch", "pods", "-n", "default"}));
+  EXPECT_TRUE(can("ascend-scheduler", {"create", "configmaps", "-n", "team-a"}));
+  EXPECT_TRUE(can("ascend-scheduler", {"create", "pods", "--subresource=eviction", "-n", "default"}));
+  EXPECT_TRUE(can("ascend-scheduler", {"create", "events.events.k8s.io", "-n", "default"}));
+  EXPECT_FALSE(can("ascend-scheduler", {"delete", "pods", "-n", "default"}) &&
+               can("ascend-scheduler", {"update", "nodes"}))
+      << "no more than kube-scheduler's own role and the records";
+  // The device plugin: its node's device ConfigMap in kube-system and Node labels, nothing else.
+  EXPECT_TRUE(can("ascend-device-plugin", {"create", "configmaps", "-n", "kube-system"}));
+  EXPECT_TRUE(can("ascend-device-plugin", {"patch", "nodes"}));
+  EXPECT_FALSE(can("ascend-device-plugin", {"create", "configmaps", "-n", "default"}));
+  EXPECT_FALSE(can("ascend-device-plugin", {"get", "secrets", "-n", "kube-system"}));
+  EXPECT_FALSE(can("ascend-device-plugin", {"list", "pods"}));
 }
 
 // ---- the device plugin and the real kubelet
