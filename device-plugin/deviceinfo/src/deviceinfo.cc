@@ -313,7 +313,8 @@ nlohmann::json to_configmap(const NodeDevices& d) {
       {"kind", "ConfigMap"},
       {"metadata",
        {{"name", configmap_name(d.node)}, {"namespace", kNamespace}, {"labels", {{kConsumerLabel, "true"}}}}},
-      {"data", {{kDataKey, go_marshal(cfg)}, {kManuallySeparateKey, ""}}}};
+      {"data",
+       {{kDataKey, go_marshal(cfg)}, {kManuallySeparateKey, join_names(d.resource, d.manually_separated)}}}};
 }
 
 Result<NodeDevices> from_configmap(const nlohmann::json& cm) {
@@ -335,7 +336,19 @@ Result<NodeDevices> from_configmap(const nlohmann::json& cm) {
   ASCEND_ASSIGN(out.super_pod_id, optional_int(cfg, "SuperPodID"), where);
   ASCEND_ASSIGN(out.server_index, optional_int(cfg, "ServerIndex"), where);
   ASCEND_CHECK(read_lists(list, out), where);
+  ASCEND_ASSIGN(out.manually_separated, manually_separated(cm, out.resource), where);
   return out;
+}
+
+Result<std::vector<int>> manually_separated(const nlohmann::json& cm, std::string_view resource) {
+  if (!cm.is_object() || !cm.contains("data") || !cm["data"].is_object()) return std::vector<int>{};
+  const auto* list = string_field(cm["data"], kManuallySeparateKey);
+  if (list == nullptr) return std::vector<int>{};
+  ASCEND_ASSIGN(auto phys, parse_chips(kind_of(resource), kManuallySeparateKey, list->get<std::string>()),
+                "");
+  std::sort(phys.begin(), phys.end());
+  phys.erase(std::unique(phys.begin(), phys.end()), phys.end());
+  return phys;
 }
 
 // ---- Node labels ----

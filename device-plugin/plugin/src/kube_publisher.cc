@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <exception>
+#include <iterator>
 
 #include "ascend/common/kube_client.h"
 #include "ascend/plugin/inventory.h"
@@ -27,6 +28,14 @@ deviceinfo::ChipFault fault_of(const npu::Chip& c) {
   f.phy_id = c.phy_id;
   for (const auto& x : c.faults) f.codes.push_back(fmt::format("{:08X}", x.code));
   f.level = is_healthy(c.health()) ? deviceinfo::kNotHandleFault : deviceinfo::kSeparateNPU;
+  return f;
+}
+
+deviceinfo::ChipFault graded_fault(const ChipFaults& c) {
+  deviceinfo::ChipFault f;
+  f.phy_id = c.phy_id;
+  for (const auto code : c.codes) f.codes.push_back(fmt::format("{:08X}", code));
+  f.level = std::string(to_string(c.level));
   return f;
 }
 
@@ -70,6 +79,32 @@ deviceinfo::NodeDevices node_devices(const npu::DeviceSnapshot& host, const std:
   return d;
 }
 
+deviceinfo::NodeDevices node_devices(const npu::DeviceSnapshot& host, const std::vector<ChipFaults>& faults,
+                                     const std::set<int>& isolated, const std::string& resource,
+                                     const std::string& node, std::int64_t now) {
+  deviceinfo::NodeDevices d;
+  d.node = node;
+  d.resource = resource;
+  d.update_time = now;
+  for (const auto& c : host.chips) (is_healthy(c.health()) ? d.healthy : d.unhealthy).push_back(c.phy_id);
+  for (const auto& f : faults)  // sorted by phy id; an isolated chip without codes is named in the key only
+    if (!f.codes.empty()) d.faults.push_back(graded_fault(f));
+  d.manually_separated.assign(isolated.begin(), isolated.end());
+  return d;
+}
+
+IsolationEdits isolation_edits(const std::vector<int>& listed,
+                               const std::optional<std::vector<int>>& written) {
+  IsolationEdits e;
+  const std::set<int> now(listed.begin(), listed.end());
+  const std::set<int> before = written ? std::set<int>(written->begin(), written->end()) : std::set<int>{};
+  std::set_difference(now.begin(), now.end(), before.begin(), before.end(),
+                      std::inserter(e.isolate, e.isolate.end()));
+  std::set_difference(before.begin(), before.end(), now.begin(), now.end(),
+                      std::inserter(e.clear, e.clear.end()));
+  return e;
+}
+
 std::string server_type(const npu::DeviceSnapshot& host) {
   if (host.chips.empty()) return "";
   return fmt::format("{}-{}", card_type(host.family), host.chips.front().aicore_count);
@@ -95,7 +130,9 @@ bool configmap_due(const std::optional<deviceinfo::NodeDevices>& written, const 
 
 nlohmann::json configmap_patch(const nlohmann::json& cm) {
   return {{"metadata", {{"labels", cm["metadata"]["labels"]}}},
-          {"data", {{deviceinfo::kDataKey, cm["data"][deviceinfo::kDataKey]}}}};
+          {"data",
+           {{deviceinfo::kDataKey, cm["data"][deviceinfo::kDataKey]},
+            {deviceinfo::kManuallySeparateKey, cm["data"][deviceinfo::kManuallySeparateKey]}}}};
 }
 
 std::optional<nlohmann::json> label_patch(const std::map<std::string, std::string>& want,
@@ -115,7 +152,7 @@ std::optional<nlohmann::json> label_patch(const std::map<std::string, std::strin
 
 // ---- the thread ----
 
-KubePublisher::KubePublisher(const Plugin& plugin, kube::Client& client, std::string node,
+KubePublisher::KubePublisher(Plugin& plugin, kube::Client& client, std::string node,
                              KubePublisherOptions opts)
     : plugin_(plugin),
       client_(client),
@@ -175,7 +212,11 @@ Status KubePublisher::write_configmap(const deviceinfo::NodeDevices& d) {
     exists_ = true;
     if (!there) return {};
   }
-  auto r = client_.merge_patch(configmap_path(d.node), configmap_patch(cm));
+  auto patch = configmap_patch(cm);
+  // Precondition on the version whose ManuallySeparateNPU was read: an operator's edit made in between is
+  // read again on the retry, not overwritten.
+  if (!read_version_.empty()) patch["metadata"]["resourceVersion"] = read_version_;
+  auto r = client_.merge_patch(configmap_path(d.node), patch);
   if (r.ok()) return {};
   if (r.error().code() == ENOENT) exists_ = false;  // deleted since: created again on the next try
   return Status(r.error()).context(what);
@@ -199,7 +240,56 @@ Status KubePublisher::reconcile_labels(const deviceinfo::NodeFacts& facts) {
     spdlog::info("labelled Node {}: {}", node_, (*patch)["metadata"]["labels"].dump());
   }
   labelled_ = facts;
+  const auto& meta = (*node)["metadata"];
+  if (meta.is_object() && meta.contains("uid") && meta["uid"].is_string()) node_uid_ = meta["uid"];
   return {};
+}
+
+Status KubePublisher::sync_isolation() {
+  read_version_.clear();
+  auto cm = client_.get(configmap_path(node_));
+  if (!cm.ok()) {
+    if (cm.error().code() == ENOENT) return {};  // created by this pass's write
+    return Status(cm.error()).context("read ManuallySeparateNPU");
+  }
+  read_version_.clear();
+  const auto& meta = (*cm)["metadata"];
+  if (meta.is_object() && meta.contains("resourceVersion") && meta["resourceVersion"].is_string())
+    read_version_ = meta["resourceVersion"];
+  auto listed = deviceinfo::manually_separated(*cm, resource_);
+  if (!listed) {
+    const std::string msg =
+        fmt::format("{}/{}: {}; ignored, and written again from the plugin's isolated chips",
+                    deviceinfo::kNamespace, deviceinfo::configmap_name(node_), listed.error().message());
+    if (msg != last_list_error_) spdlog::warn("{}", msg);
+    last_list_error_ = msg;
+    return {};
+  }
+  last_list_error_.clear();
+  const auto edits = isolation_edits(*listed, separated_);
+  for (int phy : edits.isolate)
+    plugin_.isolate(phy,
+                    fmt::format("named in {} of the device ConfigMap", deviceinfo::kManuallySeparateKey));
+  for (int phy : edits.clear) plugin_.clear_isolation(phy);
+  return {};
+}
+
+void KubePublisher::post_events() {
+  for (const auto& c : plugin_.take_level_changes()) {
+    kube::Client::EventArgs e;
+    e.type = makes_unhealthy(c.to) ? "Warning" : "Normal";
+    e.reason = "AscendFaultLevel";
+    e.action = "FaultGrading";
+    e.note = fmt::format("{}: fault level {} -> {} ({}): {}", deviceinfo::chip_name(resource_, c.phy_id),
+                         to_string(c.from), to_string(c.to), makes_unhealthy(c.to) ? "Unhealthy" : "usable",
+                         c.why);
+    e.kind = "Node";
+    e.name = node_;
+    e.uid = node_uid_;
+    e.controller = "ascend.huawei.com/device-plugin";
+    e.instance = "ascend-device-plugin-" + node_;
+    if (auto st = client_.event(e); !st.ok()) spdlog::warn("Event for {}: {}", e.note, st.error().message());
+  }
 }
 
 std::chrono::milliseconds KubePublisher::since_written() const {
@@ -208,14 +298,19 @@ std::chrono::milliseconds KubePublisher::since_written() const {
 }
 
 Status KubePublisher::publish() {
+  ASCEND_CHECK(sync_isolation(), "");
   const auto host = plugin_.host();
-  const auto d = node_devices(host, resource_, node_, unix_now());
+  const auto d = node_devices(host, plugin_.chip_faults(), plugin_.isolated(), resource_, node_, unix_now());
   const auto facts = node_facts(host, resource_);
   const bool due = configmap_due(written_, d, since_written(), opts_.refresh_every);
-  if (!due && labelled_ == facts) return {};  // the version moved, but not what is published
+  if (!due && labelled_ == facts) {  // the version moved, but not what is published
+    if (!node_uid_.empty()) post_events();
+    return {};
+  }
   count(&Stats::passes);
   if (due) {
     ASCEND_CHECK(write_configmap(d), "");
+    separated_ = d.manually_separated;
     if (!written_ || written_->unhealthy != d.unhealthy || written_->faults != d.faults)
       spdlog::info("published {}/{}: {} healthy, {} unhealthy chips", deviceinfo::kNamespace,
                    deviceinfo::configmap_name(node_), d.healthy.size(), d.unhealthy.size());
@@ -225,6 +320,7 @@ Status KubePublisher::publish() {
   }
   // The labels are read again whenever the ConfigMap is refreshed, so that a label removed by hand returns.
   ASCEND_CHECK(reconcile_labels(facts), "");
+  post_events();
   return {};
 }
 

@@ -110,6 +110,9 @@ Options::Options(CLI::App& app)
                  "CA certificate(s) for an https scheduler (default: the system's)");
   app.add_flag("--insecure-scheduler-http", cfg_.insecure_scheduler_http,
                "allow an http:// --scheduler-url that is not loopback (token and answers in clear text)");
+  app.add_option(
+      "--fault-codes", cfg_.fault_codes,
+      "fault-code table (YAML) read over the built-in one: levels of chip fault codes, escalation");
   app.add_option("--ranktable-dir", cfg_.ranktable_dir, "where job rank tables are written")
       ->capture_default_str();
   app.add_option("--ranktable-group", cfg_.ranktable_group,

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "ascend/common/fs.h"
 #include "ascend/plugin/metrics.h"
@@ -18,21 +19,29 @@ namespace ascend::plugin {
 Result<std::unique_ptr<Plugin>> Plugin::create(npu::DeviceQuery& query, Config cfg, Metrics* metrics,
                                                SchedulerApi* scheduler) {
   ASCEND_CHECK(validate(cfg), "");
+  FaultTable table = FaultTable::builtin();
+  if (!cfg.fault_codes.empty()) {
+    ASCEND_ASSIGN(table, FaultTable::load_over(table, cfg.fault_codes), "--fault-codes");
+    spdlog::info("fault-code table {} read over the built-in one ({} codes)", cfg.fault_codes, table.size());
+  }
   ASCEND_ASSIGN(npu::DeviceSnapshot host, query.snapshot(), "read the devices");
   ASCEND_ASSIGN(auto resources, plan_resources(host, cfg), "");
-  if (metrics != nullptr) metrics->update_chips(host);
+  FaultGrades grades(std::move(table));
+  log_changes(grades.observe(host, Clock::now()));
+  if (metrics != nullptr) metrics->update_chips(grades.view());
   return std::unique_ptr<Plugin>(
-      new Plugin(query, std::move(cfg), metrics, scheduler, std::move(host), std::move(resources)));
+      new Plugin(query, std::move(cfg), metrics, scheduler, std::move(grades), std::move(resources)));
 }
 
 Plugin::Plugin(npu::DeviceQuery& query, Config cfg, Metrics* metrics, SchedulerApi* scheduler,
-               npu::DeviceSnapshot host, std::vector<ResourceSpec> resources)
+               FaultGrades grades, std::vector<ResourceSpec> resources)
     : query_(query),
       cfg_(std::move(cfg)),
       metrics_(metrics),
       scheduler_(scheduler),
       resources_(std::move(resources)),
-      host_(std::move(host)) {}
+      host_(grades.view()),
+      grades_(std::move(grades)) {}
 
 namespace {
 
@@ -93,7 +102,7 @@ void Plugin::check_driver() {
   bool replace = false;
   {
     std::lock_guard lock(mu_);
-    replace = !lost_.empty() || !same_load(*s, host_);
+    replace = !lost_.empty() || !same_load(*s, grades_.raw());
   }
   if (replace) on_host_change(*s);
 }
@@ -364,18 +373,22 @@ InventoryReport Plugin::inventory() const {
 
 void Plugin::on_host_change(const npu::DeviceSnapshot& host) {
   std::string was_lost;
+  std::vector<LevelChange> changes;
+  npu::DeviceSnapshot view;
   {
     std::lock_guard lock(mu_);
-    host_ = host;
+    changes = grades_.observe(host, Clock::now());
     was_lost.swap(lost_);
-    ++version_;
+    apply_grades_locked(changes);
+    view = host_;
   }
+  log_changes(changes);
   if (!was_lost.empty()) {
     spdlog::info("NPU driver answers again ({} devices, /dev/davinci major {}): devices follow its health",
                  host.chips.size(), host.chip_nodes.empty() ? 0 : host.chip_nodes.front().major);
   }
   cv_.notify_all();
-  if (metrics_ != nullptr) metrics_->update_chips(host);
+  if (metrics_ != nullptr) metrics_->update_chips(view);
   spdlog::debug("device state changed ({} chips, {} vNPUs)", host.chips.size(), host.vnpus.size());
 }
 
@@ -396,6 +409,63 @@ int Plugin::reconcile(const std::map<std::string, std::set<std::string>>& in_use
     spdlog::info("{} allocation(s) ended: the kubelet no longer lists them", ended);
   }
   return ended;
+}
+
+void Plugin::apply_grades_locked(std::vector<LevelChange> changes) {
+  if (lost_.empty()) host_ = grades_.view();
+  ++version_;
+  for (auto& c : changes) level_changes_.push_back(std::move(c));
+  if (level_changes_.size() > kKeptLevelChanges)
+    level_changes_.erase(level_changes_.begin(),
+                         level_changes_.end() - static_cast<std::ptrdiff_t>(kKeptLevelChanges));
+}
+
+void Plugin::log_changes(const std::vector<LevelChange>& changes) {
+  for (const auto& c : changes) {
+    const bool bad = makes_unhealthy(c.to) && !makes_unhealthy(c.from);
+    spdlog::log(bad ? spdlog::level::warn : spdlog::level::info, "chip {}: fault level {} -> {}{}: {}",
+                c.phy_id, to_string(c.from), to_string(c.to),
+                makes_unhealthy(c.to) ? " (Unhealthy)" : " (usable)", c.why);
+  }
+}
+
+void Plugin::isolate(int phy_id, const std::string& why) {
+  std::vector<LevelChange> changes;
+  {
+    std::lock_guard lock(mu_);
+    changes = grades_.isolate(phy_id, why);
+    if (changes.empty()) return;
+    apply_grades_locked(changes);
+  }
+  cv_.notify_all();
+  log_changes(changes);
+}
+
+void Plugin::clear_isolation(int phy_id) {
+  std::vector<LevelChange> changes;
+  {
+    std::lock_guard lock(mu_);
+    changes = grades_.clear(phy_id);
+    if (changes.empty()) return;
+    apply_grades_locked(changes);
+  }
+  cv_.notify_all();
+  log_changes(changes);
+}
+
+std::vector<ChipFaults> Plugin::chip_faults() const {
+  std::lock_guard lock(mu_);
+  return grades_.chips();
+}
+
+std::set<int> Plugin::isolated() const {
+  std::lock_guard lock(mu_);
+  return grades_.isolated();
+}
+
+std::vector<LevelChange> Plugin::take_level_changes() {
+  std::lock_guard lock(mu_);
+  return std::exchange(level_changes_, {});
 }
 
 npu::DeviceSnapshot Plugin::host() const {

@@ -80,8 +80,12 @@ TEST(KubePublisher, ConfigMapDueOnChangeOrRefresh) {
 
 TEST(KubePublisher, ConfigMapPatchKeepsOthersKeys) {
   const auto cm = deviceinfo::to_configmap(node_devices(host(), "huawei.com/Ascend910", "worker-1", 2000));
-  const json want = {{"metadata", {{"labels", {{"mx-consumer-cim", "true"}}}}},
-                     {"data", {{"DeviceInfoCfg", cm["data"]["DeviceInfoCfg"]}}}};  // not ManuallySeparateNPU
+  const json want = {
+      {"metadata", {{"labels", {{"mx-consumer-cim", "true"}}}}},
+      {"data",
+       {{"DeviceInfoCfg", cm["data"]["DeviceInfoCfg"]},
+        // Issue 23: the plugin writes the isolated chips (read first, so an operator's edit stays).
+        {"ManuallySeparateNPU", ""}}}};
   EXPECT_EQ(configmap_patch(cm), want);
 }
 

@@ -198,7 +198,7 @@ TEST_F(PluginE2E, FaultsMakeDevicesUnhealthyAndClearingRecovers) {
   ASSERT_TRUE(w->wait_for([](const auto& r) { return r.devices_size() == 8; }, 5s));
 
   const auto t0 = std::chrono::steady_clock::now();
-  ASSERT_TRUE(emu.set_fault(3, 0x80E01801, npu::Health::kCritical).ok());
+  ASSERT_TRUE(emu.set_fault(3, 0x80E18402, npu::Health::kCritical).ok());
   ASSERT_TRUE(w->wait_for(device_is("Ascend910-3", "Unhealthy"), 5s));
   const auto took = std::chrono::steady_clock::now() - t0;
   std::printf("critical fault -> Unhealthy in %lld ms\n",
@@ -241,7 +241,7 @@ TEST_F(PluginE2E, ListAndWatchStreamsEndOnCancelAndOpenOnesAllGetChanges) {
   ASSERT_TRUE(a->wait_for([](const auto& r) { return r.devices_size() == 8; }, 5s));
   ASSERT_TRUE(b->wait_for([](const auto& r) { return r.devices_size() == 8; }, 5s));
 
-  ASSERT_TRUE(emu.set_fault(6, 0x80E01801, npu::Health::kCritical).ok());
+  ASSERT_TRUE(emu.set_fault(6, 0x80E18402, npu::Health::kCritical).ok());
   EXPECT_TRUE(a->wait_for(device_is("Ascend910-6", "Unhealthy"), 5s));
   EXPECT_TRUE(b->wait_for(device_is("Ascend910-6", "Unhealthy"), 5s));
   ASSERT_TRUE(emu.clear_faults(6).ok());
@@ -282,7 +282,7 @@ TEST_F(PluginE2E, NpuSimFaultCommandIsSeen) {
   up("atlas800-9000", config());
   auto w = kubelet->watch("ascend-Ascend910.sock");
   const std::string sim = std::string(ASCEND_BIN_DIR) + "/npu-sim";
-  ASSERT_EQ(run_cmd({sim, "--root", root, "fault", "set", "--device", "6", "--code", "0x80E01801",
+  ASSERT_EQ(run_cmd({sim, "--root", root, "fault", "set", "--device", "6", "--code", "0x80E18402",
                      "--severity", "critical"}),
             0);
   ASSERT_TRUE(w->wait_for(device_is("Ascend910-6", "Unhealthy"), 5s));
@@ -421,7 +421,7 @@ TEST_F(PluginE2E, AllocateCdiMode) {
 
 TEST_F(PluginE2E, AllocateErrorsNameTheIds) {
   up("atlas800t-a2", config());
-  ASSERT_TRUE(emu.set_fault(7, 0x80E01801, npu::Health::kCritical).ok());
+  ASSERT_TRUE(emu.set_fault(7, 0x80E18402, npu::Health::kCritical).ok());
   auto w = kubelet->watch("ascend-Ascend910.sock");
   ASSERT_TRUE(w->wait_for(device_is("Ascend910-7", "Unhealthy"), 5s));
   grpc::Status s;
@@ -756,7 +756,7 @@ TEST_F(PluginE2E, MetricsAreScrapedOverHttp) {
   EXPECT_TRUE(has_line(body, "ascend_npu_temperature_celsius{device=\"0\"} 43")) << body;
   EXPECT_TRUE(has_line(body, "ascend_npu_hbm_total_bytes{device=\"7\"} 68719476736")) << body;
 
-  ASSERT_TRUE(emu.set_fault(1, 0x80E01801, npu::Health::kCritical).ok());
+  ASSERT_TRUE(emu.set_fault(1, 0x80E18402, npu::Health::kCritical).ok());
   bool seen = false;
   for (int i = 0; i < 100 && !seen; ++i) {
     std::this_thread::sleep_for(20ms);

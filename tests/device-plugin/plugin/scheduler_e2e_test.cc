@@ -193,7 +193,7 @@ TEST_F(SchedulerE2E, InventoryArrivesAtStartAndWithinOneSecondOfAFaultAndItsClea
   EXPECT_EQ(first.authorization, std::string("Bearer ") + kToken);
 
   auto t0 = std::chrono::steady_clock::now();
-  ASSERT_EQ(npu_sim({"fault", "set", "--device", "3", "--code", "0x80E01801", "--severity", "critical"}), 0);
+  ASSERT_EQ(npu_sim({"fault", "set", "--device", "3", "--code", "0x80E18402", "--severity", "critical"}), 0);
   SchedulerRequest after;
   ASSERT_TRUE(sched.wait_for(put_of(inventory({3}, {})), 5s, &after));
   EXPECT_LT(after.at - t0, 1s);
@@ -493,7 +493,7 @@ TEST_F(SchedulerE2E, AnUnreachableSchedulerChangesNothing) {
   up(config("http://127.0.0.1:" + std::to_string(port)));
   auto w = kubelet->watch(kEndpoint);
   ASSERT_TRUE(w->wait_for([](const auto& r) { return r.devices_size() == 8; }, 5s));
-  ASSERT_TRUE(emu.set_fault(6, 0x80E01801, npu::Health::kCritical).ok());
+  ASSERT_TRUE(emu.set_fault(6, 0x80E18402, npu::Health::kCritical).ok());
   ASSERT_TRUE(w->wait_for(
       [](const auto& r) {
         for (const auto& d : r.devices())
@@ -524,7 +524,7 @@ TEST_F(SchedulerE2E, AHangingSchedulerDelaysOnlyTheCallThatWaitsForIt) {
   const auto t0 = std::chrono::steady_clock::now();
   std::thread call([&] { c = allocate({1}, &s); });
   std::this_thread::sleep_for(100ms);  // the Allocate now waits for the scheduler
-  ASSERT_TRUE(emu.set_fault(2, 0x80E01801, npu::Health::kCritical).ok());
+  ASSERT_TRUE(emu.set_fault(2, 0x80E18402, npu::Health::kCritical).ok());
   const bool seen = w->wait_for(
       [](const auto& r) {
         for (const auto& d : r.devices())

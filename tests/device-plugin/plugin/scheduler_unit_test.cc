@@ -919,7 +919,7 @@ TEST(Reporter, SendsAtStartOnEveryChangeAndPeriodically) {
   EXPECT_EQ(sched.put_log()[0], (*plugin)->inventory());
 
   // A fault: a new report at once, with chip 3 unhealthy.
-  s.chips[3].faults.push_back({0x80E01801, npu::Health::kCritical});
+  s.chips[3].faults.push_back({0x80E18402, npu::Health::kCritical});  // SeparateNPU
   const auto t0 = std::chrono::steady_clock::now();
   (*plugin)->on_host_change(s);
   ASSERT_TRUE(sched.wait_puts(2, 2s));

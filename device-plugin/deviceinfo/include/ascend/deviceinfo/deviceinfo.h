@@ -22,8 +22,8 @@ namespace ascend::deviceinfo {
 inline constexpr const char* kNamespace = "kube-system";
 inline constexpr const char* kNamePrefix = "mindx-dl-deviceinfo-";
 inline constexpr const char* kDataKey = "DeviceInfoCfg";
-// The chips an operator (or MindCluster's fault escalation) took out of service; we never separate any, and
-// write it empty as MindCluster does when there are none.
+// The chips an operator or the fault escalation took out of service: "Ascend910-1,Ascend910-3" (empty when
+// none, as MindCluster writes it). An operator clears a chip by removing its name.
 inline constexpr const char* kManuallySeparateKey = "ManuallySeparateNPU";
 // The label MindCluster's device plugin puts on its ConfigMaps (ClusterD watches ConfigMaps with it).
 inline constexpr const char* kConsumerLabel = "mx-consumer-cim";
@@ -57,6 +57,7 @@ struct NodeDevices {
   std::int64_t update_time = 0;        // unix seconds
   int super_pod_id = kNoSuperPod;
   int server_index = kNoSuperPod;
+  std::vector<int> manually_separated;  // ManuallySeparateNPU: physical ids, ascending
   bool operator==(const NodeDevices&) const = default;
 };
 
@@ -68,6 +69,10 @@ nlohmann::json to_configmap(const NodeDevices& d);
 // Reads one back; EINVAL naming what is wrong (a ConfigMap of another name, a missing key, a bad CheckCode,
 // a chip name that is not "<Kind>-<id>").
 Result<NodeDevices> from_configmap(const nlohmann::json& cm);
+
+// The chips a device ConfigMap names in ManuallySeparateNPU (none when the key is absent or empty), by the
+// chip names of `resource`; EINVAL naming a name that is not "<Kind>-<id>" of that resource.
+Result<std::vector<int>> manually_separated(const nlohmann::json& cm, std::string_view resource);
 
 // CheckCode: the lower-case hex SHA-256 of DeviceInfo ({"DeviceList": {...}, "UpdateTime": n}) as Go's
 // encoding/json writes it (keys sorted, no spaces, <>& escaped as \u003c \u003e \u0026).

@@ -69,6 +69,9 @@ struct Config {
   // crosses the network in clear text and whoever answers in the scheduler's place is believed. Off, such a
   // URL is bad usage.
   bool insecure_scheduler_http = false;
+  // A fault-code table read over the built-in one (faults.h, --fault-codes): the levels chip faults get.
+  // Empty: the built-in table only.
+  std::string fault_codes;
   std::string ranktable_dir = kDefaultRanktableDir;  // where job rank tables are written for containers
   // The group the rank tables (mode 0640, owned by root) get, so that a job container whose user is not
   // root can read its own (the group of that user: HwHiAiUser's in Ascend's images). -1: the plugin's own.

@@ -21,6 +21,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -29,6 +30,7 @@
 #include "ascend/common/error.h"
 #include "ascend/deviceinfo/deviceinfo.h"
 #include "ascend/npu/seam.h"
+#include "ascend/plugin/faults.h"
 
 namespace ascend::kube {
 class Client;
@@ -39,6 +41,23 @@ namespace ascend::plugin {
 class Plugin;
 
 // ---- pure -------------------------------------------------------------------------------------------
+
+// Graded faults (faults.h): what the ConfigMap says about the chips of `host` (the plugin's view, whose
+// health follows the levels): the -Unhealthy list from that health; a fault entry per chip with codes, whose
+// level is the table's (fault_level, large_model_fault_level and fault_handling: "RestartRequest",
+// "SeparateNPU", "ManuallySeparateNPU"...); ManuallySeparateNPU names the chips of `isolated`.
+deviceinfo::NodeDevices node_devices(const npu::DeviceSnapshot& host, const std::vector<ChipFaults>& faults,
+                                     const std::set<int>& isolated, const std::string& resource,
+                                     const std::string& node, std::int64_t now);
+// The isolation an operator asked for by editing ManuallySeparateNPU: `listed` is what the ConfigMap names
+// now, `written` what this plugin last wrote there (nullopt: nothing yet, so every listed chip is adopted).
+struct IsolationEdits {
+  std::set<int> isolate;  // listed, not written: the operator added them (or a restart adopts them)
+  std::set<int> clear;    // written, no longer listed: the operator removed them
+  bool operator==(const IsolationEdits&) const = default;
+};
+IsolationEdits isolation_edits(const std::vector<int>& listed,
+                               const std::optional<std::vector<int>>& written);
 
 // What the ConfigMap says about the whole chips of `host` (resource `resource`) at `now` (unix seconds):
 // OK and Warning chips are healthy (inventory.h's rule), Alarm and Critical unhealthy; every chip with faults
@@ -54,8 +73,8 @@ deviceinfo::NodeFacts node_facts(const npu::DeviceSnapshot& host, const std::str
 // last write is `refresh` old.
 bool configmap_due(const std::optional<deviceinfo::NodeDevices>& written, const deviceinfo::NodeDevices& now,
                    std::chrono::milliseconds since_written, std::chrono::milliseconds refresh);
-// The merge patch that updates an existing device ConfigMap to `cm` (to_configmap's): its label and
-// DeviceInfoCfg only.
+// The merge patch that updates an existing device ConfigMap to `cm` (to_configmap's): its label,
+// DeviceInfoCfg and ManuallySeparateNPU (read first: isolation_edits).
 nlohmann::json configmap_patch(const nlohmann::json& cm);
 // The merge patch giving the v1 Node `node` the labels `want`, naming only those whose value differs (or
 // that are missing); nullopt when the Node has them all.
@@ -72,8 +91,10 @@ struct KubePublisherOptions {
 
 class KubePublisher {
  public:
-  // `plugin` and `client` must outlive the publisher. `node` is this node's name in the API server.
-  KubePublisher(const Plugin& plugin, kube::Client& client, std::string node, KubePublisherOptions opts);
+  // `plugin` and `client` must outlive the publisher. `node` is this node's name in the API server. The
+  // plugin is told of the isolation an operator asks for in ManuallySeparateNPU (read before each write, so
+  // noticed within refresh_every), and its level changes become Events on the Node.
+  KubePublisher(Plugin& plugin, kube::Client& client, std::string node, KubePublisherOptions opts);
   ~KubePublisher();
   KubePublisher(const KubePublisher&) = delete;
   KubePublisher& operator=(const KubePublisher&) = delete;
@@ -96,11 +117,15 @@ class KubePublisher {
   // Creates the ConfigMap; true when it was there already.
   Result<bool> create_configmap(const nlohmann::json& cm);
   Status reconcile_labels(const deviceinfo::NodeFacts& facts);
+  // Reads ManuallySeparateNPU and applies the operator's edits to the plugin (isolation_edits).
+  Status sync_isolation();
+  // One Event on the Node per level change the plugin reports; failures are logged, not retried.
+  void post_events();
   void count(int Stats::*field);
   bool sleep(std::chrono::milliseconds d);
   bool stopping() const;
 
-  const Plugin& plugin_;
+  Plugin& plugin_;
   kube::Client& client_;
   const std::string node_;
   const std::string resource_;  // the whole-chip resource
@@ -110,6 +135,10 @@ class KubePublisher {
   std::chrono::steady_clock::time_point written_at_{};
   std::optional<deviceinfo::NodeFacts> labelled_;  // the facts whose labels the Node was last found to have
   bool exists_ = false;                            // the ConfigMap is there: patch it, do not create it
+  std::optional<std::vector<int>> separated_;      // the ManuallySeparateNPU last written
+  std::string read_version_;                       // the ConfigMap's resourceVersion sync_isolation read
+  std::string node_uid_;                           // from the last GET of the Node (Events name it)
+  std::string last_list_error_;                    // a bad ManuallySeparateNPU is said once
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;

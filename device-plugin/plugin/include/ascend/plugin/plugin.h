@@ -29,6 +29,7 @@
 #include "ascend/npu/device_query.h"
 #include "ascend/plugin/allocate.h"
 #include "ascend/plugin/config.h"
+#include "ascend/plugin/faults.h"
 #include "ascend/plugin/inventory.h"
 #include "ascend/plugin/ledger.h"
 #include "ascend/plugin/scheduler_client.h"
@@ -98,12 +99,24 @@ class Plugin {
   // Ends promises and whole-chip claims the kubelet no longer lists (resource name -> device ids in use).
   int reconcile(const std::map<std::string, std::set<std::string>>& in_use, std::chrono::milliseconds grace);
 
+  // The host as the rest of the plugin sees it: health follows the fault levels (faults.h FaultGrades::view).
   npu::DeviceSnapshot host() const;
   Ledger ledger() const;
 
+  // Graded faults (faults.h): the chips with faults or isolated, and the isolated ones.
+  std::vector<ChipFaults> chip_faults() const;
+  std::set<int> isolated() const;
+  // An operator isolated a chip / cleared its isolation (the device ConfigMap's ManuallySeparateNPU): the
+  // chip turns Unhealthy / follows its faults again. Logged when its level changes.
+  void isolate(int phy_id, const std::string& why);
+  void clear_isolation(int phy_id);
+  // The level changes since the last call (at most kKeptLevelChanges, oldest dropped), for the Events.
+  std::vector<LevelChange> take_level_changes();
+  static constexpr std::size_t kKeptLevelChanges = 256;
+
  private:
-  Plugin(npu::DeviceQuery& query, Config cfg, Metrics* metrics, SchedulerApi* scheduler,
-         npu::DeviceSnapshot host, std::vector<ResourceSpec> resources);
+  Plugin(npu::DeviceQuery& query, Config cfg, Metrics* metrics, SchedulerApi* scheduler, FaultGrades grades,
+         std::vector<ResourceSpec> resources);
   // Tells the scheduler which chips each container got and adds what it answers to `out`.
   Status take_reservations(const std::vector<std::vector<int>>& phys, std::vector<ContainerAllocation>& out);
   // take_reservations' loop; `taken` collects the reservations it took.
@@ -117,6 +130,10 @@ class Plugin {
   // Removes the rank tables none of whose chips the ledger claims any more (mu_ held).
   void remove_unclaimed_ranktables_locked();
   void mark_lost(const std::string& why);
+  // Applies level changes (mu_ held): the view becomes host_ (unless the driver is lost), the version moves,
+  // each change is kept for take_level_changes(); the caller logs them (log_changes) after unlocking.
+  void apply_grades_locked(std::vector<LevelChange> changes);
+  static void log_changes(const std::vector<LevelChange>& changes);
   // Logs when the kubelet hands a container ids that no GetPreferredAllocation answer of that size named.
   void note_unpreferred(const ResourceSpec& res, const std::vector<std::vector<std::string>>& requests) const;
 
@@ -129,7 +146,9 @@ class Plugin {
   std::mutex refresh_mu_;  // check_driver: reading the host and applying it are one step
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
-  npu::DeviceSnapshot host_;
+  npu::DeviceSnapshot host_;  // grades_.view(), or every chip failed while the driver is lost
+  FaultGrades grades_;
+  std::vector<LevelChange> level_changes_;  // not yet taken (take_level_changes)
   Ledger ledger_;
   std::uint64_t version_ = 1;
   mutable std::uint64_t wakeups_ = 0;
