@@ -609,7 +609,7 @@ void BM_FaultToUnhealthy(benchmark::State& state) {
   for (auto _ : state) {
     random_phase(rng);
     auto t0 = Clock::now();
-    (void)emu.set_fault(3, 0x80E01801, ascend::npu::Health::kCritical);
+    (void)emu.set_fault(3, 0x80E18402, ascend::npu::Health::kCritical);
     if (!stream.wait_health("Ascend910-3", "Unhealthy", 5s)) state.SkipWithError("no Unhealthy within 5 s");
     auto took = std::chrono::duration<double>(Clock::now() - t0).count();
     state.SetIterationTime(took);
@@ -637,7 +637,7 @@ void BM_FaultToCallback(benchmark::State& state) {
   for (auto _ : state) {
     random_phase(rng);
     auto t0 = Clock::now();
-    (void)emu.set_fault(3, 0x80E01801, ascend::npu::Health::kCritical);
+    (void)emu.set_fault(3, 0x80E18402, ascend::npu::Health::kCritical);
     {
       std::unique_lock lock(mu);
       if (!cv.wait_for(lock, 5s, [&] { return faulty; })) state.SkipWithError("no callback within 5 s");

@@ -238,9 +238,10 @@ TEST_F(Kube, ThePluginRegistersWithTheKubeletAndAChipFaultLowersAllocatable) {
               static_cast<long long>(
                   std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
                       .count()));
-  // A critical fault on chip 3: the kubelet takes one NPU out of allocatable, capacity stays.
+  // A SeparateNPU fault (80E18402 in the fault-code table) on chip 3: the kubelet takes one NPU out of
+  // allocatable, capacity stays.
   auto f = ht::run({ht::bin("npu-sim"), "fault", "set", "--root", world->host_root(), "--device", "3",
-                    "--code", "0x80E01801", "--severity", "critical"});
+                    "--code", "0x80E18402", "--severity", "critical"});
   ASSERT_EQ(f.exit_code, 0) << f.err;
   EXPECT_TRUE(wait_until(
       [] {
@@ -312,7 +313,7 @@ TEST_F(Kube, AChipFaultReachesTheSchedulerThroughThePluginsDeviceConfigMap) {
   ASSERT_TRUE(wait_until([&] { return chip_state(5) == "free"; }, 10s)) << chip_state(5);
   auto t0 = std::chrono::steady_clock::now();
   auto f = ht::run({ht::bin("npu-sim"), "fault", "set", "--root", world->host_root(), "--device", "5",
-                    "--code", "0x80E01801", "--severity", "critical"});
+                    "--code", "0x80E18402", "--severity", "critical"});
   ASSERT_EQ(f.exit_code, 0) << f.err;
   EXPECT_TRUE(wait_until([&] { return chip_state(5) == "unhealthy"; }, 5s, 20ms))
       << chip_state(5) << ht::slurp(world->path("plugin.log"));

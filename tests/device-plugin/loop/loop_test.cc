@@ -154,9 +154,10 @@ TEST_F(KubernetesLoop, AFaultOnAReservedChipBeforeAllocateFailsThatPodWithAReaso
   ASSERT_EQ(s.bind_error, "");
   std::vector<int> reserved = loop.get("/v1/jobs/default/one/placement")["pods"][0]["chips"];
   ASSERT_EQ(reserved.size(), 4U);
-  // A critical fault on one reserved chip; the plugin reports it.
+  // A SeparateNPU fault (80E18402 in the plugin's fault-code table) on one reserved chip; the plugin reports
+  // it.
   auto f = ht::run({ht::bin("npu-sim"), "fault", "set", "--root", loop.host_root(0), "--device",
-                    std::to_string(reserved[1]), "--code", "0x80E01801", "--severity", "critical"});
+                    std::to_string(reserved[1]), "--code", "0x80E18402", "--severity", "critical"});
   ASSERT_EQ(f.exit_code, 0) << f.err;
   ASSERT_TRUE(loop.wait_reported_unhealthy("node-0", 1, 5000));
   json before = loop.get("/v1/cluster");
