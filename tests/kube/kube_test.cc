@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -628,6 +629,60 @@ TEST_F(Kube, AKilledSchedulerRebuildsItsViewFromTheApiServerAndASecondReplicaAns
       },
       5s));
   cleanup();
+}
+
+// ---- a chip failing under a running job (issue 23) -----------------------------------------------------
+
+TEST_F(Kube, AChipFailingUnderARunningJobPodEvictsItAndItComesBackOnHealthyChips) {
+  // A one-pod job on the real node with `pod` recovery: the plugin grades the fault (SeparateNPU), publishes
+  // it in its device ConfigMap, the scheduler evicts the pod through the Eviction API, the kubelet stops it;
+  // made again (the test plays the job's owner), it runs on healthy chips.
+  const std::string name = "resilient-solo-0";
+  auto member = [&] {
+    json p = npu_pod(name, 4, "sleep 3600");
+    p["metadata"]["annotations"] = {{"ascend.huawei.com/job", "resilient-solo"},
+                                    {"ascend.huawei.com/job-pods", "1"},
+                                    {"ascend.huawei.com/parallel", "tp=4"},
+                                    {"ascend.huawei.com/pod-index", "0"},
+                                    {"ascend.huawei.com/recovery", "pod"}};
+    return p;
+  };
+  ASSERT_EQ(world->apply_json(member()).exit_code, 0);
+  ASSERT_TRUE(wait_until([&] { return world->phase_of(name) == "Running"; }, 90s)) << world->events_of(name);
+  std::string chips = world->pod(name)["metadata"]["annotations"].value("ascend.huawei.com/chips", "");
+  ASSERT_EQ(std::count(chips.begin(), chips.end(), ','), 3) << chips;
+  const int bad = std::stoi(chips.substr(chips.find(',') + 1));  // its second chip
+  auto t0 = std::chrono::steady_clock::now();
+  auto f = ht::run({ht::bin("npu-sim"), "fault", "set", "--root", world->host_root(), "--device",
+                    std::to_string(bad), "--code", "0x80E18402", "--severity", "critical"});
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  bool evicted = wait_until(
+      [&] {
+        json p = world->pod(name);
+        return p.is_discarded() || p["metadata"].contains("deletionTimestamp");
+      },
+      15s, 50ms);
+  std::printf("chip fault -> the pod on it evicted: %lld ms\n",
+              static_cast<long long>(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+                      .count()));
+  std::string ev = world->events_of(name);
+  auto clear = [&] {
+    world->force_delete("pod", name);
+    ht::run({ht::bin("npu-sim"), "fault", "clear", "--root", world->host_root(), "--device",
+             std::to_string(bad)});
+  };
+  if (!evicted) clear();
+  ASSERT_TRUE(evicted) << ev << ht::slurp(world->path("scheduler.log")).substr(0, 4000);
+  EXPECT_NE(ev.find("AscendFault: "), std::string::npos) << ev;
+  ASSERT_TRUE(wait_until([&] { return world->pod(name).is_discarded(); }, 60s)) << "the kubelet stops it";
+  // Its owner makes it again: on healthy chips (the failed one is out).
+  ASSERT_EQ(world->apply_json(member()).exit_code, 0);
+  EXPECT_TRUE(wait_until([&] { return world->phase_of(name) == "Running"; }, 90s)) << world->events_of(name);
+  std::string again = world->pod(name)["metadata"]["annotations"].value("ascend.huawei.com/chips", "");
+  EXPECT_EQ(("," + again + ",").find("," + std::to_string(bad) + ","), std::string::npos)
+      << again << " holds the failed chip " << bad;
+  clear();
 }
 
 // ---- restarts: the kubelet's, then the plugin's ----------------------------------------------------------

@@ -182,7 +182,10 @@ Result<std::vector<int>> Scheduler::put_health(const std::string& node, const st
   std::uint64_t sick = t.all() & ~mask_of(n, healthy);  // a chip not listed healthy is not usable
   sick |= mask_of(n, unhealthy);
   NodeState& s = nodes_[idx(n)];
-  std::uint64_t turned = sick & ~s.unhealthy;
+  // Failed since the last ConfigMap (not since the last report of any kind: the plugin's HTTP report may
+  // have told of the same fault first, and the recovery must still happen).
+  std::uint64_t turned = sick & ~s.reported_sick;
+  s.reported_sick = sick;
   if (!s.reported || s.unhealthy != sick) ++changes_;
   s.unhealthy = sick;
   s.reported = true;
@@ -219,6 +222,15 @@ std::vector<Scheduler::Recovery> Scheduler::recover(const std::string& node, con
       }
     }
     out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::map<std::string, std::vector<int>> Scheduler::failed_chips() const {
+  std::map<std::string, std::vector<int>> out;
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    if (nodes_[n].reported_sick != 0)
+      out[cluster_->nodes[n].name] = phys_of(static_cast<int>(n), nodes_[n].reported_sick);
   }
   return out;
 }

@@ -229,7 +229,8 @@ struct KubeSync::Impl {
         return std::find(d->network_unhealthy.begin(), d->network_unhealthy.end(), c) !=
                d->network_unhealthy.end();
       });
-      todo = s.recover(d->node, *turned);
+      // Before the cache is synced a job's record may not be here yet: initial_sync recovers then.
+      if (ready) todo = s.recover(d->node, *turned);
     });
     if (!st.ok()) spdlog::warn("device ConfigMap of {}: {}", d->node, st.error().message());
     for (const auto& r : todo) carry_out(d->node, r);
@@ -288,7 +289,15 @@ struct KubeSync::Impl {
       }
     });
     for (const auto& j : touched_jobs) sync_job(j.substr(0, j.find('/')), j.substr(j.find('/') + 1));
-    ready = true;
+    // Chips that failed before or while this scheduler started, under pods that still hold them.
+    std::vector<std::pair<std::string, Scheduler::Recovery>> owed;
+    access.with([&](Scheduler& s) {
+      for (const auto& [node, chips] : s.failed_chips()) {
+        for (auto& r : s.recover(node, chips)) owed.emplace_back(node, std::move(r));
+      }
+      ready = true;  // under the lock: a device ConfigMap after this recovers by itself
+    });
+    for (const auto& [node, r] : owed) carry_out(node, r);
     spdlog::info("the scheduler's cache is synced with the API server ({} pods followed, {} nodes)",
                  present.size(), api_nodes.size());
   }

@@ -376,6 +376,13 @@ TEST(KubeRecoveryRules, PodJobNoneAndSpentRestarts) {
   EXPECT_TRUE(s.recover("node-0", {3}).empty());
   EXPECT_EQ(*s.put_health("node-0", {0, 1, 2, 4, 5, 6, 7}, {3}, kT0), std::vector<int>{3});
   EXPECT_TRUE(s.put_health("node-0", {0, 1, 2, 4, 5, 6, 7}, {3}, kT0)->empty()) << "already unusable";
+  // A fault the plugin's HTTP report told first still counts as new for the ConfigMap (the recovery's
+  // source).
+  Inventory inv;
+  inv.resource = "huawei.com/Ascend910";
+  for (int c = 0; c < 8; ++c) inv.chips.push_back({c, c != 5, false});
+  ASSERT_TRUE(s.put_inventory("node-0", inv, kT0).ok());
+  EXPECT_EQ(*s.put_health("node-0", {0, 1, 2, 4, 6, 7}, {3, 5}, kT0), std::vector<int>{5});
 }
 
 }  // namespace

@@ -337,6 +337,25 @@ TEST(KubeRecovery, PodRecoveryEvictsThePodOnTheFailedChipAndItComesBackOnHealthy
   EXPECT_EQ((*record_of(cm))["restarts"], 1);
 }
 
+TEST(KubeRecovery, AFaultWhileTheSchedulerIsDownIsActedOnOnceItIsBack) {
+  FakeApiServer api;
+  put_nodes(api);
+  std::map<int, std::pair<std::string, std::vector<int>>> where;
+  {
+    Cached s(api);
+    ASSERT_TRUE(wait_for([&] { return s.ready(); }));
+    where = run_job(api, s, "late", "pod", 3);
+    ASSERT_EQ(where.size(), 4u);
+    ASSERT_TRUE(wait_for(
+        [&] { return api.get("/api/v1/namespaces/default/configmaps/ascend-job-late").is_object(); }));
+  }
+  fail_chip(api, where[1].first, where[1].second[0]);  // nobody is watching
+  Cached again(api);
+  EXPECT_TRUE(wait_for([&] { return !pod_there(api, "late-1"); })) << "the owed recovery was not done";
+  for (int i : {0, 2, 3}) EXPECT_TRUE(pod_there(api, "late-" + std::to_string(i)));
+  EXPECT_TRUE(wait_for([&] { return reasons_of(api, "late-1").count("AscendFault") == 1; }));
+}
+
 TEST(KubeRecovery, JobRecoveryEvictsEveryPodNoneNobodyAndSpentRestartsNobody) {
   FakeApiServer api;
   put_nodes(api);

@@ -229,6 +229,9 @@ class Scheduler {
     bool exhausted = false;         // max-restarts spent: nobody evicted
   };
   std::vector<Recovery> recover(const std::string& node, const std::vector<int>& failed);
+  // The chips each node's last device ConfigMap called unusable (node name -> chips), for the recoveries a
+  // starting scheduler owes once its cache is synced.
+  std::map<std::string, std::vector<int>> failed_chips() const;
   // A node the API server does not have (deleted, or never registered): none of its chips is offered.
   void set_node_present(const std::string& node, bool present);
   // The job a pod's chips belong to ("ns/job"), or "" for a pod without a job or one not held.
@@ -253,7 +256,8 @@ class Scheduler {
     std::uint64_t unhealthy = 0;  //
     std::uint64_t held = 0;       // held by our slots (reserved, bound, allocated)
     bool reported = false;
-    bool absent = false;  // not in the API server
+    bool absent = false;              // not in the API server
+    std::uint64_t reported_sick = 0;  // unusable by the last device ConfigMap (what put_health compares with)
     Clock::time_point reported_at{};
   };
   struct Seen {  // a pod that passed filter and is not bound yet
