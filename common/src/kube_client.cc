@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <chrono>
 #include <ctime>
 #include <mutex>
 #include <set>
@@ -615,9 +616,16 @@ Status Client::event(const EventArgs& e) {
   json regarding = {{"apiVersion", e.api_version}, {"kind", e.kind}, {"name", e.name}};
   if (!e.ns.empty()) regarding["namespace"] = e.ns;
   if (!e.uid.empty()) regarding["uid"] = e.uid;
+  // Named as client-go's recorder names them, "<object>.<unix nanoseconds in hex>": a generateName of
+  // "<object>." is refused by the real API server (a name prefix must itself be a valid subdomain).
+  const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  const std::string suffix = fmt::format(".{:x}", static_cast<std::uint64_t>(nanos));
+  const std::string name = e.name.substr(0, 253 - suffix.size()) + suffix;
   const json ev = {{"apiVersion", "events.k8s.io/v1"},
                    {"kind", "Event"},
-                   {"metadata", {{"generateName", e.name + "."}, {"namespace", ns}}},
+                   {"metadata", {{"name", name}, {"namespace", ns}}},
                    {"regarding", regarding},
                    {"reason", e.reason},
                    {"action", e.action},

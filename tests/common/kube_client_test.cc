@@ -466,7 +466,10 @@ TEST(KubeClient, EventIsStoredWithItsFields) {
   const json list = s.list("/apis/events.k8s.io/v1/namespaces/default/events");
   ASSERT_EQ(list["items"].size(), 1U);
   const json& ev = list["items"][0];
-  EXPECT_TRUE(ev["metadata"]["name"].get<std::string>().starts_with("p0."));
+  // Named as client-go's recorder names Events: "<object>.<unix nanoseconds in hex>".
+  EXPECT_TRUE(
+      std::regex_match(ev["metadata"]["name"].get<std::string>(), std::regex(R"(p0\.[0-9a-f]{8,16})")))
+      << ev["metadata"]["name"];
   EXPECT_EQ(ev["regarding"], (json{{"apiVersion", "v1"},
                                    {"kind", "Pod"},
                                    {"namespace", "default"},

@@ -641,6 +641,25 @@ std::string FakeApiServer::Impl::new_uid() {
   return uid;
 }
 
+// A DNS-1123 subdomain (apimachinery's IsDNS1123Subdomain): at most 253 of [a-z0-9.-], alphanumeric at
+// both ends, each dot-separated label non-empty and alphanumeric at its ends. Names of most kinds must be
+// one.
+static bool dns_subdomain(const std::string& s) {
+  if (s.empty() || s.size() > 253) return false;
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    std::size_t end = s.find('.', start);
+    if (end == std::string::npos) end = s.size();
+    if (end == start || !alnum(s[start]) || !alnum(s[end - 1])) return false;
+    for (std::size_t i = start; i < end; ++i) {
+      if (!alnum(s[i]) && s[i] != '-') return false;
+    }
+    start = end + 1;
+  }
+  return true;
+}
+
 std::string FakeApiServer::Impl::generated_name(const Target& t, const std::string& prefix) {
   static const char kAlphabet[] = "bcdfghjklmnpqrstvwxz2456789";
   std::uniform_int_distribution<std::size_t> pick(0, sizeof kAlphabet - 2);
@@ -665,13 +684,23 @@ json FakeApiServer::Impl::create_object(const Target& t, json obj) {
   Target target = t;
   target.name = meta_string(obj, "name");
   auto generate = meta_string(obj, "generateName");
+  // As apimachinery's ValidateObjectMeta: the name, and the generateName prefix (a trailing '-' allowed),
+  // are DNS-1123 subdomains; the real API server refuses "p0." as a prefix (found by the kube tests).
+  if (!generate.empty() &&
+      !dns_subdomain(generate.back() == '-' ? generate.substr(0, generate.size() - 1) + "a" : generate)) {
+    throw api_error(422, kind_of(t.resource) + " \"" + generate +
+                             "\" is invalid: metadata.generateName: Invalid value: \"" + generate +
+                             "\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                             "characters, '-' or '.', and must start and end with an alphanumeric character");
+  }
   if (target.name.empty() && !generate.empty()) target.name = generated_name(t, generate);
   if (target.name.empty()) {
     throw api_error(422, kind_of(t.resource) +
                              " \"\" is invalid: metadata.name: Required value: name or "
                              "generateName is required");
   }
-  if (target.name.size() > kMaxNameLength || target.name.find('/') != std::string::npos) {
+  if (target.name.size() > kMaxNameLength || target.name.find('/') != std::string::npos ||
+      !dns_subdomain(target.name)) {
     throw api_error(422, kind_of(t.resource) + " \"" + target.name + "\" is invalid: metadata.name");
   }
   if (find(target) != nullptr) {

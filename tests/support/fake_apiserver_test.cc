@@ -672,3 +672,27 @@ TEST_F(FakeApiServerTest, DirectWritesAreWatchedLikeAnyOther) {
 }
 
 }  // namespace
+
+namespace ascend::testing {
+namespace {
+
+// apimachinery's ValidateObjectMeta: names and generateName prefixes are DNS-1123 subdomains (a prefix may
+// end in '-'); the real API server refuses "p0." (an Event named that way was refused by kube-apiserver
+// v1.34).
+TEST(FakeApiServerNames, NamesAndPrefixesAreSubdomainsAsTheRealOneChecks) {
+  FakeApiServer s;
+  httplib::Client c("127.0.0.1", s.port());
+  auto post = [&](const nlohmann::json& meta) {
+    auto r = c.Post("/api/v1/namespaces/default/configmaps", nlohmann::json{{"metadata", meta}}.dump(),
+                    "application/json");
+    return r ? r->status : -1;
+  };
+  EXPECT_EQ(post({{"generateName", "p0."}}), 422);
+  EXPECT_EQ(post({{"name", "Bad_Name"}}), 422);
+  EXPECT_EQ(post({{"name", "-x"}}), 422);
+  EXPECT_EQ(post({{"generateName", "p0-"}}), 201);
+  EXPECT_EQ(post({{"name", "p0.17a3b"}}), 201);
+}
+
+}  // namespace
+}  // namespace ascend::testing
