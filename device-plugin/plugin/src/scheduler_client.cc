@@ -19,6 +19,7 @@
 
 #include "ascend/common/fs.h"
 #include "ascend/common/http_url.h"
+#include "ascend/common/kube_client.h"
 #include "ascend/plugin/config.h"
 #include "ascend/plugin/metrics.h"
 
@@ -148,19 +149,6 @@ bool loopback_host(std::string_view host) {
 // ---------------------------------------------------------------------------------------------------
 
 namespace {
-
-// Node names are DNS names; anything else is percent-encoded rather than trusted into the path.
-std::string path_segment(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) != 0 || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
-}
 
 std::string trim(std::string s) {
   auto space = [](unsigned char c) { return std::isspace(c) != 0; };
@@ -313,7 +301,7 @@ void HttpScheduler::count(const char* call, bool answered) const {
 
 Status HttpScheduler::put_inventory(const InventoryReport& report) {
   Answer answer;
-  auto r = exchange("PUT", url_.prefix + "/v1/nodes/" + path_segment(node_), inventory_body(report),
+  auto r = exchange("PUT", url_.prefix + "/v1/nodes/" + kube::escape(node_), inventory_body(report),
                     timeouts_.inventory, &answer);
   count("inventory", r.ok());
   if (!r) return r.error();
@@ -322,7 +310,7 @@ Status HttpScheduler::put_inventory(const InventoryReport& report) {
 
 Result<std::vector<Reservation>> HttpScheduler::reservations() {
   Answer answer;
-  auto r = exchange("GET", url_.prefix + "/v1/nodes/" + path_segment(node_) + "/reservations", "",
+  auto r = exchange("GET", url_.prefix + "/v1/nodes/" + kube::escape(node_) + "/reservations", "",
                     timeouts_.reservations, &answer);
   auto out = r ? parse_reservations(*r) : Result<std::vector<Reservation>>(r.error());
   count("reservations", out.ok());
@@ -331,7 +319,7 @@ Result<std::vector<Reservation>> HttpScheduler::reservations() {
 
 Result<Grant> HttpScheduler::allocation_taken(const std::vector<int>& chips) {
   Answer answer;
-  auto r = exchange("POST", url_.prefix + "/v1/nodes/" + path_segment(node_) + "/allocations",
+  auto r = exchange("POST", url_.prefix + "/v1/nodes/" + kube::escape(node_) + "/allocations",
                     allocation_body(chips), timeouts_.allocation, &answer);
   auto out = r ? parse_grant(*r) : Result<Grant>(r.error());
   // 404 (no reservation of this size) and 409 (none with these chips) are answers, not failures.
@@ -346,7 +334,7 @@ Result<Grant> HttpScheduler::allocation_taken(const std::vector<int>& chips) {
 
 Status HttpScheduler::allocation_returned(const std::vector<int>& chips) {
   Answer answer;
-  auto r = exchange("POST", url_.prefix + "/v1/nodes/" + path_segment(node_) + "/allocations/return",
+  auto r = exchange("POST", url_.prefix + "/v1/nodes/" + kube::escape(node_) + "/allocations/return",
                     allocation_body(chips), timeouts_.allocation, &answer);
   count("allocation", r.ok());
   if (!r) return r.error();

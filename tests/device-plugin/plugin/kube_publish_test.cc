@@ -21,6 +21,7 @@
 #include "ascend/plugin/kube_publisher.h"
 #include "ascend/plugin/plugin.h"
 #include "fake_apiserver.h"
+#include "plugin_on_api.h"
 #include "test_dir.h"
 #include "test_query.h"
 
@@ -28,6 +29,7 @@ namespace ascend::plugin {
 namespace {
 
 using namespace std::chrono_literals;
+using api_test::wait_until;
 using nlohmann::json;
 using testing::TempDir;
 
@@ -69,49 +71,9 @@ class LogCapture {
   std::shared_ptr<spdlog::logger> old_;
 };
 
-bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return pred();
-}
-
-class KubePublish : public ::testing::Test {
+class KubePublish : public api_test::PluginOnApi {
  protected:
-  TempDir tmp;
-  std::string root = tmp / "host";
-  npu::Emulator emu{root};
-  std::unique_ptr<npu::DeviceQuery> query;
-  std::unique_ptr<Plugin> plugin;
-  ascend::testing::FakeApiServer api;
-  std::unique_ptr<kube::Client> client;
-
-  void SetUp() override {
-    auto p = npu::builtin_profile("atlas800t-a2");
-    ASSERT_TRUE(p.ok());
-    npu::LoadOptions opts;
-    opts.majors = npu::DeviceMajors{240, 241, 242, 243, 244};
-    opts.npu_smi_binary = std::string(ASCEND_BIN_DIR) + "/npu-smi";
-    opts.make_nodes = ::geteuid() == 0;
-    opts.force = true;
-    ASSERT_TRUE(emu.load(*p, opts).ok());
-    query = ascend::testing::open_test_query(root);
-    ASSERT_TRUE(query);
-    Config c;
-    c.kubelet_socket_dir = tmp / "device-plugins";
-    c.host_root = root;
-    c.pod_resources_socket = "";
-    c.vnpu_gc_interval = 0s;
-    auto made = Plugin::create(*query, c, nullptr);
-    ASSERT_TRUE(made.ok()) << made.error().message();
-    plugin = std::move(made).value();
-    ASSERT_TRUE(plugin->watch().ok());
-    auto cfg = kube::url_config(api.url(), "", "");
-    ASSERT_TRUE(cfg.ok()) << cfg.error().message();
-    client = std::make_unique<kube::Client>(*cfg);
-  }
+  void SetUp() override { start_plugin(); }
 
   void add_node() {
     api.create("/api/v1/nodes",
