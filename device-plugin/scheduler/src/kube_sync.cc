@@ -508,8 +508,8 @@ bool KubeSync::pod_exists(const std::string& ns, const std::string& pod, const s
   }
   auto r = impl_->client->get(kube::path_of("v1", "pods", ns, pod));
   if (!r.ok()) return false;
-  const json* meta = r->is_object() && r->contains("metadata") ? &(*r)["metadata"] : nullptr;
-  return meta != nullptr && (uid.empty() || meta->value("uid", "") == uid);
+  // The API server's answer is not trusted to have the shape of a Pod: a wrong type is "no such pod".
+  return uid.empty() ? r->is_object() : meta_str(*r, "uid") == uid;
 }
 
 void KubeSync::sync_job(const std::string& ns, const std::string& job) {
