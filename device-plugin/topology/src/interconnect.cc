@@ -35,7 +35,7 @@ Link from_fallback(Level level, const Bandwidth& fallback) {
 
 Link from_level(const LinkLevel& lv) {
   Link l;
-  l.link_bytes_per_s = lv.link_gbps * 1e9;
+  l.link_bytes_per_s = lv.link_gbps * 1e9 * lv.efficiency;
   l.links = lv.links;
   l.bytes_per_s = l.link_bytes_per_s * lv.links;
   l.alpha_s = lv.latency_us * 1e-6;
@@ -51,7 +51,7 @@ Link across_servers(const Interconnect& ic, Level level, const Bandwidth& fallba
   l.fabric = Fabric::kSwitch;
   auto cap = [&l](const LinkLevel& tier) {
     if (!tier.present) return;
-    l.bytes_per_s = std::min(l.bytes_per_s, tier.link_gbps * 1e9 * tier.links);
+    l.bytes_per_s = std::min(l.bytes_per_s, tier.link_gbps * 1e9 * tier.efficiency * tier.links);
     l.alpha_s += tier.latency_us * 1e-6;
   };
   cap(ic.leaf);
@@ -100,6 +100,9 @@ LinkLevel level_from_json(detail::ObjectReader& parent, const char* key) {
   lv.link_gbps = r.positive("link_gbps");
   lv.latency_us = r.non_negative("latency_us", 0.0);
   lv.fabric = parse_fabric(r.string("fabric", std::string("switch")), r.path("fabric"));
+  lv.efficiency = r.positive("efficiency", 1.0);
+  if (lv.efficiency > 1)
+    detail::fail(r.path("efficiency"), "must be in (0, 1]: the fraction of link_gbps reached");
   r.done();
   return lv;
 }

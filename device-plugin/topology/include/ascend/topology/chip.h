@@ -42,7 +42,8 @@ Result<ChipSpec> builtin_chip(std::string_view name);
 
 // The chip file's form: `name`, `hbm_gib`, `peak_tflops_bf16`, `chips_per_node` (1-64),
 // optional `bandwidth_gbps: {intra_node, inter_node}`, optional `interconnect` (interconnect.h: `library`,
-// then `die`, `domain`, `server`, `nic`, `leaf`, `spine`, each {links, link_gbps, latency_us, fabric}).
+// then `die`, `domain`, `server`, `nic`, `leaf`, `spine`, each {links, link_gbps, latency_us, fabric,
+// efficiency}).
 // Unknown fields are rejected (EINVAL with the field path and, with a locator, the line).
 Result<ChipSpec> chip_from_json(const nlohmann::json& j, const LineLocator& where = {});
 

@@ -3,7 +3,9 @@
 // (PCIe, 910 A1 and 300I Duo), the server NIC, the leaf and the spine. Each level: links per chip, GB/s per
 // link (one direction), latency per hop and the fabric's shape. A chip file carries it under `interconnect`
 // (README, "The step model"); a level the file leaves out falls back to the cost model's single bandwidth of
-// that level with no latency. Pure values and functions; thread-safe.
+// that level with no latency. A level's `efficiency` is the fraction of its line rate the collective
+// library's protocol reaches (NCCL's ~20% overhead on NVLink, docs/planner-collectives.md). Pure values and
+// functions; thread-safe.
 #pragma once
 
 #include <string_view>
@@ -30,6 +32,7 @@ struct LinkLevel {
   double link_gbps = 0;   // GB/s per link and direction (1 GB = 1e9 bytes)
   double latency_us = 0;  // per hop; 0 where not published
   Fabric fabric = Fabric::kSwitch;
+  double efficiency = 1;  // the fraction of link_gbps the library's transfers reach, (0, 1]
 };
 
 struct Interconnect {
@@ -43,8 +46,9 @@ struct Interconnect {
   bool present() const { return domain.present || nic.present; }
 };
 
-// What one chip sees at one level: its bandwidth (all its links), the per-link bandwidth and the number of
-// links (for a full mesh: one per peer), the latency of a hop and the shape.
+// What one chip sees at one level: its effective bandwidth (all its links, times the level's efficiency), the
+// effective per-link bandwidth and the number of links (for a full mesh: one per peer), the latency of a hop
+// and the shape.
 struct Link {
   double bytes_per_s = 0;
   double link_bytes_per_s = 0;
