@@ -1,8 +1,12 @@
 // The DCMI backend of the device seam: DeviceQuery answered by the driver's libdcmi.so, loaded with dlopen
 // (backend.h). It fills DeviceSnapshot from DCMI calls and the host's files:
 //  - chips: dcmi_get_card_num_list / _device_num_in_card, then per chip its logical and physical ids, chip
-//    info (name, AI Cores), health and fault codes, HBM and DDR, temperature, AI Core use, PCIe address,
-//    CPU affinity and RoCE address; its NUMA node from sysfs (DCMI reports none);
+//    info (name, AI Cores), health and fault codes, HBM and DDR, temperature, AI Core and AICPU use,
+//    power (dcmi_get_device_power_info, 0.1 W), RoCE network health (dcmi_get_device_network_health: the
+//    chip's link_up), PCIe address, CPU affinity and RoCE address; its NUMA node from sysfs (DCMI reports
+//    none);
+//  - telemetry(): only the calls a scrape needs (utilization, HBM, temperature, power, health, error codes,
+//    network health), per chip, without the topology or the vNPUs;
 //  - links: dcmi_get_topo_info_by_device_id for every pair. The 910B reference's enum has no SIO or HCCS
 //    switch; on a 910_93 host (A3) an HCCS link is SIO between the two dies of one card and the HCCS switch
 //    between cards, which is how every A3 is wired;
@@ -10,8 +14,8 @@
 //    holds a dynamic vNPU lives in the owner file (DCMI keeps no owner);
 //  - device nodes: stat of /dev/davinci<phy>, /dev/vdavinci<id> and the control nodes under the host root;
 //  - templates and capacity: the chip family's tables (profiles.h), as the driver has them.
-// Not read (no seam consumer needs them, and DCMI has no cheap call for them): a chip's processes and its
-// power; the snapshot leaves them empty and 0. The differential test (tests/npu-smi-sim/backend_test.cc)
+// Not read (no seam consumer needs them, and DCMI has no cheap call for them): a chip's processes; the
+// snapshot leaves them empty. The differential test (tests/npu-smi-sim/backend_test.cc)
 // compares every other field with the emulator backend's answer.
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -115,6 +119,8 @@ struct Api {
   int (*memory_info_v3)(int, int, dcmi_get_memory_info_stru*) = nullptr;
   int (*temperature)(int, int, int*) = nullptr;
   int (*utilization_rate)(int, int, int, unsigned int*) = nullptr;
+  int (*power_info)(int, int, int*) = nullptr;
+  int (*network_health)(int, int, dcmi_rdfx_detect_result*) = nullptr;
   int (*pcie_info_v2)(int, int, dcmi_pcie_info_all*) = nullptr;
   int (*affinity_cpu)(int, int, char*, int*) = nullptr;
   int (*topo_info)(int, int, int, int, int*) = nullptr;
@@ -157,6 +163,8 @@ Result<Api> load_api(const std::string& lib) {
   ASCEND_CHECK(resolve(a.handle, lib, "dcmi_get_device_memory_info_v3", a.memory_info_v3), "");
   ASCEND_CHECK(resolve(a.handle, lib, "dcmi_get_device_temperature", a.temperature), "");
   ASCEND_CHECK(resolve(a.handle, lib, "dcmi_get_device_utilization_rate", a.utilization_rate), "");
+  ASCEND_CHECK(resolve(a.handle, lib, "dcmi_get_device_power_info", a.power_info), "");
+  ASCEND_CHECK(resolve(a.handle, lib, "dcmi_get_device_network_health", a.network_health), "");
   ASCEND_CHECK(resolve(a.handle, lib, "dcmi_get_device_pcie_info_v2", a.pcie_info_v2), "");
   ASCEND_CHECK(resolve(a.handle, lib, "dcmi_get_affinity_cpu_info_by_device_id", a.affinity_cpu), "");
   ASCEND_CHECK(resolve(a.handle, lib, "dcmi_get_topo_info_by_device_id", a.topo_info), "");
@@ -235,6 +243,7 @@ class DcmiDeviceQuery final : public DeviceQuery {
   ~DcmiDeviceQuery() override = default;  // the library stays loaded: a process loads it once
 
   Result<DeviceSnapshot> snapshot() const override;
+  Result<std::vector<ChipTelemetry>> telemetry() const override;
   std::string host_path(const std::string& abs_path) const override {
     return opts_.root == "/" ? abs_path : opts_.root + abs_path;
   }
@@ -258,6 +267,10 @@ class DcmiDeviceQuery final : public DeviceQuery {
   // Each chip's (card, device) by physical id, enumerated now.
   Result<std::map<int, Place>> places() const;
   Result<Chip> read_chip(int card, int device) const;
+  // What a chip's telemetry needs beyond the snapshot's calls, shared by read_chip and telemetry().
+  Result<int> read_aicpu(int card, int device) const;
+  Result<double> read_power(int card, int device) const;  // -1: the chip reports none (NOT_SUPPORT)
+  Result<bool> read_link(int card, int device) const;
   Result<std::vector<Vnpu>> read_vnpus(const Place& p, int phy_id) const;
   Result<std::vector<OwnerRecord>> read_owners() const;
   Status write_owners(const std::vector<OwnerRecord>& records) const;
@@ -302,6 +315,77 @@ Result<std::map<int, DcmiDeviceQuery::Place>> DcmiDeviceQuery::places() const {
                    "");
       out[static_cast<int>(phy)] = Place{cards[i], d};
     }
+  }
+  return out;
+}
+
+Result<int> DcmiDeviceQuery::read_aicpu(int card, int device) const {
+  unsigned int util = 0;
+  ASCEND_CHECK(check(api_.utilization_rate(card, device, DCMI_UTILIZATION_RATE_AICPU, &util),
+                     "dcmi_get_device_utilization_rate(AICPU)"),
+               "");
+  return static_cast<int>(util);
+}
+
+Result<double> DcmiDeviceQuery::read_power(int card, int device) const {
+  int tenths = 0;
+  const int rc = api_.power_info(card, device, &tenths);
+  if (rc == DCMI_ERR_CODE_NOT_SUPPORT) return -1.0;  // die 1 of an A3 card, a 310P: npu-smi prints - or NA
+  ASCEND_CHECK(check(rc, "dcmi_get_device_power_info"), "");
+  return tenths / 10.0;  // the reference's unit is 0.1 W
+}
+
+Result<bool> DcmiDeviceQuery::read_link(int card, int device) const {
+  dcmi_rdfx_detect_result r = DCMI_RDFX_DETECT_MAX;
+  const int rc = api_.network_health(card, device, &r);
+  if (rc == DCMI_ERR_CODE_NOT_SUPPORT) return true;  // no RoCE port (inference cards): nothing is down
+  ASCEND_CHECK(check(rc, "dcmi_get_device_network_health"), "");
+  // NPU Exporter counts a detection that is still starting as healthy too.
+  return r == DCMI_RDFX_DETECT_OK || r == DCMI_RDFX_DETECT_INIT;
+}
+
+Result<std::vector<ChipTelemetry>> DcmiDeviceQuery::telemetry() const {
+  ASCEND_ASSIGN(auto places, this->places(), "");
+  std::vector<ChipTelemetry> out;
+  out.reserve(places.size());
+  for (const auto& [phy, p] : places) {
+    ChipTelemetry t;
+    t.phy_id = phy;
+    unsigned int util = 0;
+    ASCEND_CHECK(check(api_.utilization_rate(p.card, p.device, DCMI_UTILIZATION_RATE_AICORE, &util),
+                       "dcmi_get_device_utilization_rate(AICORE)"),
+                 "");
+    t.aicore_pct = static_cast<int>(util);
+    ASCEND_ASSIGN(t.aicpu_pct, read_aicpu(p.card, p.device), "");
+    dcmi_hbm_info hbm{};
+    if (int rc = api_.hbm_info(p.card, p.device, &hbm); rc == DCMI_OK) {
+      t.memory_total_mb = static_cast<long long>(hbm.memory_size);
+      t.memory_used_mb = static_cast<long long>(hbm.memory_usage);
+    } else if (rc == DCMI_ERR_CODE_NOT_SUPPORT) {  // no HBM: the on-chip DDR (310P)
+      dcmi_get_memory_info_stru mem{};
+      ASCEND_CHECK(check(api_.memory_info_v3(p.card, p.device, &mem), "dcmi_get_device_memory_info_v3"), "");
+      const unsigned long long free_mb =
+          mem.memory_available -
+          static_cast<unsigned long long>(mem.hugepages_free) * mem.hugepagesize / 1024;
+      t.memory_total_mb = static_cast<long long>(mem.memory_size);
+      t.memory_used_mb = static_cast<long long>(mem.memory_size - std::min(free_mb, mem.memory_size));
+    } else {
+      return check(rc, "dcmi_get_device_hbm_info").error();
+    }
+    ASCEND_CHECK(check(api_.temperature(p.card, p.device, &t.temp_c), "dcmi_get_device_temperature"), "");
+    ASCEND_ASSIGN(const double power, read_power(p.card, p.device), "");
+    if (power >= 0) t.power_w = power;
+    unsigned int health = 0;
+    ASCEND_CHECK(check(api_.health(p.card, p.device, &health), "dcmi_get_device_health"), "");
+    t.health = health_of(health);
+    int count = 0;
+    unsigned int codes[DCMI_ERROR_CODE_MAX_COUNT] = {};
+    ASCEND_CHECK(check(api_.errorcode_v2(p.card, p.device, &count, codes, DCMI_ERROR_CODE_MAX_COUNT),
+                       "dcmi_get_device_errorcode_v2"),
+                 "");
+    for (int i = 0; i < count && i < DCMI_ERROR_CODE_MAX_COUNT; ++i) t.error_codes.push_back(codes[i]);
+    ASCEND_ASSIGN(t.link_up, read_link(p.card, p.device), "");
+    out.push_back(std::move(t));
   }
   return out;
 }
@@ -365,6 +449,9 @@ Result<Chip> DcmiDeviceQuery::read_chip(int card, int device) const {
                      "dcmi_get_device_utilization_rate"),
                "");
   c.aicore_usage_pct = static_cast<int>(util);
+  ASCEND_ASSIGN(c.aicpu_usage_pct, read_aicpu(card, device), "");
+  ASCEND_ASSIGN(c.power_w, read_power(card, device), "");
+  ASCEND_ASSIGN(c.link_up, read_link(card, device), "");
 
   dcmi_pcie_info_all pcie{};
   ASCEND_CHECK(check(api_.pcie_info_v2(card, device, &pcie), "dcmi_get_device_pcie_info_v2"), "");

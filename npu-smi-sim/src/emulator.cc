@@ -1,6 +1,8 @@
 #include "ascend/npu/emulator.h"
+
 #include "ascend/npu/profiles.h"
 #include "ascend/npu/vnpu_load.h"
+#include "ascend/npu/workload.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -224,7 +226,11 @@ Status Emulator::load(const HostState& profile, const LoadOptions& opts) {
     ASCEND_ASSIGN(s.majors, pick_free_majors(devices), "pick device majors");
   }
   if (!opts.keep_vnpus) assign_device_ips(s, opts.node_index);  // a reboot keeps the node's addresses
-  for (auto& c : s.chips) c.faults.clear();
+  for (auto& c : s.chips) {
+    c.faults.clear();
+    c.link_up = true;
+  }
+  s.workloads.clear();  // a driver load ends every process that ran on the chips
   if (!opts.keep_vnpus) s.vnpus.clear();
   s.device_nodes = opts.make_nodes;
   s.generation = 1;
@@ -362,9 +368,23 @@ Result<HostState> Emulator::read_state() const {
   return parse_state(*text).context("state file " + state_path());
 }
 
+Result<HostState> Emulator::live_state() const {
+  ASCEND_ASSIGN(HostState s, read_state(), "");
+  apply_workloads(s, unix_now_ms());
+  return s;
+}
+
 Result<DeviceSnapshot> Emulator::snapshot() const {
-  ASCEND_ASSIGN(HostState s, read_state(), "read the emulated host");
+  ASCEND_ASSIGN(HostState s, live_state(), "read the emulated host");
   return to_snapshot(s);
+}
+
+Result<std::vector<ChipTelemetry>> Emulator::telemetry() const {
+  ASCEND_ASSIGN(HostState s, live_state(), "read the emulated host");
+  std::vector<ChipTelemetry> out;
+  out.reserve(s.chips.size());
+  for (const auto& c : s.chips) out.push_back(telemetry_of(c));
+  return out;
 }
 
 namespace {
@@ -442,6 +462,30 @@ Status Emulator::clear_faults(int phy_id) {
     Chip* c = s.chip(phy_id);
     if (c == nullptr) return Error::not_found("no device " + std::to_string(phy_id));
     c->faults.clear();
+    return {};
+  });
+}
+
+Status Emulator::set_workload(const Workload& w) {
+  ASCEND_CHECK(check_workload(w), "chip " + std::to_string(w.phy_id));
+  const std::int64_t now = unix_now_ms();
+  return update([&](HostState& s) -> Status {
+    if (s.chip(w.phy_id) == nullptr) return Error::not_found("no device " + std::to_string(w.phy_id));
+    std::erase_if(s.workloads, [&](const Workload& o) { return o.phy_id == w.phy_id || !running(o, now); });
+    if (w.aicore_pct != 0 || w.aicpu_pct != 0 || w.hbm_mb != 0) {
+      s.workloads.push_back(w);
+      std::sort(s.workloads.begin(), s.workloads.end(),
+                [](const Workload& a, const Workload& b) { return a.phy_id < b.phy_id; });
+    }
+    return {};
+  });
+}
+
+Status Emulator::set_link(int phy_id, bool up) {
+  return update([&](HostState& s) -> Status {
+    Chip* c = s.chip(phy_id);
+    if (c == nullptr) return Error::not_found("no device " + std::to_string(phy_id));
+    c->link_up = up;
     return {};
   });
 }

@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "ascend/npu/device_query.h"
 #include "lookup.h"
 
 namespace ascend::npu {
@@ -120,6 +121,30 @@ Health Chip::health() const {
   for (const auto& f : faults) h = std::max(h, f.severity);
   return h;
 }
+ChipTelemetry telemetry_of(const Chip& c) {
+  ChipTelemetry t;
+  t.phy_id = c.phy_id;
+  t.aicore_pct = c.aicore_usage_pct;
+  t.aicpu_pct = c.aicpu_usage_pct;
+  const bool hbm = c.hbm_total_mb > 0;
+  t.memory_total_mb = hbm ? c.hbm_total_mb : c.mem_total_mb;
+  t.memory_used_mb = hbm ? c.hbm_used_mb : c.mem_used_mb;
+  t.temp_c = c.temp_c;
+  if (!c.power_na && c.power_w >= 0) t.power_w = c.power_w;
+  t.health = c.health();
+  for (const auto& f : c.faults) t.error_codes.push_back(f.code);
+  t.link_up = c.link_up;
+  return t;
+}
+
+Result<std::vector<ChipTelemetry>> DeviceQuery::telemetry() const {
+  ASCEND_ASSIGN(DeviceSnapshot s, snapshot(), "");
+  std::vector<ChipTelemetry> out;
+  out.reserve(s.chips.size());
+  for (const auto& c : s.chips) out.push_back(telemetry_of(c));
+  return out;
+}
+
 const Chip* DeviceSnapshot::chip(int phy_id) const {
   return detail::find_by_id(chips, phy_id, &Chip::phy_id);
 }
@@ -227,7 +252,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Fault, code, severity)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Chip, phy_id, logic_id, card_id, chip_index, name, bus_id, numa_node,
                                    cpu_affinity, hccs_domain, device_ip, aicore_count, hbm_total_mb,
                                    hbm_used_mb, mem_total_mb, mem_used_mb, power_w, power_na, temp_c,
-                                   aicore_usage_pct, hugepages_used, hugepages_total, processes, faults)
+                                   aicore_usage_pct, aicpu_usage_pct, link_up, hugepages_used,
+                                   hugepages_total, processes, faults)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(VnpuOwner, container_id, state_root, pid, pid_start, pid_ns, boot)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Vnpu, id, phy_id, template_name, vgroup, owner, status)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceNode, path, major, minor, mode)

@@ -164,6 +164,10 @@ void to_json(json& j, const HostState& s) {
                {"aicore_usage_pct", ch.aicore_usage_pct},
                {"hugepages_used", ch.hugepages_used},
                {"hugepages_total", ch.hugepages_total}};
+    // Written only when they differ from their default, so that the state of a host nobody loaded or
+    // unplugged reads as before.
+    if (ch.aicpu_usage_pct != 0) cj["aicpu_usage_pct"] = ch.aicpu_usage_pct;
+    if (!ch.link_up) cj["link_up"] = false;
     cj["processes"] = json::array();
     for (const auto& p : ch.processes) {
       cj["processes"].push_back(
@@ -189,6 +193,16 @@ void to_json(json& j, const HostState& s) {
                                     {"pid_start", v.owner.pid_start},
                                     {"pid_ns", v.owner.pid_ns},
                                     {"boot", v.owner.boot}};
+    }
+  }
+  if (!s.workloads.empty()) {
+    j["workloads"] = json::array();
+    for (const auto& w : s.workloads) {
+      j["workloads"].push_back({{"phy_id", w.phy_id},
+                                {"aicore_pct", w.aicore_pct},
+                                {"aicpu_pct", w.aicpu_pct},
+                                {"hbm_mb", w.hbm_mb},
+                                {"until_ms", w.until_ms}});
     }
   }
   j["majors"] = {{"davinci", s.majors.davinci},
@@ -277,6 +291,8 @@ Result<HostState> state_from_json(const json& j) {
     c.get("power_na", ch.power_na);
     c.get("temp_c", ch.temp_c);
     c.get("aicore_usage_pct", ch.aicore_usage_pct);
+    c.get("aicpu_usage_pct", ch.aicpu_usage_pct);
+    c.get("link_up", ch.link_up);
     c.get("hugepages_used", ch.hugepages_used);
     c.get("hugepages_total", ch.hugepages_total);
     auto ps = read_list(c, "processes", ch.processes, [](Reader& p, Process& pr) {
@@ -332,6 +348,14 @@ Result<HostState> state_from_json(const json& j) {
     }
   });
   if (!st) return st.error();
+  st = read_list(r, "workloads", s.workloads, [](Reader& w, Workload& wl) {
+    w.get("phy_id", wl.phy_id);
+    w.get("aicore_pct", wl.aicore_pct);
+    w.get("aicpu_pct", wl.aicpu_pct);
+    w.get("hbm_mb", wl.hbm_mb);
+    w.get("until_ms", wl.until_ms);
+  });
+  if (!st) return st.error();
   if (auto fin = r.finish(); !fin) return fin.error();
 
   auto fam = parse_family(family);
@@ -361,6 +385,14 @@ Result<HostState> state_from_json(const json& j) {
       return Error::invalid("state.vnpus: vNPU " + std::to_string(v.id) + " is on unknown chip " +
                             std::to_string(v.phy_id));
     }
+  }
+  std::sort(s.workloads.begin(), s.workloads.end(),
+            [](const Workload& a, const Workload& b) { return a.phy_id < b.phy_id; });
+  for (std::size_t i = 0; i < s.workloads.size(); ++i) {
+    const Workload& w = s.workloads[i];
+    const std::string where = "state.workloads: chip " + std::to_string(w.phy_id);
+    if (s.chip(w.phy_id) == nullptr) return Error::invalid(where + " is unknown");
+    if (i > 0 && s.workloads[i - 1].phy_id == w.phy_id) return Error::invalid(where + " appears twice");
   }
   if (s.vnpu_mode != "docker" && s.vnpu_mode != "vm") {
     return Error::invalid("state.vnpu_mode: '" + s.vnpu_mode + "' (use docker or vm)");

@@ -11,6 +11,7 @@
 #include "ascend/npu/emulator.h"
 #include "ascend/npu/profiles.h"
 #include "ascend/npu/status.h"
+#include "ascend/npu/workload.h"
 
 namespace {
 
@@ -86,6 +87,27 @@ static int run_main(int argc, char** argv) {
           "SEVERITY"));
   fclear->add_option("--device", device, "physical device id")->required();
 
+  auto* loadgen = app.add_subcommand(
+      "load-gen", "make a device busy: its utilization, memory, temperature and power follow (see README)");
+  int util = 0;
+  int aicpu = 0;
+  double hbm_gib = 0;
+  double seconds = 0;
+  bool stop = false;
+  loadgen->add_option("--device", device, "physical device id")->required();
+  loadgen->add_option("--util", util, "AICore utilization, percent")->check(CLI::Range(0, 100));
+  loadgen->add_option("--aicpu", aicpu, "AICPU utilization, percent (default 0)")->check(CLI::Range(0, 100));
+  loadgen->add_option("--hbm", hbm_gib, "on-chip memory to hold, GiB (default 0)")
+      ->check(CLI::Range(0.0, 1024.0));
+  loadgen->add_option("--seconds", seconds, "end by itself after this long (default: until --stop)")
+      ->check(CLI::PositiveNumber);
+  loadgen->add_flag("--stop", stop, "stop the work on the device")
+      ->excludes("--util", "--aicpu", "--hbm", "--seconds");
+  auto* link = app.add_subcommand("link", "take a device's RoCE port down or up");
+  std::string link_state;
+  link->add_option("--device", device, "physical device id")->required();
+  link->add_option("state", link_state, "up|down")->required()->check(CLI::IsMember({"up", "down"}));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -146,6 +168,22 @@ static int run_main(int argc, char** argv) {
     std::optional<ascend::npu::Health> sev;
     if (!severity.empty()) sev = *ascend::npu::parse_health(severity);
     if (auto s = emu.set_fault(device, c, sev); !s) return fail(s.error().context("fault set"));
+    return 0;
+  }
+  if (*loadgen) {
+    ascend::npu::Workload w;
+    w.phy_id = device;
+    if (!stop) {
+      w.aicore_pct = util;
+      w.aicpu_pct = aicpu;
+      w.hbm_mb = static_cast<long long>(hbm_gib * 1024.0);
+      if (seconds > 0) w.until_ms = ascend::npu::unix_now_ms() + static_cast<std::int64_t>(seconds * 1000.0);
+    }
+    if (auto s = emu.set_workload(w); !s) return fail(s.error().context("load-gen"));
+    return 0;
+  }
+  if (*link) {
+    if (auto s = emu.set_link(device, link_state == "up"); !s) return fail(s.error().context("link"));
     return 0;
   }
   if (*fclear) {

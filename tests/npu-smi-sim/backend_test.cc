@@ -2,7 +2,8 @@
 // emulated libdcmi.so that `npu-sim load` installs, through dlopen), walked through every built-in profile,
 // faults, the vNPU mode and vNPU operations, their snapshots compared field by field. What DCMI does not
 // give is named here and nowhere else: the backend's name, the driver load id (DCMI has none), each chip's
-// processes and power (not read by the DCMI backend), and, on a host loaded without device nodes (not
+// processes (not read by the DCMI backend) and power (DCMI has one "none" where npu-smi tells "-" from "NA";
+// telemetry_backend_test.cc compares the values), and, on a host loaded without device nodes (not
 // root), the nodes' numbers (the DCMI backend stats the nodes; the emulator knows the numbers it would use).
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -79,6 +79,20 @@ extern "C" {
 #define DCMI_UTILIZATION_RATE_VECTOR_CORE 12
 #define DCMI_UTILIZATION_RATE_NPU 13
 
+/* ---- dcmi_get_device_network_health: the RoCE port's detection result ([200I A2] api_074) ------------- */
+enum dcmi_rdfx_detect_result {
+  DCMI_RDFX_DETECT_OK = 0,            /* the network is healthy                                       */
+  DCMI_RDFX_DETECT_SOCK_FAIL = 1,     /* the socket could not be created                              */
+  DCMI_RDFX_DETECT_RECV_TIMEOUT = 2,  /* no packet received in time                                  */
+  DCMI_RDFX_DETECT_UNREACH = 3,       /* the detection address is unreachable                         */
+  DCMI_RDFX_DETECT_TIME_EXCEEDED = 4, /* sending the detection packet timed out                       */
+  DCMI_RDFX_DETECT_FAULT = 5,         /* sending the detection packet failed                          */
+  DCMI_RDFX_DETECT_INIT = 6,          /* the detection task is starting                               */
+  DCMI_RDFX_DETECT_THREAD_ERR = 7,    /* the detection task could not be created                      */
+  DCMI_RDFX_DETECT_IP_SET = 8,        /* the detection address is being set                           */
+  DCMI_RDFX_DETECT_MAX = 0xFF
+};
+
 /* ---- structures --------------------------------------------------------------------------------------- */
 
 /* dcmi_get_device_chip_info: chip_type "Ascend", chip_name e.g. "910B3", chip_ver e.g. "V1". */
@@ -354,6 +368,13 @@ DCMIDLLEXPORT int dcmi_get_device_memory_info_v3(int card_id, int device_id,
 
 /* Degrees Celsius. */
 DCMIDLLEXPORT int dcmi_get_device_temperature(int card_id, int device_id, int* temperature);
+
+/* The chip's power draw in units of 0.1 W ([200I A2] api_020). */
+DCMIDLLEXPORT int dcmi_get_device_power_info(int card_id, int device_id, int* power);
+
+/* Whether the chip's RoCE port reaches its detection address ([200I A2] api_074). */
+DCMIDLLEXPORT int dcmi_get_device_network_health(int card_id, int device_id,
+                                                 enum dcmi_rdfx_detect_result* result);
 
 /* Percent busy of one unit (DCMI_UTILIZATION_RATE_*). */
 DCMIDLLEXPORT int dcmi_get_device_utilization_rate(int card_id, int device_id, int input_type,

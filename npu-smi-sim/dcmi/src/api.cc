@@ -363,6 +363,23 @@ int dcmi_get_device_temperature(int card_id, int device_id, int* temperature) {
                    });
 }
 
+int dcmi_get_device_power_info(int card_id, int device_id, int* power) {
+  return on_device("dcmi_get_device_power_info", card_id, device_id, power != nullptr,
+                   [&](const HostView& h, const smi::Device& d) -> Status {
+                     ASCEND_ASSIGN(*power, dcmi::power_tenths(h.state(), d), "");
+                     return {};
+                   });
+}
+
+int dcmi_get_device_network_health(int card_id, int device_id, enum dcmi_rdfx_detect_result* result) {
+  return on_device("dcmi_get_device_network_health", card_id, device_id, result != nullptr,
+                   [&](const HostView&, const smi::Device& d) -> Status {
+                     // A port that is down cannot reach its detection address.
+                     *result = d.chip->link_up ? DCMI_RDFX_DETECT_OK : DCMI_RDFX_DETECT_UNREACH;
+                     return {};
+                   });
+}
+
 int dcmi_get_device_utilization_rate(int card_id, int device_id, int input_type,
                                      unsigned int* utilization_rate) {
   return on_device("dcmi_get_device_utilization_rate", card_id, device_id, utilization_rate != nullptr,

@@ -2,12 +2,14 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <utility>
 
 #include "ascend/common/fs.h"
 #include "ascend/npu/smi.h"
+#include "ascend/npu/workload.h"
 
 namespace ascend::npu::dcmi {
 
@@ -104,7 +106,11 @@ Result<std::shared_ptr<const HostView>> HostView::read(const std::string& root) 
   std::shared_ptr<const HostView> v;
   {
     std::lock_guard<std::mutex> lock(c.mu);
-    if (c.view && c.root == emu.root() && c.text == *text) {
+    // A workload that ends by itself changes the chips without a change of the file: no sharing then.
+    const auto& loads = c.view ? c.view->state().workloads : std::vector<Workload>{};
+    const bool timed =
+        std::any_of(loads.begin(), loads.end(), [](const Workload& w) { return w.until_ms != 0; });
+    if (c.view && c.root == emu.root() && c.text == *text && !timed) {
       smi::Visible now = smi::visible_devices(c.view->state(), c.view->root());
       if (same(now, c.visible)) v = c.view;
     }
@@ -112,6 +118,7 @@ Result<std::shared_ptr<const HostView>> HostView::read(const std::string& root) 
   if (!v) {
     auto state = parse_state(*text);
     if (!state) return Error(EIO, state.error().context("state file " + emu.state_path()).message());
+    apply_workloads(*state, unix_now_ms());  // the chips as they are now (workload.h)
     // Not make_shared: the constructor is private. The View points into the HostView, so it never moves.
     v.reset(new HostView(emu.root(), std::move(*state)));
     std::lock_guard<std::mutex> lock(c.mu);

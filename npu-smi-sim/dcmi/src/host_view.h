@@ -69,6 +69,9 @@ Result<dcmi_hbm_info> hbm_info(const HostState& s, const smi::Device& d);
 dcmi_get_memory_info_stru memory_info(const HostState& s, const smi::Device& d);
 Result<dcmi_pcie_info_all> pcie_info(const HostState& s, const smi::Device& d);
 Result<unsigned int> utilization(const HostState& s, const smi::Device& d, int input_type);
+// dcmi_get_device_power_info: tenths of a watt, as npu-smi -t power prints them; EOPNOTSUPP where npu-smi
+// prints no power of the chip's own ("-" on die 1 of an A3 card, "NA" on 310P).
+Result<int> power_tenths(const HostState& s, const smi::Device& d);
 
 // dcmi_get_device_info, DCMI_MAIN_CMD_VDEV_MNG, for physical chip `phy_id`: its vNPUs in id order with the
 // totals, and the free resources, both exactly as `npu-smi info -t info-vnpu` prints them

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -225,6 +226,7 @@ Result<unsigned int> utilization(const HostState& s, const smi::Device& d, int i
       if (!has_hbm(s)) return Error(EOPNOTSUPP, d.name + " has no HBM");
       return pct(d.hbm_used_mb, d.hbm_total_mb);  // "HBM Usage Rate(%)"
     case DCMI_UTILIZATION_RATE_AICPU:
+      return static_cast<unsigned int>(d.chip->aicpu_usage_pct);  // "Aicpu Usage Rate(%)"
     case DCMI_UTILIZATION_RATE_CTRLCPU:
     case DCMI_UTILIZATION_RATE_MEMORY_BANDWIDTH:
     case DCMI_UTILIZATION_RATE_HBM_BANDWIDTH:
@@ -233,6 +235,13 @@ Result<unsigned int> utilization(const HostState& s, const smi::Device& d, int i
     default:
       return Error(EINVAL, "unknown utilization input_type " + std::to_string(input_type));
   }
+}
+
+Result<int> power_tenths(const HostState& s, const smi::Device& d) {
+  const Chip& c = *d.chip;
+  if (s.family == Family::k310P || c.power_na || c.power_w < 0)
+    return Error(EOPNOTSUPP, d.name + " reports no power of its own");
+  return static_cast<int>(std::lround(c.power_w * 10.0));
 }
 
 Result<IpAndMask> roce_address(std::string_view hccn_conf, int phy_id) {

@@ -470,7 +470,7 @@ Output run(const std::vector<std::string>& args, const std::string& root) {
     return Reply{}.out(cmd == "set" ? set_help_text() : info_help_text()).code(kExitOk);
   }
   Emulator emu(root);
-  auto snap = emu.read_state();
+  auto snap = emu.live_state();  // the chips as they are now, with the work running on them
   if (!snap) return dcmi_init_failed(snap.error().message());
   const HostState& s = *snap;
   Visible visible = visible_devices(s, root);

@@ -234,6 +234,46 @@ TEST_F(DcmiApiTest, HealthFollowsFaultsInjectedWithNpuSim) {
   EXPECT_EQ(health, DCMI_HEALTH_OK);
 }
 
+// The telemetry calls follow `npu-sim load-gen` and `npu-sim link`. Expected values: the atlas800t-a2
+// profile's chip 1 (HBM 3314 / 65536 MB, 92.0 W, 39 C) under the load model of workload.h at 80 % AICore:
+// 39 + 35 * 0.8 = 67 C, 92 + (400 - 92) * 0.8 = 338.4 W (3384 tenths, the reference's unit).
+TEST_F(DcmiApiTest, TelemetryFollowsLoadGenAndTheLink) {
+  ASSERT_EQ(api_.init(), DCMI_OK);
+  int power = 0;
+  ASSERT_EQ(api_.power_info(1, 0, &power), DCMI_OK);
+  EXPECT_EQ(power, 920);
+  auto r = ascend::testing::run_command({kNpuSim, "load-gen", "--device", "1", "--util", "80", "--aicpu",
+                                         "15", "--hbm", "16", "--root", host_.root()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(api_.power_info(1, 0, &power), DCMI_OK);
+  EXPECT_EQ(power, 3384);
+  int temp = 0;
+  ASSERT_EQ(api_.temperature(1, 0, &temp), DCMI_OK);
+  EXPECT_EQ(temp, 67);
+  unsigned int util = 0;
+  ASSERT_EQ(api_.utilization_rate(1, 0, DCMI_UTILIZATION_RATE_AICORE, &util), DCMI_OK);
+  EXPECT_EQ(util, 80U);
+  ASSERT_EQ(api_.utilization_rate(1, 0, DCMI_UTILIZATION_RATE_AICPU, &util), DCMI_OK);
+  EXPECT_EQ(util, 15U);
+  dcmi_hbm_info hbm{};
+  ASSERT_EQ(api_.hbm_info(1, 0, &hbm), DCMI_OK);
+  EXPECT_EQ(hbm.memory_usage, 3314U + 16384U);
+  EXPECT_EQ(hbm.memory_size, 65536U);
+  // Chip 0 is untouched.
+  ASSERT_EQ(api_.utilization_rate(0, 0, DCMI_UTILIZATION_RATE_AICORE, &util), DCMI_OK);
+  EXPECT_EQ(util, 0U);
+
+  dcmi_rdfx_detect_result net = DCMI_RDFX_DETECT_MAX;
+  ASSERT_EQ(api_.network_health(2, 0, &net), DCMI_OK);
+  EXPECT_EQ(net, DCMI_RDFX_DETECT_OK);
+  r = ascend::testing::run_command({kNpuSim, "link", "--device", "2", "down", "--root", host_.root()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(api_.network_health(2, 0, &net), DCMI_OK);
+  EXPECT_EQ(net, DCMI_RDFX_DETECT_UNREACH);
+  EXPECT_EQ(api_.power_info(1, 0, nullptr), DCMI_ERR_CODE_INVALID_PARAMETER);
+  EXPECT_EQ(api_.network_health(9, 0, &net), DCMI_ERR_CODE_INVALID_DEVICE_ID);
+}
+
 // The library keeps what it read between calls (as a real one keeps its device handles): a change must
 // still show at once, even one that keeps the state file's inode, size and modification time (rewritten in
 // place, the time set back), and a device node that goes away must hide its chip in the same session.
@@ -437,7 +477,7 @@ TEST(DcmiLibraryTest, ExportsOnlyTheDcmiApiAndNeedsOnlyTheCRuntime) {
   for (std::size_t at = text.find("DCMIDLLEXPORT int dcmi_"); at != std::string::npos;
        at = text.find("DCMIDLLEXPORT int dcmi_", at + 1))
     declared++;
-  EXPECT_EQ(declared, 24);  // init, 2 card lists, 5 ids, 11 chip queries, 2 vNPU calls, info, version, mode
+  EXPECT_EQ(declared, 26);  // init, 2 card lists, 5 ids, 13 chip queries, 2 vNPU calls, info, version, mode
   EXPECT_EQ(exported, declared);
   ASSERT_EQ(readelf.exit_code, 0) << readelf.err;
   std::istringstream dynamic(readelf.out);
@@ -465,6 +505,8 @@ TEST_F(DcmiApi310PTest, TwoChipsPerCardAndNoHbm) {
   EXPECT_EQ(api_.hbm_info(0, 1, &hbm), DCMI_ERR_CODE_NOT_SUPPORT);
   unsigned int u = 0;
   EXPECT_EQ(api_.utilization_rate(0, 1, DCMI_UTILIZATION_RATE_HBM, &u), DCMI_ERR_CODE_NOT_SUPPORT);
+  int power = 0;  // npu-smi prints NA: the card's MCU reports the power, not the chip
+  EXPECT_EQ(api_.power_info(0, 0, &power), DCMI_ERR_CODE_NOT_SUPPORT);
   int topo = -1;
   ASSERT_EQ(api_.topo(0, 0, 0, 1, &topo), DCMI_OK);
   EXPECT_EQ(topo, DCMI_TOPO_TYPE_PIX);  // the two chips of a card share its PCIe switch

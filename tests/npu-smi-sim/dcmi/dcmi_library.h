@@ -69,6 +69,8 @@ struct DcmiApi {
         temperature(l.fn<decltype(&dcmi_get_device_temperature)>("dcmi_get_device_temperature")),
         utilization_rate(
             l.fn<decltype(&dcmi_get_device_utilization_rate)>("dcmi_get_device_utilization_rate")),
+        power_info(l.fn<decltype(&dcmi_get_device_power_info)>("dcmi_get_device_power_info")),
+        network_health(l.fn<decltype(&dcmi_get_device_network_health)>("dcmi_get_device_network_health")),
         pcie_info_v2(l.fn<decltype(&dcmi_get_device_pcie_info_v2)>("dcmi_get_device_pcie_info_v2")),
         affinity(l.fn<decltype(&dcmi_get_affinity_cpu_info_by_device_id)>(
             "dcmi_get_affinity_cpu_info_by_device_id")),
@@ -92,6 +94,8 @@ struct DcmiApi {
   decltype(&dcmi_get_device_memory_info_v3) memory_info_v3;
   decltype(&dcmi_get_device_temperature) temperature;
   decltype(&dcmi_get_device_utilization_rate) utilization_rate;
+  decltype(&dcmi_get_device_power_info) power_info;
+  decltype(&dcmi_get_device_network_health) network_health;
   decltype(&dcmi_get_device_pcie_info_v2) pcie_info_v2;
   decltype(&dcmi_get_affinity_cpu_info_by_device_id) affinity;
   decltype(&dcmi_get_topo_info_by_device_id) topo;

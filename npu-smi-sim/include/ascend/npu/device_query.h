@@ -30,6 +30,13 @@ class DeviceQuery {
   // domain; DeviceSnapshot::link gives the link type between any two), device nodes, vNPUs, templates.
   virtual Result<DeviceSnapshot> snapshot() const = 0;
 
+  // The live telemetry of every chip, sorted by phy id (utilization, on-chip memory, temperature, power,
+  // health and error codes, link): what a metrics exporter reads at every scrape. Backends answer it with
+  // only the calls it needs (the emulator: one state read; DCMI: dcmi_get_device_utilization_rate,
+  // _hbm_info, _temperature, _power_info, _health, _errorcode_v2, _network_health per chip). The default
+  // takes a snapshot.
+  virtual Result<std::vector<ChipTelemetry>> telemetry() const;
+
   // The host path of an absolute path as the host sees it ("/dev/davinci0" -> "<root>/dev/davinci0").
   virtual std::string host_path(const std::string& abs_path) const = 0;
 

@@ -66,11 +66,22 @@ class Emulator final : public DeviceQuery {
   Status clear_faults(int phy_id);
   Status set_vnpu_mode(const std::string& mode);  // "docker" | "vm"; refused while vNPUs exist
 
+  // Runs `w` on its chip in place of what ran there (workload.h); a workload of all zeros stops it.
+  // Workloads that have ended are dropped on the way. A load or reboot stops every workload.
+  Status set_workload(const Workload& w);
+  // Takes a chip's RoCE port up or down (what DCMI's network health and the exporter's link status show);
+  // a load or reboot brings every port up.
+  Status set_link(int phy_id, bool up);
+
   // The state file as it is now (the emulator's own view, with what the seam does not carry).
   Result<HostState> read_state() const;
+  // The host as a query sees it at this moment: read_state() with the running workloads applied
+  // (workload.h). Never write it back: update() works on the state file's idle values.
+  Result<HostState> live_state() const;
 
   // DeviceQuery
   Result<DeviceSnapshot> snapshot() const override;
+  Result<std::vector<ChipTelemetry>> telemetry() const override;
   std::string host_path(const std::string& abs_path) const override;
   Result<Vnpu> create_vnpu(int phy_id, const std::string& template_name, std::optional<int> id,
                            const VnpuOwner& owner) override;

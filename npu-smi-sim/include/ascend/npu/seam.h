@@ -87,8 +87,9 @@ struct Fault {
 // 0x8XXXXXXX): 0-3 Warning, 4-7 Alarm, 8-F Critical. Documented in `npu-sim fault --help`.
 Health severity_of_code(std::uint32_t code);
 
-// One device (a die on A3, a chip elsewhere). Telemetry fields are what npu-smi prints; they are fixed by
-// the profile so that output is reproducible.
+// One device (a die on A3, a chip elsewhere). Telemetry fields are what npu-smi prints: the profile gives
+// the idle values, and the emulator applies the work running on the chip (`npu-sim load-gen`, telemetry.h)
+// whenever it answers a query, so that a snapshot shows the chip as it is now.
 struct Chip {
   int phy_id = 0;      // physical id: /dev/davinci<phy_id>
   int logic_id = 0;    // logical id (npu-smi -m "Chip Logic ID")
@@ -109,6 +110,8 @@ struct Chip {
   bool power_na = false;  // printed as "NA" (310P)
   int temp_c = 0;
   int aicore_usage_pct = 0;
+  int aicpu_usage_pct = 0;
+  bool link_up = true;  // the chip's RoCE port answers (DCMI network health OK; `npu-sim link` sets it)
   int hugepages_used = 0;
   int hugepages_total = 0;
   std::vector<Process> processes;
@@ -117,6 +120,26 @@ struct Chip {
   Health health() const;  // worst fault severity, OK when none
   bool operator==(const Chip&) const = default;
 };
+
+// What a monitor reads of one chip at one moment (DeviceQuery::telemetry): far less than a snapshot, so that
+// a scrape does not walk the topology. Units are the driver's: percent, MB, degrees Celsius, watts.
+struct ChipTelemetry {
+  int phy_id = 0;
+  int aicore_pct = 0;  // AICore utilization
+  int aicpu_pct = 0;   // AICPU utilization
+  // On-chip memory: HBM, or the on-chip DDR of a chip without HBM (310P).
+  long long memory_total_mb = 0;
+  long long memory_used_mb = 0;
+  int temp_c = 0;
+  std::optional<double> power_w;  // none: the chip reports no power of its own (die 1 of an A3, 310P)
+  Health health = Health::kOk;
+  std::vector<std::uint32_t> error_codes;  // in the order the driver lists them
+  bool link_up = true;
+  bool operator==(const ChipTelemetry&) const = default;
+};
+
+// A chip's telemetry as its Chip record shows it (the emulator's, or a DCMI snapshot's).
+ChipTelemetry telemetry_of(const Chip& c);
 
 // Who holds a dynamic vNPU, as the runtime recorded it when it created the vNPU for a container (in the same
 // committed change, so that no crash can leave a dynamic vNPU untagged). A static vNPU (made by an

@@ -34,6 +34,17 @@ Result<DeviceMajors> parse_majors(std::string_view s);
 // A fault code as an operator types it: hexadecimal, "0x" optional, at most 32 bits (npu-sim --code).
 Result<std::uint32_t> parse_fault_code(std::string_view s);
 
+// Work running on one chip, as `npu-sim load-gen` records it (workload.h says how it moves the chip's
+// telemetry). Kept in the state file so that every process that reads the host sees it.
+struct Workload {
+  int phy_id = 0;
+  int aicore_pct = 0;         // AICore utilization it causes, 0-100
+  int aicpu_pct = 0;          // AICPU utilization, 0-100
+  long long hbm_mb = 0;       // on-chip memory it holds, MB
+  std::int64_t until_ms = 0;  // Unix time in ms when it ends; 0: until stopped
+  bool operator==(const Workload&) const = default;
+};
+
 struct HostState {
   int schema = 1;
   std::string profile;      // "atlas800t-a2", or a custom profile's name
@@ -46,8 +57,9 @@ struct HostState {
   std::string resource_name;  // Kubernetes resource for a whole chip: "huawei.com/Ascend910"
   VnpuCapacity vnpu_capacity;
   std::vector<VnpuTemplate> templates;
-  std::vector<Chip> chips;  // sorted by phy_id
-  std::vector<Vnpu> vnpus;  // sorted by id
+  std::vector<Chip> chips;          // sorted by phy_id
+  std::vector<Vnpu> vnpus;          // sorted by id
+  std::vector<Workload> workloads;  // at most one per chip, sorted by phy_id (ended ones may linger)
   DeviceMajors majors;
   std::string vnpu_mode = "docker";  // "docker" or "vm"
   bool device_nodes = true;          // the host has real device nodes (false: loaded by a non-root test)
