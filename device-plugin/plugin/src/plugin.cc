@@ -4,7 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cstring>
+#include <filesystem>
+#include <optional>
 #include <utility>
 
 #include "ascend/common/fs.h"
@@ -12,6 +13,7 @@
 #include "ascend/plugin/preferred.h"
 #include "ascend/plugin/scheduler_plan.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace ascend::plugin {
@@ -297,19 +299,19 @@ Status Plugin::take_each(const std::vector<std::vector<int>>& phys, std::vector<
       continue;
     }
     taken.push_back(phys[i]);
-    std::string host_path;
+    std::optional<RanktableHostPaths> paths;
     if (!grant->ranktable.empty()) {
-      ASCEND_ASSIGN(host_path, ranktable_host_path(cfg_.ranktable_dir, *grant), "");
+      ASCEND_ASSIGN(paths, ranktable_host_paths(cfg_.ranktable_dir, *grant), "");
     }
     // Checked before the file is written: a grant the container cannot use leaves nothing behind.
-    ASCEND_ASSIGN(GrantedAllocation granted, with_grant(out[i], *grant, host_path), "");
+    ASCEND_ASSIGN(GrantedAllocation granted, with_grant(out[i], *grant, paths ? paths->folder : ""), "");
     if (!granted.dropped.empty()) {
       spdlog::warn(
           "chips {}: dropped {} env entr{} of the scheduler's answer for pod {}/{} (not launch env: {}): {}",
           fmt::join(phys[i], ","), granted.dropped.size(), granted.dropped.size() == 1 ? "y" : "ies",
           grant->pod_namespace, grant->pod, fmt::join(kLaunchEnv, ","), fmt::join(granted.dropped, ","));
     }
-    if (!host_path.empty()) ASCEND_CHECK(write_ranktable(host_path, grant->ranktable, phys[i]), "");
+    if (paths) ASCEND_CHECK(write_ranktable(*paths, grant->ranktable, phys[i]), "");
     out[i] = std::move(granted.allocation);
     spdlog::info("chips {} go to pod {}/{}{}{}", fmt::join(phys[i], ","), grant->pod_namespace, grant->pod,
                  grant->job.empty() ? "" : " of job ", grant->job);
@@ -317,34 +319,61 @@ Status Plugin::take_each(const std::vector<std::vector<int>>& phys, std::vector<
   return {};
 }
 
-Status Plugin::write_ranktable(const std::string& path, const std::string& content,
+namespace {
+
+// Gives `path` the rank tables' group, when one is configured.
+Status give_group(const std::string& path, int group) {
+  if (group < 0 || ::chown(path.c_str(), static_cast<uid_t>(-1), static_cast<gid_t>(group)) == 0) return {};
+  return Error::from_errno(errno, fmt::format("give {} group {}", path, group));
+}
+
+// Removes a pod's rank-table folder and what it holds (the file, a temporary file a crash left). Nothing in
+// it is followed: a symbolic link there is removed, not its target.
+Status remove_folder(const std::string& folder) {
+  std::error_code ec;
+  std::filesystem::remove_all(folder, ec);
+  if (ec) return Error(ec.value(), fmt::format("remove {}: {}", folder, ec.message()));
+  return {};
+}
+
+}  // namespace
+
+Status Plugin::write_ranktable(const RanktableHostPaths& paths, const std::string& content,
                                const std::vector<int>& phys) {
-  // Under the mutex: a rank table freed by reconcile() at the same moment must not remove this new file.
+  // Under the mutex: a rank table freed by reconcile() at the same moment must not remove this new folder.
   std::lock_guard lock(mu_);
   ASCEND_CHECK(make_dirs(cfg_.ranktable_dir, 0755), "create the rank-table folder");
-  // A file left by an earlier pod of that name goes first: atomic_replace keeps an existing file's mode, and
-  // this one must be kRanktableMode.
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT)
-    return Error::from_errno(errno, "remove the old rank table " + path);
-  ASCEND_CHECK(atomic_replace(path, content, kRanktableMode), "write the rank table");
-  ranktables_[path].insert(phys.begin(), phys.end());
-  if (cfg_.ranktable_group >= 0 &&
-      ::chown(path.c_str(), static_cast<uid_t>(-1), static_cast<gid_t>(cfg_.ranktable_group)) != 0)
-    return Error::from_errno(errno,
-                             fmt::format("give the rank table {} group {}", path, cfg_.ranktable_group));
+  // What an earlier pod of that name left goes first: its folder (atomic_replace would keep an existing
+  // file's mode and owner, and this one must be kRanktableMode), and the file earlier versions of the plugin
+  // wrote in the folder's place (EISDIR: that name is another pod's folder, "<ns>_<pod>.json" for pod
+  // "<pod>.json").
+  ASCEND_CHECK(remove_folder(paths.folder), "remove the old rank table");
+  if (::unlink(paths.legacy_file.c_str()) != 0 && errno != ENOENT && errno != EISDIR)
+    return Error::from_errno(errno, "remove the old rank table " + paths.legacy_file);
+  if (::mkdir(paths.folder.c_str(), kRanktableFolderMode) != 0)
+    return Error::from_errno(errno, "create the rank-table folder " + paths.folder);
+  // Known from here on, so that a failure below still has the folder removed with its chips.
+  auto& entry = ranktables_[paths.folder];
+  entry.file = paths.file;
+  entry.chips.insert(phys.begin(), phys.end());
+  if (::chmod(paths.folder.c_str(), kRanktableFolderMode) != 0)  // whatever the umask
+    return Error::from_errno(errno, "chmod " + paths.folder);
+  ASCEND_CHECK(give_group(paths.folder, cfg_.ranktable_group), "the rank-table folder");
+  ASCEND_CHECK(atomic_replace(paths.file, content, kRanktableMode), "write the rank table");
+  ASCEND_CHECK(give_group(paths.file, cfg_.ranktable_group), "the rank table");
   return {};
 }
 
 void Plugin::remove_ranktables_locked(const std::function<bool(const std::set<int>&)>& freed) {
   for (auto it = ranktables_.begin(); it != ranktables_.end();) {
-    if (!freed(it->second)) {
+    if (!freed(it->second.chips)) {
       ++it;
       continue;
     }
-    if (::unlink(it->first.c_str()) == 0 || errno == ENOENT) {
+    if (auto st = remove_folder(it->first); st) {
       spdlog::info("removed rank table {}: the chips it was written for are free", it->first);
     } else {
-      spdlog::warn("cannot remove rank table {}: {}", it->first, std::strerror(errno));
+      spdlog::warn("cannot remove rank table {}", st.error().message());
     }
     it = ranktables_.erase(it);
   }

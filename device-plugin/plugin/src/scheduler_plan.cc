@@ -2,6 +2,8 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include <limits.h>
+
 #include <algorithm>
 
 namespace ascend::plugin {
@@ -66,26 +68,66 @@ bool dns_name(const std::string& s) {
   return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-' || c == '.'; });
 }
 
-bool safe_container_path(const std::string& p) {
-  if (p.empty() || p.front() != '/' || p.find('\0') != std::string::npos) return false;
-  std::size_t start = 0;
-  while (start <= p.size()) {
-    auto end = p.find('/', start);
-    if (end == std::string::npos) end = p.size();
-    if (p.compare(start, end - start, "..") == 0) return false;
-    start = end + 1;
+// The container's own system: a folder mount at one of these hides what the image has there (its libraries,
+// its /etc/passwd) or lands in a kernel filesystem.
+constexpr std::array<std::string_view, 21> kTopLevelSystem = {
+    "bin", "boot", "dev",  "etc", "home", "lib", "lib32", "lib64", "libx32", "media", "mnt",
+    "opt", "proc", "root", "run", "sbin", "srv", "sys",   "tmp",   "usr",    "var",
+};
+constexpr std::array<std::string_view, 3> kKernelTrees = {"/proc/", "/sys/", "/dev/"};
+
+// The '/'-separated components of an absolute path, without the leading empty one; none when a component is
+// empty, "." or "..".
+std::optional<std::vector<std::string_view>> clean_components(std::string_view p) {
+  std::vector<std::string_view> out;
+  p.remove_prefix(1);
+  while (true) {
+    const auto slash = p.find('/');
+    const std::string_view c = p.substr(0, slash);
+    if (c.empty() || c == "." || c == "..") return std::nullopt;
+    out.push_back(c);
+    if (slash == std::string_view::npos) return out;
+    p.remove_prefix(slash + 1);
   }
-  return true;
 }
 
 }  // namespace
 
-Result<std::string> ranktable_host_path(const std::string& dir, const Grant& grant) {
+Result<RanktableMountPoint> ranktable_mount_point(const std::string& ranktable_path) {
+  auto refuse = [&](std::string_view why) {
+    return Error(EPROTO, fmt::format("the scheduler's ranktable_path {:?} {}", ranktable_path, why));
+  };
+  if (ranktable_path.empty() || ranktable_path.front() != '/' ||
+      ranktable_path.find('\0') != std::string::npos) {
+    return refuse("is not an absolute path");
+  }
+  const auto parts = clean_components(ranktable_path);
+  if (!parts) return refuse("has an empty, '.' or '..' component (or ends with '/')");
+  if (parts->back().size() > NAME_MAX) return refuse("names a file longer than NAME_MAX");
+  if (parts->size() < 2) return refuse("lies in '/': the plugin mounts the rank table's folder");
+  const std::string folder = ranktable_path.substr(0, ranktable_path.size() - parts->back().size() - 1);
+  const bool system = (parts->size() == 2 && std::find(kTopLevelSystem.begin(), kTopLevelSystem.end(),
+                                                       parts->front()) != kTopLevelSystem.end()) ||
+                      std::any_of(kKernelTrees.begin(), kKernelTrees.end(),
+                                  [&](std::string_view t) { return (folder + "/").starts_with(t); });
+  if (system) {
+    return refuse(
+        fmt::format("lies in {}: the plugin mounts the rank table's folder, which would hide the "
+                    "container's own; give a folder of its own, e.g. /etc/ascend",
+                    folder));
+  }
+  return RanktableMountPoint{folder, std::string(parts->back())};
+}
+
+Result<RanktableHostPaths> ranktable_host_paths(const std::string& dir, const Grant& grant) {
   if (!dns_name(grant.pod_namespace) || !dns_name(grant.pod)) {
     return Error(EPROTO, fmt::format("the scheduler names pod '{}/{}', which is not a Kubernetes name",
                                      grant.pod_namespace, grant.pod));
   }
-  return fmt::format("{}{}{}_{}.json", dir, dir.ends_with('/') ? "" : "/", grant.pod_namespace, grant.pod);
+  ASCEND_ASSIGN(auto mount, ranktable_mount_point(grant.ranktable_path), "");
+  const std::string base =
+      fmt::format("{}{}{}_{}", dir, dir.ends_with('/') ? "" : "/", grant.pod_namespace, grant.pod);
+  return RanktableHostPaths{base, base + "/" + mount.name, base + ".json"};
 }
 
 static_assert(std::is_sorted(kLaunchEnv.begin(), kLaunchEnv.end()), "launch_env_name searches it");
@@ -95,11 +137,11 @@ bool launch_env_name(std::string_view name) {
 }
 
 Result<GrantedAllocation> with_grant(ContainerAllocation base, const Grant& grant,
-                                     const std::string& host_path) {
-  if (!grant.ranktable.empty() && !safe_container_path(grant.ranktable_path)) {
-    return Error(EPROTO,
-                 fmt::format("the scheduler's ranktable_path '{}' is not an absolute path without '..'",
-                             grant.ranktable_path));
+                                     const std::string& host_folder) {
+  std::string folder;
+  if (!grant.ranktable.empty()) {
+    ASCEND_ASSIGN(auto mount, ranktable_mount_point(grant.ranktable_path), "");
+    folder = std::move(mount.folder);
   }
   GrantedAllocation out;
   for (const auto& [name, value] : grant.env) {
@@ -110,7 +152,7 @@ Result<GrantedAllocation> with_grant(ContainerAllocation base, const Grant& gran
     }
     base.envs.emplace(name, value);  // emplace keeps an entry the plugin set
   }
-  if (!grant.ranktable.empty()) base.mounts.push_back({grant.ranktable_path, host_path, true});
+  if (!grant.ranktable.empty()) base.mounts.push_back({folder, host_folder, true});
   out.allocation = std::move(base);
   return out;
 }

@@ -39,7 +39,8 @@ Scheduler (--scheduler-url, the ascend-scheduler serve extender; without it the 
   preferred    GetPreferredAllocation returns the scheduler's reservation of the requested size when it
                lies inside the available chips (GET .../reservations, 500 ms), else the node-level choice.
   allocate     POST .../allocations with each container's chips (1 s): 200 adds the job's launch env and
-               a read-only mount of its rank table (written to <ranktable-dir>/<namespace>_<pod>.json);
+               a read-only mount of its rank table's folder (<ranktable-dir>/<namespace>_<pod>/, at the
+               folder of the scheduler's ranktable_path, /etc/ascend);
                409 fails the Allocate with the scheduler's reason; 404, no answer or 5xx answer as alone.
   env          only the launch env the scheduler documents (ASCEND_JOB, RANK_TABLE_FILE, RANK_SIZE,
                WORLD_SIZE, RANK_START, NODE_RANK, NNODES, NPROC_PER_NODE); any other name the answer

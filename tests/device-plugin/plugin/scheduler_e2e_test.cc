@@ -339,14 +339,15 @@ TEST_F(SchedulerE2E, AllocateWithAReservationGivesTheJobEnvAndARankTableMount) {
   for (int i = 0; i < 4; ++i)
     EXPECT_EQ(c.mounts(i).container_path(), "/var/run/ascend-container-devices/" + std::to_string(4 + i));
   const auto& m = c.mounts(4);
-  EXPECT_EQ(m.container_path(), "/etc/ascend/hccl.json");
-  EXPECT_EQ(m.host_path(), tmp / "ranktables/default_train-1.json");
+  EXPECT_EQ(m.container_path(), "/etc/ascend") << "the folder of ranktable_path";
+  EXPECT_EQ(m.host_path(), tmp / "ranktables/default_train-1");
   EXPECT_TRUE(m.read_only());
-  auto content = read_file(m.host_path());
+  const std::string file = m.host_path() + "/hccl.json";
+  auto content = read_file(file);
   ASSERT_TRUE(content.ok()) << content.error().message();
   EXPECT_EQ(*content, table.dump(4));
   struct stat st {};
-  ASSERT_EQ(::stat(m.host_path().c_str(), &st), 0);
+  ASSERT_EQ(::stat(file.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, static_cast<mode_t>(S_IRUSR | S_IWUSR | S_IRGRP)) << "0640";
 
   auto posts = sched.requests("POST");
@@ -408,8 +409,9 @@ TEST_F(SchedulerE2E, TheRankTableIsMode0640AndGoesWhenThePodsChipsAreFreed) {
   grpc::Status s;
   auto c = allocate({2, 3}, &s);
   ASSERT_TRUE(s.ok()) << s.error_message();
-  const std::string file = tmp / "ranktables/ml_train-0.json";
-  ASSERT_EQ(c.mounts(c.mounts_size() - 1).host_path(), file);
+  const std::string folder = tmp / "ranktables/ml_train-0";
+  const std::string file = folder + "/hccl.json";
+  ASSERT_EQ(c.mounts(c.mounts_size() - 1).host_path(), folder);
   struct stat st {};
   ASSERT_EQ(::stat(file.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, static_cast<mode_t>(S_IRUSR | S_IWUSR | S_IRGRP)) << "0640";
@@ -419,9 +421,9 @@ TEST_F(SchedulerE2E, TheRankTableIsMode0640AndGoesWhenThePodsChipsAreFreed) {
   // The pod is gone.
   kubelet->set_in_use({});
   const auto t0 = std::chrono::steady_clock::now();
-  while (std::filesystem::exists(file) && std::chrono::steady_clock::now() - t0 < 5s)
+  while (std::filesystem::exists(folder) && std::chrono::steady_clock::now() - t0 < 5s)
     std::this_thread::sleep_for(20ms);
-  EXPECT_FALSE(std::filesystem::exists(file)) << "the rank table outlived its pod's chips";
+  EXPECT_FALSE(std::filesystem::exists(folder)) << "the rank table outlived its pod's chips";
   ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {})), 5s)) << "and the chips are free";
 }
 
@@ -445,10 +447,15 @@ TEST_F(SchedulerE2E, TheRankTableTakesTheConfiguredGroup) {
   auto c = allocate({2, 3}, &s);
   ASSERT_TRUE(s.ok()) << s.error_message();
   struct stat st {};
-  ASSERT_EQ(::stat((tmp / "ranktables/ml_train-0.json").c_str(), &st), 0);
+  ASSERT_EQ(::stat((tmp / "ranktables/ml_train-0/hccl.json").c_str(), &st), 0);
   EXPECT_EQ(st.st_gid, static_cast<gid_t>(kGroup));
   EXPECT_EQ(st.st_uid, 0U);
   EXPECT_EQ(st.st_mode & 07777, static_cast<mode_t>(S_IRUSR | S_IWUSR | S_IRGRP)) << "0640";
+  // The folder the container sees it in: searchable by that group too.
+  ASSERT_EQ(::stat((tmp / "ranktables/ml_train-0").c_str(), &st), 0);
+  EXPECT_EQ(st.st_gid, static_cast<gid_t>(kGroup));
+  EXPECT_EQ(st.st_uid, 0U);
+  EXPECT_EQ(st.st_mode & 07777, static_cast<mode_t>(S_IRWXU | S_IRGRP | S_IXGRP)) << "0750";
 }
 
 TEST_F(SchedulerE2E, AllocateOfAPodTheSchedulerDoesNotKnowIsAnsweredAsToday) {

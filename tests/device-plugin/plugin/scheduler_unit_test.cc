@@ -280,10 +280,10 @@ TEST(SchedulerPlan, PickReservationTakesTheFirstThatFitsInsideAvailable) {
   EXPECT_EQ(pick_reservation({}, kChips, all, {}, 4), std::nullopt);
 }
 
-TEST(SchedulerPlan, RankTablePathIsNamedAfterThePodAndStaysInsideTheFolder) {
+TEST(SchedulerPlan, RankTableFolderIsNamedAfterThePodAndStaysInsideTheDir) {
   const std::pair<std::pair<const char*, const char*>, const char*> cases[] = {
-      {{"default", "train-1"}, "/rt/default_train-1.json"},
-      {{"ml-team", "job.a-0"}, "/rt/ml-team_job.a-0.json"},
+      {{"default", "train-1"}, "/rt/default_train-1"},
+      {{"ml-team", "job.a-0"}, "/rt/ml-team_job.a-0"},
       {{"default", "../../etc/passwd"}, nullptr},
       {{"default", "a/b"}, nullptr},
       {{"..", "x"}, nullptr},
@@ -296,16 +296,76 @@ TEST(SchedulerPlan, RankTablePathIsNamedAfterThePodAndStaysInsideTheFolder) {
     Grant g;
     g.pod_namespace = names.first;
     g.pod = names.second;
-    auto p = ranktable_host_path("/rt", g);
+    g.ranktable_path = "/etc/ascend/hccl.json";
+    auto p = ranktable_host_paths("/rt", g);
     if (want == nullptr) {
       EXPECT_FALSE(p.ok()) << names.first << "/" << names.second;
       continue;
     }
     ASSERT_TRUE(p.ok()) << p.error().message();
-    EXPECT_EQ(*p, want);
+    EXPECT_EQ(p->folder, want);
+    EXPECT_EQ(p->file, std::string(want) + "/hccl.json");
+    EXPECT_EQ(p->legacy_file, std::string(want) + ".json") << "where earlier versions wrote the file";
   }
-  Grant g{"default", "p", "", {}, "", ""};
-  EXPECT_EQ(*ranktable_host_path("/rt/", g), "/rt/default_p.json");
+  Grant g{"default", "p", "", {}, "/opt/job/rank_table.json", "{}"};
+  EXPECT_EQ(*ranktable_host_paths("/rt/", g),
+            (RanktableHostPaths{"/rt/default_p", "/rt/default_p/rank_table.json", "/rt/default_p.json"}));
+  g.ranktable_path = "/hccl.json";
+  EXPECT_FALSE(ranktable_host_paths("/rt", g).ok()) << "no folder to mount";
+}
+
+// The container sees the folder of ranktable_path mounted: its folder and file name, and the paths whose
+// folder is "/", the container's system, or not a clean absolute path.
+TEST(SchedulerPlan, RankTableMountPointIsTheFolderOfTheContainerPath) {
+  const std::pair<const char*, RanktableMountPoint> good[] = {
+      {"/etc/ascend/hccl.json", {"/etc/ascend", "hccl.json"}},
+      {"/user/config/jobs/rank_table_file.json", {"/user/config/jobs", "rank_table_file.json"}},
+      {"/job/hccl.json", {"/job", "hccl.json"}},
+      {"/etc/ascend/.hccl", {"/etc/ascend", ".hccl"}},
+      {"/usr/local/Ascend/hccl.json", {"/usr/local/Ascend", "hccl.json"}},
+  };
+  for (const auto& [path, want] : good) {
+    auto m = ranktable_mount_point(path);
+    ASSERT_TRUE(m.ok()) << path << ": " << m.error().message();
+    EXPECT_EQ(*m, want) << path;
+  }
+  const char* bad[] = {
+      "",  // not absolute
+      "hccl.json",
+      "etc/ascend/hccl.json",
+      "/hccl.json",  // the folder would be "/"
+      "/",
+      "/etc/hccl.json",  // would hide the image's /etc
+      "/usr/hccl.json",
+      "/tmp/hccl.json",
+      "/var/hccl.json",
+      "/lib64/hccl.json",
+      "/proc/self/hccl.json",  // kernel filesystems
+      "/sys/fs/hccl.json",
+      "/dev/shm/hccl.json",
+      "/etc/ascend/",  // no file name
+      "/etc/ascend/.",
+      "/etc/ascend/..",
+      "/etc/../ascend/hccl.json",
+      "/etc/./ascend/hccl.json",
+      "/etc//ascend/hccl.json",
+      "//etc/ascend/hccl.json",
+  };
+  for (const char* path : bad) {
+    auto m = ranktable_mount_point(path);
+    EXPECT_FALSE(m.ok()) << path;
+    if (!m.ok()) {
+      EXPECT_EQ(m.error().code(), EPROTO) << path;
+    }
+  }
+  EXPECT_FALSE(ranktable_mount_point(std::string("/etc/ascend/hccl\0.json", 22)).ok()) << "NUL";
+  EXPECT_FALSE(ranktable_mount_point("/etc/ascend/" + std::string(256, 'x')).ok()) << "over NAME_MAX";
+  EXPECT_TRUE(ranktable_mount_point("/etc/ascend/" + std::string(255, 'x')).ok());
+  // The error names the path and says what to do.
+  auto e = ranktable_mount_point("/etc/hccl.json");
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message().find("\"/etc/hccl.json\""), std::string::npos) << e.error().message();
+  EXPECT_NE(e.error().message().find("/etc/ascend"), std::string::npos) << e.error().message();
 }
 
 // The launch env, as the README lists it for the scheduler's grants ("Scheduler extender").
@@ -333,7 +393,7 @@ TEST(SchedulerPlan, WithGrantAddsTheLaunchEnvAndARankTableMountAndKeepsThePlugin
           {{"ASCEND_JOB", "train"}, {"RANK_SIZE", "8"}, {"ASCEND_VISIBLE_DEVICES", "0,1"}},
           "/etc/ascend/hccl.json",
           "{}"};
-  auto a = with_grant(base, g, "/rt/default_train-1.json");
+  auto a = with_grant(base, g, "/rt/default_train-1");
   ASSERT_TRUE(a.ok()) << a.error().message();
   EXPECT_EQ(a->allocation.envs,
             (std::map<std::string, std::string>{
@@ -341,7 +401,8 @@ TEST(SchedulerPlan, WithGrantAddsTheLaunchEnvAndARankTableMountAndKeepsThePlugin
   EXPECT_EQ(a->dropped, std::vector<std::string>{"\"ASCEND_VISIBLE_DEVICES\""});
   ASSERT_EQ(a->allocation.mounts.size(), 2U);
   EXPECT_EQ(a->allocation.mounts[0], base.mounts[0]);
-  EXPECT_EQ(a->allocation.mounts[1], (MountSpec{"/etc/ascend/hccl.json", "/rt/default_train-1.json", true}));
+  EXPECT_EQ(a->allocation.mounts[1], (MountSpec{"/etc/ascend", "/rt/default_train-1", true}))
+      << "the folder: a file mount would keep the first file's inode";
 
   // No job: nothing to add.
   auto solo = with_grant(base, Grant{"default", "solo", "", {}, "", ""}, "");
@@ -351,12 +412,11 @@ TEST(SchedulerPlan, WithGrantAddsTheLaunchEnvAndARankTableMountAndKeepsThePlugin
   EXPECT_TRUE(solo->dropped.empty());
 
   const std::pair<std::map<std::string, std::string>, std::string> bad[] = {
-      {{}, "etc/ascend/hccl.json"},
-      {{}, "/etc/../../host/hccl.json"},
-      {{}, "/.."},
+      {{}, "etc/ascend/hccl.json"}, {{}, "/etc/../../host/hccl.json"}, {{}, "/.."}, {{}, "/hccl.json"},
+      {{}, "/etc/hccl.json"},
   };
   for (const auto& [env, path] : bad) {
-    auto r = with_grant(base, Grant{"default", "p", "j", env, path, "{}"}, "/rt/default_p.json");
+    auto r = with_grant(base, Grant{"default", "p", "j", env, path, "{}"}, "/rt/default_p");
     EXPECT_FALSE(r.ok()) << path;
     if (!r.ok()) {
       EXPECT_EQ(r.error().code(), EPROTO);
@@ -761,9 +821,10 @@ TEST_F(PluginWithScheduler, AllocateAddsTheGrantWritesTheRankTableAndMarksTheChi
   EXPECT_EQ(c.envs.at("ASCEND_VISIBLE_DEVICES"), "4,5,6,7");
   EXPECT_EQ(c.envs.at("ASCEND_JOB"), "train");
   EXPECT_EQ(c.envs.at("RANK_START"), "8");
-  const std::string file = tmp / "ranktables/default_train-1.json";
+  const std::string folder = tmp / "ranktables/default_train-1";
+  const std::string file = folder + "/hccl.json";
   ASSERT_EQ(c.mounts.size(), 5U);
-  EXPECT_EQ(c.mounts.back(), (MountSpec{"/etc/ascend/hccl.json", file, true}));
+  EXPECT_EQ(c.mounts.back(), (MountSpec{"/etc/ascend", folder, true}));
   auto content = read_file(file);
   ASSERT_TRUE(content.ok()) << content.error().message();
   EXPECT_EQ(json::parse(*content), table);
@@ -771,6 +832,10 @@ TEST_F(PluginWithScheduler, AllocateAddsTheGrantWritesTheRankTableAndMarksTheChi
   struct stat st {};
   ASSERT_EQ(::stat(file.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, static_cast<mode_t>(S_IRUSR | S_IWUSR | S_IRGRP)) << "0640";
+  ASSERT_EQ(::stat(folder.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, static_cast<mode_t>(S_IRWXU | S_IRGRP | S_IXGRP)) << "0750";
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(folder), {}), 1) << "the rank table only";
 
   EXPECT_GT(plugin->version(), v0) << "the reporter must wake";
   auto inv = plugin->inventory();
@@ -829,8 +894,11 @@ TEST_F(PluginWithScheduler, AnAbsentOrBrokenSchedulerIsAnsweredAsAloneButABadGra
   bad = plugin->allocate(kChips, {chip_ids(kChips, {6})});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().code(), EPROTO);
-  EXPECT_FALSE(std::filesystem::exists(tmp / "ranktables/default_p.json"))
-      << "an unusable grant leaves no file";
+  sched.grants.insert_or_assign({7}, Grant{"default", "q", "j", {}, "/etc/hccl.json", "{}"});
+  bad = plugin->allocate(kChips, {chip_ids(kChips, {7})});
+  ASSERT_FALSE(bad.ok()) << "mounting /etc would hide the image's";
+  EXPECT_EQ(bad.error().code(), EPROTO);
+  EXPECT_FALSE(std::filesystem::exists(tmp / "ranktables")) << "an unusable grant leaves nothing";
 }
 
 TEST_F(PluginWithScheduler, AllocateDropsTheEnvTheSchedulerDoesNotDocumentAndSucceeds) {
@@ -853,14 +921,14 @@ TEST_F(PluginWithScheduler, AllocateDropsTheEnvTheSchedulerDoesNotDocumentAndSuc
 // a failed Allocate gives them back, and when the kubelet hands one of them out again (its pod is gone).
 TEST_F(PluginWithScheduler, RankTablesAreRemovedWhenTheirChipsAreFreed) {
   auto grant = [](const char* pod) { return Grant{"default", pod, "j", {}, "/etc/ascend/hccl.json", "{}"}; };
-  const std::string a = tmp / "ranktables/default_a.json";
-  const std::string b = tmp / "ranktables/default_b.json";
+  const std::string a = tmp / "ranktables/default_a";
+  const std::string b = tmp / "ranktables/default_b";
   sched.grants.insert_or_assign({0, 1}, grant("a"));
   sched.grants.insert_or_assign({2, 3}, grant("b"));
   ASSERT_TRUE(plugin->allocate(kChips, {chip_ids(kChips, {0, 1})}).ok());
   ASSERT_TRUE(plugin->allocate(kChips, {chip_ids(kChips, {2, 3})}).ok());
-  ASSERT_TRUE(std::filesystem::exists(a));
-  ASSERT_TRUE(std::filesystem::exists(b));
+  ASSERT_TRUE(std::filesystem::exists(a + "/hccl.json"));
+  ASSERT_TRUE(std::filesystem::exists(b + "/hccl.json"));
   // Pod a's chips are still listed; pod b's are not.
   const std::map<std::string, std::set<std::string>> listed = {
       {"huawei.com/Ascend910", {"Ascend910-0", "Ascend910-1"}}};
@@ -868,14 +936,14 @@ TEST_F(PluginWithScheduler, RankTablesAreRemovedWhenTheirChipsAreFreed) {
   EXPECT_TRUE(std::filesystem::exists(b));
   EXPECT_EQ(plugin->reconcile(listed, 0ms), 2) << "chips 2 and 3";
   EXPECT_TRUE(std::filesystem::exists(a));
-  EXPECT_FALSE(std::filesystem::exists(b)) << "pod b's chips are free";
+  EXPECT_FALSE(std::filesystem::exists(b)) << "pod b's chips are free: its folder goes";
 
   // The kubelet hands chip 1 out again, to a pod the scheduler does not know: pod a is gone.
   ASSERT_TRUE(plugin->allocate(kChips, {chip_ids(kChips, {1})}).ok());
   EXPECT_FALSE(std::filesystem::exists(a));
 
   // A failed Allocate leaves no rank table behind.
-  const std::string c = tmp / "ranktables/default_c.json";
+  const std::string c = tmp / "ranktables/default_c";
   sched.grants.insert_or_assign({4, 5}, grant("c"));
   sched.grants.insert_or_assign({6, 7}, Error(EBUSY, "409 reserved chips are 6,8"));
   EXPECT_FALSE(plugin->allocate(kChips, {chip_ids(kChips, {4, 5}), chip_ids(kChips, {6, 7})}).ok());
@@ -883,16 +951,33 @@ TEST_F(PluginWithScheduler, RankTablesAreRemovedWhenTheirChipsAreFreed) {
   EXPECT_EQ(sched.returned.back(), (std::vector<int>{4, 5}));
 }
 
+// What an earlier pod of the same name left goes: its folder (another file name, a 0666 file) and the file
+// an earlier version of the plugin wrote in the folder's place.
 TEST_F(PluginWithScheduler, ARankTableLeftByAnEarlierPodOfTheSameNameIsReplacedWithMode0640) {
-  const std::string file = tmp / "ranktables/default_p.json";
-  ASSERT_TRUE(make_dirs(tmp / "ranktables").ok());
-  ASSERT_TRUE(atomic_replace(file, "old", 0666).ok());
+  const std::string folder = tmp / "ranktables/default_p";
+  ASSERT_TRUE(make_dirs(folder).ok());
+  ASSERT_TRUE(atomic_replace(folder + "/hccl.json", "old", 0666).ok());
+  ASSERT_TRUE(atomic_replace(folder + "/other.json", "old", 0666).ok());
+  ASSERT_TRUE(atomic_replace(tmp / "ranktables/default_p.json", "old", 0666).ok());
+  ASSERT_TRUE(::chmod(folder.c_str(), 0777) == 0);
   sched.grants.insert_or_assign({5}, Grant{"default", "p", "j", {}, "/etc/ascend/hccl.json", "{\"new\": 1}"});
   ASSERT_TRUE(plugin->allocate(kChips, {chip_ids(kChips, {5})}).ok());
   struct stat st {};
-  ASSERT_EQ(::stat(file.c_str(), &st), 0);
+  ASSERT_EQ(::stat((folder + "/hccl.json").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, static_cast<mode_t>(S_IRUSR | S_IWUSR | S_IRGRP));
-  EXPECT_EQ(*read_file(file), "{\"new\": 1}");
+  EXPECT_EQ(*read_file(folder + "/hccl.json"), "{\"new\": 1}");
+  EXPECT_FALSE(std::filesystem::exists(folder + "/other.json"));
+  EXPECT_FALSE(std::filesystem::exists(tmp / "ranktables/default_p.json")) << "the old-style file";
+  ASSERT_EQ(::stat(folder.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, static_cast<mode_t>(0750));
+
+  // Pod "p.json"'s folder has the name pod "p"'s old-style file had: each keeps its own.
+  sched.grants.insert_or_assign({6}, Grant{"default", "p.json", "j", {}, "/etc/ascend/hccl.json", "{}"});
+  ASSERT_TRUE(plugin->allocate(kChips, {chip_ids(kChips, {6})}).ok());
+  sched.grants.insert_or_assign({7}, Grant{"default", "p", "j", {}, "/etc/ascend/hccl.json", "{}"});
+  ASSERT_TRUE(plugin->allocate(kChips, {chip_ids(kChips, {7})}).ok());
+  EXPECT_EQ(*read_file(tmp / "ranktables/default_p.json/hccl.json"), "{}");
+  EXPECT_EQ(*read_file(folder + "/hccl.json"), "{}");
 }
 
 TEST_F(PluginWithScheduler, HandedOutChipsEndWhenThePodResourcesNoLongerListThem) {

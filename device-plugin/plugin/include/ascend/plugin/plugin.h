@@ -33,14 +33,16 @@
 #include "ascend/plugin/inventory.h"
 #include "ascend/plugin/ledger.h"
 #include "ascend/plugin/scheduler_client.h"
+#include "ascend/plugin/scheduler_plan.h"
 
 namespace ascend::plugin {
 
 class Metrics;
 
-// Rank tables are read by the container (through the kubelet's bind mount) and by root; no one else on the
-// node needs a job's addresses.
+// Rank tables are read by the container (through the kubelet's bind mount of their folder) and by root; no
+// one else on the node needs a job's addresses. The folder (one per pod) is searchable by the same group.
 inline constexpr mode_t kRanktableMode = 0640;
+inline constexpr mode_t kRanktableFolderMode = 0750;
 
 struct PreferredRequest {
   std::vector<std::string> available;
@@ -123,8 +125,10 @@ class Plugin {
   Status take_each(const std::vector<std::vector<int>>& phys, std::vector<ContainerAllocation>& out,
                    std::vector<std::vector<int>>& taken);
   void release_chips(const std::vector<std::vector<int>>& phys);
-  // Writes a grant's rank table (mode kRanktableMode) and remembers that it serves `phys`.
-  Status write_ranktable(const std::string& path, const std::string& content, const std::vector<int>& phys);
+  // Writes a grant's rank table in its pod's folder (kRanktableFolderMode; the file kRanktableMode, both in
+  // --ranktable-group) and remembers that it serves `phys`.
+  Status write_ranktable(const RanktableHostPaths& paths, const std::string& content,
+                         const std::vector<int>& phys);
   // Removes the rank tables whose chips `freed` says are free (mu_ held).
   void remove_ranktables_locked(const std::function<bool(const std::set<int>&)>& freed);
   // Removes the rank tables none of whose chips the ledger claims any more (mu_ held).
@@ -156,10 +160,14 @@ class Plugin {
   // The last GetPreferredAllocation answers per resource (sorted id sets), to notice a kubelet that chose
   // otherwise.
   mutable std::map<std::string, std::vector<std::vector<std::string>>> preferred_;
-  // The rank tables this plugin wrote (host path -> the chips of the grants it was written for). A table
-  // goes when none of its chips is claimed any more (the pod-resources reconcile, a failed Allocate) or when
-  // one of them is handed out again.
-  std::map<std::string, std::set<int>> ranktables_;
+  // The rank tables this plugin wrote, by their pod's host folder (mounted in the container). A folder goes
+  // when none of its chips is claimed any more (the pod-resources reconcile, a failed Allocate) or when one
+  // of them is handed out again.
+  struct HostRanktable {
+    std::string file;     // in the folder
+    std::set<int> chips;  // of the grants it was written for
+  };
+  std::map<std::string, HostRanktable> ranktables_;
 
   // The driver check (check_driver every health_interval); stopped before the subscription.
   std::thread health_;

@@ -40,10 +40,33 @@ std::optional<std::size_t> pick_reservation(const std::vector<Reservation>& rese
                                             const std::vector<std::string>& must_include, int size,
                                             const std::set<std::size_t>& skip = {});
 
-// Where the rank table of `grant` is written on the host: <dir>/<namespace>_<pod>.json. Fails (EPROTO)
-// when the namespace or pod is not a Kubernetes (DNS-1123) name, so that nothing the scheduler sends can
-// lead the path out of `dir`.
-Result<std::string> ranktable_host_path(const std::string& dir, const Grant& grant);
+// A grant's ranktable_path split into the folder the container sees the rank table in and the file's name
+// ("/etc/ascend/hccl.json": "/etc/ascend", "hccl.json"). The folder is what the plugin mounts: a file mount
+// would keep the inode it was made with, so the container would never see the file replaced (rename) when
+// the job's rank table changes; a folder mount shows the folder's current entries. Fails (EPROTO) unless
+// the path is absolute, without NUL, empty, "." or ".." components and without a trailing '/', its name at
+// most NAME_MAX bytes, and its folder neither "/" nor a folder the container's system lives in (a top-level
+// FHS folder such as /etc, /usr or /tmp, or anything under /proc, /sys or /dev): the mount hides what the
+// image has there.
+struct RanktableMountPoint {
+  std::string folder;
+  std::string name;
+  bool operator==(const RanktableMountPoint&) const = default;
+};
+Result<RanktableMountPoint> ranktable_mount_point(const std::string& ranktable_path);
+
+// Where the rank table of `grant` is kept on the host: the folder <dir>/<namespace>_<pod> (mounted read-only
+// at the folder of grant.ranktable_path) holding the file named as grant.ranktable_path's last component.
+// `legacy_file` is <dir>/<namespace>_<pod>.json, where earlier versions wrote the file itself. Fails
+// (EPROTO) when the namespace or pod is not a Kubernetes (DNS-1123) name, so that nothing the scheduler
+// sends can lead the path out of `dir`, or when ranktable_mount_point refuses the ranktable_path.
+struct RanktableHostPaths {
+  std::string folder;
+  std::string file;
+  std::string legacy_file;
+  bool operator==(const RanktableHostPaths&) const = default;
+};
+Result<RanktableHostPaths> ranktable_host_paths(const std::string& dir, const Grant& grant);
 
 // The environment variables a scheduler grant may set in a container: the launch env that
 // `ascend-scheduler` documents for a job's pods (README, "Scheduler extender"; Scheduler::grant_of emits
@@ -64,10 +87,10 @@ struct GrantedAllocation {
 };
 
 // `base` with the grant's kLaunchEnv entries and, when the grant carries a rank table, a read-only mount
-// of `host_path` at its ranktable_path. The plugin's own entries win over the scheduler's (the device
-// choice is the plugin's). Fails (EPROTO) only on a ranktable_path that is not an absolute path without
-// "..": the other entries are dropped, not failed.
+// of `host_folder` (RanktableHostPaths::folder) at the folder of its ranktable_path. The plugin's own
+// entries win over the scheduler's (the device choice is the plugin's). Fails (EPROTO) only on a
+// ranktable_path that ranktable_mount_point refuses: the other entries are dropped, not failed.
 Result<GrantedAllocation> with_grant(ContainerAllocation base, const Grant& grant,
-                                     const std::string& host_path);
+                                     const std::string& host_folder);
 
 }  // namespace ascend::plugin
