@@ -14,6 +14,8 @@
 #include "ascend/npu/profiles.h"
 #include "ascend/npu/smi/commands.h"
 #include "ascend/npu/smi/view.h"
+#include "ascend/npu/workload.h"
+#include "run_command.h"
 #include "test_dir.h"
 
 namespace ascend::npu::smi {
@@ -72,7 +74,37 @@ std::vector<Golden> cases() {
       s.vnpus.push_back(*v);
     }
   };
+  // NPU 0 at 80 % AICore, 10 % AICPU, 16 GiB more HBM, as `npu-sim load-gen` records it and a query sees it.
+  auto busy = [](HostState& s) {
+    s.workloads.push_back(Workload{0, 80, 10, 16384, 0});
+    apply_workloads(s, 0);
+  };
   return {
+      // SAMPLE M: -t power and -t temp of an idle 910B3 (25.5.1); the same layouts with NPU 0 busy, the
+      // values derived by hand from the load model (README).
+      {"m-power.txt", "m-910b3-25.5.1.yaml", {"info", "-t", "power", "-i", "0"}},
+      {"m-temp.txt", "m-910b3-25.5.1.yaml", {"info", "-t", "temp", "-i", "0"}},
+      {"m-power-load.txt",
+       "m-910b3-25.5.1.yaml",
+       {"info", "-t", "power", "-i", "0"},
+       {},
+       Match::kExact,
+       nullptr,
+       busy},
+      {"m-temp-load.txt",
+       "m-910b3-25.5.1.yaml",
+       {"info", "-t", "temp", "-i", "0"},
+       {},
+       Match::kExact,
+       nullptr,
+       busy},
+      {"m-usages-load.txt",
+       "m-910b3-25.5.1.yaml",
+       {"info", "-t", "usages", "-i", "0"},
+       {},
+       Match::kExact,
+       nullptr,
+       busy},
       // SAMPLE G: the built-in atlas800t-a2 is this host. Its capture ends before the process table.
       {"a2-info.txt", "atlas800t-a2", {"info"}, {}, Match::kPrefix},
       {"a2-topo.txt", "atlas800t-a2", {"info", "-t", "topo"}},
@@ -167,6 +199,40 @@ TEST(SmiGoldenExtra, A2InfoContinuesWithTheProcessTable) {
   for (int n = 0; n < 8; ++n) {
     EXPECT_NE(rest.find("| No running processes found in NPU " + std::to_string(n) + " "), std::string::npos);
   }
+}
+
+// Live values end to end: `npu-sim load-gen` (another process) changes what npu-smi prints, in the real
+// layouts; --stop brings the captured idle values back; -c leaves the MCU's sensors out.
+TEST(SmiGoldenExtra, LoadGenShowsInPowerTempAndUsages) {
+  ascend::testing::TempDir dir;
+  Emulator emu(dir.path() + "/root");
+  LoadOptions opts;
+  opts.make_nodes = false;
+  opts.majors = DeviceMajors{234, 235, 236, 237, 238};
+  opts.npu_smi_binary = std::string(ASCEND_BIN_DIR) + "/npu-smi";
+  ASSERT_TRUE(emu.load(profile("m-910b3-25.5.1.yaml"), opts).ok());
+  const std::string root = emu.root();
+  const std::string sim = std::string(ASCEND_BIN_DIR) + "/npu-sim";
+  auto r = ascend::testing::run_command(
+      {sim, "load-gen", "--device", "0", "--util", "80", "--aicpu", "10", "--hbm", "16", "--root", root});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(run({"info", "-t", "power", "-i", "0"}, root).out, fixture("m-power-load.txt"));
+  EXPECT_EQ(run({"info", "-t", "temp", "-i", "0"}, root).out, fixture("m-temp-load.txt"));
+  EXPECT_EQ(run({"info", "-t", "usages", "-i", "0"}, root).out, fixture("m-usages-load.txt"));
+  const std::string table = run({"info"}, root).out;
+  EXPECT_NE(table.find("| 0     910B3               | OK            | 340.7       67 "), std::string::npos)
+      << table;
+  EXPECT_NE(
+      table.find("| 0                         | 0000:C1:00.0  | 80          0    / 0          19702/ 65536"),
+      std::string::npos)
+      << table;
+  EXPECT_EQ(run({"info", "-t", "temp", "-i", "0", "-c", "0"}, root).out,
+            "\tNPU ID                         : 0\n\tChip Count                     : 1\n\n"
+            "\tNPU Temperature (C)            : 67\n\tChip ID                        : 0\n");
+  r = ascend::testing::run_command({sim, "load-gen", "--device", "0", "--stop", "--root", root});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(run({"info", "-t", "power", "-i", "0"}, root).out, fixture("m-power.txt"));
+  EXPECT_EQ(run({"info", "-t", "temp", "-i", "0"}, root).out, fixture("m-temp.txt"));
 }
 
 // SAMPLE K end to end: `npu-smi set` through the emulator's state file, then the same queries.

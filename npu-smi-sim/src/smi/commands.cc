@@ -26,8 +26,6 @@ namespace {
 // answer rather than "Error parameter".
 const std::set<std::string, std::less<>> kUnmodelledInfoTypes = {"flash",
                                                                  "sensors",
-                                                                 "temp",
-                                                                 "power",
                                                                  "volt",
                                                                  "mac-addr",
                                                                  "product",
@@ -60,8 +58,9 @@ const std::set<std::string, std::less<>> kUnmodelledInfoTypes = {"flash",
                                                                  "pwm-mode",
                                                                  "pwm-duty-ratio",
                                                                  "boot-select"};
-const std::set<std::string, std::less<>> kInfoTypes = {
-    "board", "usages", "common", "health", "memory", "topo", "template-info", "info-vnpu", "vnpu-mode"};
+const std::set<std::string, std::less<>> kInfoTypes = {"board",         "usages",    "common",   "health",
+                                                       "memory",        "power",     "temp",     "topo",
+                                                       "template-info", "info-vnpu", "vnpu-mode"};
 const std::set<std::string, std::less<>> kUnmodelledSetTypes = {
     "ecc-enable",  "reset",       "ssh-enable",       "device-share", "clear-ecc-info",
     "vnpu-svm",    "cpu-num-cfg", "vnpu-cfg-recover", "pkcs-enable",  "p2p-mem-cfg",
@@ -228,6 +227,8 @@ Output run_info(const std::vector<std::string>& args, const HostState& s, const 
   if (t == "common") return r.out(common(view, *o.card, o.device)).code(kExitOk);
   if (t == "health") return r.out(health(view, *o.card, o.device)).code(kExitOk);
   if (t == "memory") return r.out(memory(view, *o.card, o.device)).code(kExitOk);
+  if (t == "power") return r.out(power(view, *o.card, o.device)).code(kExitOk);
+  if (t == "temp") return r.out(temp(view, *o.card, o.device)).code(kExitOk);
   // info-vnpu: one physical chip.
   if (o.device == nullptr) return need("chip id");
   if (o.device->vnpu != nullptr) {
@@ -416,8 +417,8 @@ std::string info_help_text() {
          "       -m             Show all device's mapping information\n"
          "       -l             Show all device's topology information\n"
          "       -t type        Show information for type\n"
-         "                      type: board, memory, usages, common, health, vnpu-mode, info-vnpu,\n"
-         "                            template-info, topo.\n"
+         "                      type: board, memory, usages, common, health, power, temp, vnpu-mode,\n"
+         "                            info-vnpu, template-info, topo.\n"
          "\n"
          "Options:\n"
          "       -i %d          Card ID\n"

@@ -382,7 +382,7 @@ std::string usages(const View& v, const Card& card, const Device* only) {
     }
     out += kv("Aicore Usage Rate(%)", num(d->aicore_usage_pct));
     if (no_ddr(f)) out += kv("Aivector Usage Rate(%)", "0");
-    out += kv("Aicpu Usage Rate(%)", "0");
+    out += kv("Aicpu Usage Rate(%)", num(c.aicpu_usage_pct));
     out += kv("Ctrlcpu Usage Rate(%)", "0");
     if (f == Family::k310P) out += kv("Vectorcore Usage Rate(%)", "0");
     out += kv("DDR Bandwidth Usage Rate(%)", "0");
@@ -398,6 +398,39 @@ std::string usages(const View& v, const Card& card, const Device* only) {
       out += kv("Aicube Usage Rate(%)", "0");
     }
     out += kv("Chip ID", num(d->chip_index));
+  }
+  return out;
+}
+
+// -t power and -t temp follow SAMPLE M (npu-smi 25.5.1): the card header, then per chip its value and
+// "Chip ID", chips apart by a blank line; -t temp ends with the card's MCU board sensors (LM75A/B, read 3
+// degrees below the chip in that capture: 39 / 36), which -c leaves out.
+std::string power(const View& v, const Card& card, const Device* only) {
+  std::string out = card_header(card);
+  bool first = true;
+  for (const Device* d : selected(card, only)) {
+    if (!first) out += "\n";
+    first = false;
+    out += kv("NPU Real-time Power(W)", power_text(*v.state, *d->chip));
+    out += kv("Chip ID", num(d->chip_index));
+  }
+  return out;
+}
+
+std::string temp(const View& /*v*/, const Card& card, const Device* only) {
+  std::string out = card_header(card);
+  bool first = true;
+  for (const Device* d : selected(card, only)) {
+    if (!first) out += "\n";
+    first = false;
+    out += kv("NPU Temperature (C)", num(d->chip->temp_c));
+    out += kv("Chip ID", num(d->chip_index));
+  }
+  if (only == nullptr) {
+    const int board = card.devices.front().chip->temp_c - 3;
+    out.append("\n").append(kv("LM75A_TE (C)", num(board)));
+    out += kv("LM75B_TE (C)", num(board));
+    out += kv("Chip Name", "MCU");
   }
   return out;
 }

@@ -3,7 +3,7 @@
 //   - "A2/A3 classic" table, 98 columns, for 910 (A1), 910B and 910_93 (A3: Phy-ID column, "-" power on
 //     die 1, a full "+----+" line between the dies of a card);
 //   - "310/310P" table, 106 columns, for 310P (Device column, no HBM, power "NA");
-//   - key:value lines "\t%-30s : %s" for -l, -t board/usages/common/health/memory/vnpu-mode;
+//   - key:value lines "\t%-30s : %s" for -l, -t board/usages/common/health/memory/power/temp/vnpu-mode;
 //   - the -m mapping columns, the topo matrix, and the template-info / info-vnpu boxes.
 // Telemetry that the state does not carry (board identity, clocks, die ids) is derived per chip family in
 // telemetry.h; the vNPU resource accounting is vnpu_resources.h. Thread-safe (no shared state).
@@ -28,11 +28,14 @@ std::string topo(const View& v);        // npu-smi info -t topo
 // -t board -i N: the card; with -c C: one chip of it.
 std::string card_board(const View& v, const Card& card);
 std::string chip_board(const View& v, const Device& d);
-// -t usages|common|health|memory -i N [-c C]: `only` restricts the output to one device of the card.
+// -t usages|common|health|memory|power|temp -i N [-c C]: `only` restricts the output to one device of the
+// card.
 std::string usages(const View& v, const Card& card, const Device* only);
 std::string common(const View& v, const Card& card, const Device* only);
 std::string health(const View& v, const Card& card, const Device* only);
 std::string memory(const View& v, const Card& card, const Device* only);
+std::string power(const View& v, const Card& card, const Device* only);  // -t power (live value)
+std::string temp(const View& v, const Card& card, const Device* only);   // -t temp (live value)
 
 std::string template_info(const HostState& s);                // -t template-info
 std::string info_vnpu(const HostState& s, const Chip& chip);  // -t info-vnpu -i N -c C
