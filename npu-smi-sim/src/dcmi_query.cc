@@ -1,10 +1,10 @@
 // The DCMI backend of the device seam: DeviceQuery answered by the driver's libdcmi.so, loaded with dlopen
 // (backend.h). It fills DeviceSnapshot from DCMI calls and the host's files:
 //  - chips: dcmi_get_card_num_list / _device_num_in_card, then per chip its logical and physical ids, chip
-//    info (name, AI Cores), health and fault codes, HBM and DDR, temperature, AI Core and AICPU use,
-//    power (dcmi_get_device_power_info, 0.1 W), RoCE network health (dcmi_get_device_network_health: the
-//    chip's link_up), PCIe address, CPU affinity and RoCE address; its NUMA node from sysfs (DCMI reports
-//    none);
+//    info (name, version, AI Cores), VDIE id (dcmi_get_device_die_v2), health and fault codes, HBM and DDR,
+//    temperature, AI Core and AICPU use, power (dcmi_get_device_power_info, 0.1 W), RoCE network health
+//    (dcmi_get_device_network_health: the chip's link_up), PCIe address, CPU affinity and RoCE address; its
+//    NUMA node from sysfs (DCMI reports none);
 //  - telemetry(): only the calls a scrape needs (utilization, HBM, temperature, power, health, error codes,
 //    network health), per chip, without the topology or the vNPUs;
 //  - links: dcmi_get_topo_info_by_device_id for every pair. The 910B reference's enum has no SIO or HCCS
@@ -120,6 +120,7 @@ struct Api {
   int (*temperature)(int, int, int*) = nullptr;
   int (*utilization_rate)(int, int, int, unsigned int*) = nullptr;
   int (*power_info)(int, int, int*) = nullptr;
+  int (*die_v2)(int, int, dcmi_die_type, dcmi_die_id*) = nullptr;
   int (*network_health)(int, int, dcmi_rdfx_detect_result*) = nullptr;
   int (*pcie_info_v2)(int, int, dcmi_pcie_info_all*) = nullptr;
   int (*affinity_cpu)(int, int, char*, int*) = nullptr;
@@ -164,6 +165,7 @@ Result<Api> load_api(const std::string& lib) {
   ASCEND_CHECK(resolve(a.handle, lib, "dcmi_get_device_temperature", a.temperature), "");
   ASCEND_CHECK(resolve(a.handle, lib, "dcmi_get_device_utilization_rate", a.utilization_rate), "");
   ASCEND_CHECK(resolve(a.handle, lib, "dcmi_get_device_power_info", a.power_info), "");
+  ASCEND_CHECK(resolve(a.handle, lib, "dcmi_get_device_die_v2", a.die_v2), "");
   ASCEND_CHECK(resolve(a.handle, lib, "dcmi_get_device_network_health", a.network_health), "");
   ASCEND_CHECK(resolve(a.handle, lib, "dcmi_get_device_pcie_info_v2", a.pcie_info_v2), "");
   ASCEND_CHECK(resolve(a.handle, lib, "dcmi_get_affinity_cpu_info_by_device_id", a.affinity_cpu), "");
@@ -403,7 +405,17 @@ Result<Chip> DcmiDeviceQuery::read_chip(int card, int device) const {
   dcmi_chip_info info{};
   ASCEND_CHECK(check(api_.chip_info(card, device, &info), "dcmi_get_device_chip_info"), "");
   c.name = c_string(info.chip_name, sizeof info.chip_name);
+  c.chip_version = c_string(info.chip_ver, sizeof info.chip_ver);
   c.aicore_count = static_cast<int>(info.aicore_cnt);
+  dcmi_die_id die{};
+  if (int rc = api_.die_v2(card, device, VDIE, &die); rc == DCMI_OK) {
+    char words[5 * 9 + 1] = {};
+    std::snprintf(words, sizeof words, "%08X-%08X-%08X-%08X-%08X", die.soc_die[0], die.soc_die[1],
+                  die.soc_die[2], die.soc_die[3], die.soc_die[4]);
+    c.vdie_id = words;
+  } else if (rc != DCMI_ERR_CODE_NOT_SUPPORT) {
+    return check(rc, "dcmi_get_device_die_v2(VDIE)").error();
+  }
 
   unsigned int health = 0;
   ASCEND_CHECK(check(api_.health(card, device, &health), "dcmi_get_device_health"), "");

@@ -249,10 +249,10 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(VnpuCapacity, aicore, memory_gb, aicpu, vpc, 
                                    pngd)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Process, pid, name, memory_mb, container_pid)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Fault, code, severity)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Chip, phy_id, logic_id, card_id, chip_index, name, bus_id, numa_node,
-                                   cpu_affinity, hccs_domain, device_ip, aicore_count, hbm_total_mb,
-                                   hbm_used_mb, mem_total_mb, mem_used_mb, power_w, power_na, temp_c,
-                                   aicore_usage_pct, aicpu_usage_pct, link_up, hugepages_used,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Chip, phy_id, logic_id, card_id, chip_index, name, chip_version, vdie_id,
+                                   bus_id, numa_node, cpu_affinity, hccs_domain, device_ip, aicore_count,
+                                   hbm_total_mb, hbm_used_mb, mem_total_mb, mem_used_mb, power_w, power_na,
+                                   temp_c, aicore_usage_pct, aicpu_usage_pct, link_up, hugepages_used,
                                    hugepages_total, processes, faults)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(VnpuOwner, container_id, state_root, pid, pid_start, pid_ns, boot)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Vnpu, id, phy_id, template_name, vgroup, owner, status)

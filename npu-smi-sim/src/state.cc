@@ -1,5 +1,7 @@
 #include "ascend/npu/state.h"
 
+#include "ascend/npu/smi/telemetry.h"
+
 #include <array>
 #include <charconv>
 #include <string>
@@ -90,7 +92,13 @@ DeviceSnapshot to_snapshot(const HostState& s) {
   }
   // The seam numbers HCCS domains from the links (as a DCMI host must), not from the profile's labels.
   const std::vector<int> domains = hccs_domains(d);
-  for (std::size_t i = 0; i < d.chips.size(); ++i) d.chips[i].hccs_domain = domains[i];
+  for (std::size_t i = 0; i < d.chips.size(); ++i) {
+    Chip& c = d.chips[i];
+    c.hccs_domain = domains[i];
+    // What the emulated libdcmi.so reports of the chip (dcmi_get_device_chip_info, _die_v2).
+    c.chip_version = smi::kChipVersion;
+    c.vdie_id = smi::vdie_id(c);
+  }
   d.vnpu_mode = s.vnpu_mode;
   d.boot_id = s.boot_id;
   return d;

@@ -93,6 +93,13 @@ enum dcmi_rdfx_detect_result {
   DCMI_RDFX_DETECT_MAX = 0xFF
 };
 
+/* ---- dcmi_get_device_die_v2 ([200I A2] api_021) -------------------------------------------------------- */
+#define DIE_ID_COUNT 5
+enum dcmi_die_type { NDIE, VDIE }; /* the reference: NDIE is not supported */
+struct dcmi_die_id {
+  unsigned int soc_die[DIE_ID_COUNT];
+};
+
 /* ---- structures --------------------------------------------------------------------------------------- */
 
 /* dcmi_get_device_chip_info: chip_type "Ascend", chip_name e.g. "910B3", chip_ver e.g. "V1". */
@@ -368,6 +375,10 @@ DCMIDLLEXPORT int dcmi_get_device_memory_info_v3(int card_id, int device_id,
 
 /* Degrees Celsius. */
 DCMIDLLEXPORT int dcmi_get_device_temperature(int card_id, int device_id, int* temperature);
+
+/* The chip's VDIE id, five 32-bit words; NDIE: -8255 ([200I A2] api_021). */
+DCMIDLLEXPORT int dcmi_get_device_die_v2(int card_id, int device_id, enum dcmi_die_type input_type,
+                                         struct dcmi_die_id* die_id);
 
 /* The chip's power draw in units of 0.1 W ([200I A2] api_020). */
 DCMIDLLEXPORT int dcmi_get_device_power_info(int card_id, int device_id, int* power);

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "ascend/common/fs.h"
+#include "ascend/npu/smi/telemetry.h"
 #include "dcmi_interface_api.h"
 #include "host_view.h"
 
@@ -359,6 +360,17 @@ int dcmi_get_device_temperature(int card_id, int device_id, int* temperature) {
   return on_device("dcmi_get_device_temperature", card_id, device_id, temperature != nullptr,
                    [&](const HostView&, const smi::Device& d) -> Status {
                      *temperature = d.chip->temp_c;
+                     return {};
+                   });
+}
+
+int dcmi_get_device_die_v2(int card_id, int device_id, enum dcmi_die_type input_type,
+                           struct dcmi_die_id* die_id) {
+  return on_device("dcmi_get_device_die_v2", card_id, device_id, die_id != nullptr,
+                   [&](const HostView&, const smi::Device& d) -> Status {
+                     if (input_type != VDIE) return Error(EOPNOTSUPP, "only the VDIE id is reported");
+                     const auto words = smi::die_words(*d.chip, 'V');  // npu-smi -t board "VDie ID"
+                     for (std::size_t k = 0; k < words.size(); ++k) die_id->soc_die[k] = words[k];
                      return {};
                    });
 }

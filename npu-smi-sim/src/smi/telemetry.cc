@@ -45,17 +45,29 @@ int mcu_temp(const Chip& c) {
 }
 
 // Die ids: five 32-bit words, stable per chip (FNV-1a of the bus id, the chip and the word index).
-std::string die_id(const Chip& c, char kind) {
-  std::string out;
-  for (int k = 0; k < 5; ++k) {
+std::array<unsigned, 5> die_words(const Chip& c, char kind) {
+  std::array<unsigned, 5> out{};
+  for (std::size_t k = 0; k < out.size(); ++k) {
     std::uint32_t h = 2166136261U;
     std::string key = c.bus_id + ":" + std::to_string(c.phy_id) + ":" + kind + std::to_string(k);
     for (unsigned char ch : key) {
       h ^= ch;
       h *= 16777619U;
     }
-    out += fmt::sprintf(" %08X", h);
+    out[k] = h;
   }
+  return out;
+}
+
+std::string die_id(const Chip& c, char kind) {
+  std::string out;
+  for (unsigned w : die_words(c, kind)) out += fmt::sprintf(" %08X", w);
+  return out;
+}
+
+std::string vdie_id(const Chip& c) {
+  std::string out;
+  for (unsigned w : die_words(c, 'V')) out += fmt::sprintf(out.empty() ? "%08X" : "-%08X", w);
   return out;
 }
 

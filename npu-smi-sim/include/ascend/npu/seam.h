@@ -91,11 +91,14 @@ Health severity_of_code(std::uint32_t code);
 // the idle values, and the emulator applies the work running on the chip (`npu-sim load-gen`, telemetry.h)
 // whenever it answers a query, so that a snapshot shows the chip as it is now.
 struct Chip {
-  int phy_id = 0;      // physical id: /dev/davinci<phy_id>
-  int logic_id = 0;    // logical id (npu-smi -m "Chip Logic ID")
-  int card_id = 0;     // npu-smi "NPU" column (card)
-  int chip_index = 0;  // chip on its card (npu-smi "Chip" column)
-  std::string name;    // npu-smi Name column, e.g. "910B3"
+  int phy_id = 0;            // physical id: /dev/davinci<phy_id>
+  int logic_id = 0;          // logical id (npu-smi -m "Chip Logic ID")
+  int card_id = 0;           // npu-smi "NPU" column (card)
+  int chip_index = 0;        // chip on its card (npu-smi "Chip" column)
+  std::string name;          // npu-smi Name column, e.g. "910B3"
+  std::string chip_version;  // DCMI chip_info's chip_ver, e.g. "V1"; empty in a profile (the family's)
+  std::string
+      vdie_id;         // the VDIE id, five 32-bit words "XXXXXXXX-XXXXXXXX-..."; empty in a profile (derived)
   std::string bus_id;  // "0000:C1:00.0"
   int numa_node = 0;
   std::string cpu_affinity;  // "144-167"; empty: no CPU Affinity column

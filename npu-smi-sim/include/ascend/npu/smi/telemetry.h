@@ -5,6 +5,7 @@
 // Pure functions; thread-safe.
 #pragma once
 
+#include <array>
 #include <string>
 
 #include "ascend/npu/state.h"
@@ -32,8 +33,10 @@ struct Clocks {
 };
 Clocks clocks(Family f);
 
-int mcu_temp(const Chip& c);                                // 8 degrees below the chip (SAMPLE A: 46 / 38)
-std::string die_id(const Chip& c, char kind);               // " XXXXXXXX" x 5, stable per chip
+int mcu_temp(const Chip& c);                                  // 8 degrees below the chip (SAMPLE A: 46 / 38)
+std::string die_id(const Chip& c, char kind);                 // " XXXXXXXX" x 5, stable per chip
+std::array<unsigned, 5> die_words(const Chip& c, char kind);  // the same five words
+std::string vdie_id(const Chip& c);  // the VDIE words as NPU Exporter labels them: "XXXXXXXX-...-XXXXXXXX"
 std::string power_text(const HostState& s, const Chip& c);  // "NA" (310P), "-" (die 1 of an A3), "93.6"
 int physical_chip_count(const HostState& s, int card_id);   // chips of the physical card
 
