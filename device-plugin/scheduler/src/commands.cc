@@ -1,11 +1,13 @@
 #include "ascend/scheduler/commands.h"
 
 #include <cerrno>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "ascend/common/fs.h"
 #include "ascend/scheduler/input.h"
+#include "ascend/topology/calibrate.h"
 #include "ascend/topology/place.h"
 #include "ascend/topology/ranktable.h"
 #include "ascend/topology/simulate.h"
@@ -133,16 +135,29 @@ void add_explanation(const topology::PlanResult& r, bool json, nlohmann::ordered
   }
 }
 
+// plan --measured: the plan with the factors fitted to the measured step times in `path`.
+Result<topology::PlanResult> calibrated_plan(const topology::PlanRequest& req, const std::string& path,
+                                             std::optional<topology::Calibration>& fit) {
+  ASCEND_ASSIGN(std::string text, read_file(path), "--measured");
+  ASCEND_ASSIGN(auto rows, topology::measurements_from_csv(text, path), "--measured");
+  ASCEND_ASSIGN(topology::Calibrated c, topology::calibrate(req, rows, path), "--measured");
+  fit = std::move(c.fit);
+  return std::move(c.plan);
+}
+
 }  // namespace
 
 int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
   auto req = plan_request(o);
   if (!req.ok()) return bad_input(err, req.error());
-  auto r = topology::plan(*req);
+  std::optional<topology::Calibration> fit;
+  auto r = o.measured.empty() ? topology::plan(*req) : calibrated_plan(*req, o.measured, fit);
   if (!r.ok()) return bad_input(err, r.error());
   bool any = !r->entries.empty() && r->entries.front().fits;
   nlohmann::ordered_json j = o.json ? topology::to_json(*r) : nlohmann::ordered_json();
   std::string text = o.json ? "" : topology::to_text(*r);
+  if (fit && o.json) j["calibration"] = topology::to_json(*fit);
+  if (fit && !o.json) text = topology::to_text(*fit) + text;
   if (!any) {
     std::string why = nothing_fits(*r);
     if (o.json) {

@@ -90,6 +90,10 @@ static int run_main(int argc, char** argv) {
   pn->add_flag(
       "--explain", plan.explain,
       "say which step-time term (compute, bubble, tp, pp, dp_exposed) decided between the first two");
+  pn->add_option(
+      "--measured", plan.measured,
+      "CSV of measured step times (columns tp, pp, dp, step_seconds, optional v, micro_batch): fit "
+      "the compute efficiency and a communication factor to them, rank every layout calibrated");
   pn->footer(kFooter);
 
   ServeCommand serve;

@@ -62,7 +62,10 @@ double double_binary_tree_time(int n, double bytes, const Link& l) {
 }
 
 double send_time(double bytes, const Link& l) {
-  return bytes > 0 ? l.alpha_s + bytes / l.bytes_per_s : 0;
+  if (bytes <= 0) return 0;
+  // On a full mesh a peer is one link away; through a switch every link of the chip carries the send.
+  double rate = l.fabric == Fabric::kFullMesh ? l.link_bytes_per_s : l.bytes_per_s;
+  return l.alpha_s + bytes / rate;
 }
 
 namespace {

@@ -47,6 +47,7 @@ Status check_request(const PlanRequest& r) {
         "embedding and output layer (2 x vocab x hidden = " + number("%.4g", 2.0 * m.vocab * m.hidden) + ")");
   }
   if (!(r.efficiency > 0 && r.efficiency <= 1)) return Error::invalid("--efficiency must be in (0, 1]");
+  if (!(r.comm_factor > 0)) return Error::invalid("the communication factor must be positive");
   return ok_status();
 }
 
@@ -146,6 +147,19 @@ class Placer {
   std::map<std::pair<int, int>, PerByte> cache_;
 };
 
+}  // namespace
+
+CommTime scaled(const CommTime& c, double factor) {
+  return {c.tp * factor, c.pp * factor, c.dp * factor};
+}
+
+std::optional<ZeroComm> scaled(const std::optional<ZeroComm>& z, double factor) {
+  if (!z) return std::nullopt;
+  return ZeroComm{z->reduce_scatter * factor, z->all_gather * factor};
+}
+
+namespace {
+
 PlanEntry evaluate_layout(const PlanResult& r, const Layout& l, Placer& placer) {
   const PlanRequest& req = r.request;
   PlanEntry e;
@@ -179,7 +193,10 @@ PlanEntry evaluate_layout(const PlanResult& r, const Layout& l, Placer& placer) 
     e.tp_collective = planned.tp;
     e.dp_collective = planned.dp;
   }
-  e.time = step_time(req.model, req.train, l, r.chip.peak_tflops_bf16 * 1e12, req.efficiency, comm, zero);
+  e.comm = comm;
+  e.zero = zero;
+  e.time = step_time(req.model, req.train, l, r.chip.peak_tflops_bf16 * 1e12, req.efficiency,
+                     scaled(comm, req.comm_factor), scaled(zero, req.comm_factor));
   return e;
 }
 
@@ -311,6 +328,7 @@ ordered_json to_json(const PlanResult& r) {
           {"hbm_gib", r.chip.hbm_gib},
           {"peak_tflops_bf16", r.chip.peak_tflops_bf16},
           {"efficiency", q.efficiency},
+          {"comm_factor", q.comm_factor},
           {"model",
            {{"params", q.model.params},
             {"layers", q.model.layers},
@@ -344,7 +362,9 @@ std::string header(const PlanResult& r) {
                 q.train.sequence_parallel ? ", sequence parallel" : "",
                 q.train.optimizer_parallel ? ", optimizer parallel" : "");
   std::string o = buf;
-  o += "seconds per step; memory in GiB per NPU on the largest stage\n";
+  o += "seconds per step";
+  if (q.comm_factor != 1) o += " (every communication time x" + number("%.3g", q.comm_factor) + ")";
+  o += "; memory in GiB per NPU on the largest stage\n";
   std::snprintf(buf, sizeof buf, "%5s %4s %5s %3s %6s %7s  %9s %9s %8s %8s %8s %8s  %10s %6s %6s\n", "tp",
                 "pp", "dp", "v", "m", "memory", "step", "compute", "bubble", "tp", "pp", "dp_exp",
                 "tok/s/NPU", "MFU", "HFU");

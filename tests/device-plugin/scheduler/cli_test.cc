@@ -366,5 +366,67 @@ TEST_F(Cli, CustomProfileNextToTheClusterFile) {
   EXPECT_EQ(cluster->level(0, 0, 0, 3), topology::Level::kPcie);  // chip 3 left the mesh's domain
 }
 
+// plan --measured: step times that plan itself predicts at efficiency 0.5 are fitted back to 0.5 and a
+// communication factor of 1; the calibration is reported (JSON and text); a bad row is named by file and
+// line.
+TEST_F(Cli, PlanMeasuredFitsTheFactorsToTheGivenTimes) {
+  std::string chip =
+      write("mesh.yaml",
+            "name: mesh8\nhbm_gib: 64\npeak_tflops_bf16: 313\nchips_per_node: 8\n"
+            "interconnect: {library: hccl, domain: {links: 7, link_gbps: 56, fabric: full_mesh},"
+            " nic: {links: 1, link_gbps: 25}}\n");
+  std::vector<std::string> a = {kBin,       "plan", "--npus",    "16",   "--chip",         chip,
+                                "--params", "13e9", "--layers",  "40",   "--hidden",       "5120",
+                                "--heads",  "40",   "--seq-len", "4096", "--global-batch", "64"};
+  auto at_half = a;
+  at_half.insert(at_half.end(), {"--efficiency", "0.5", "--json"});
+  auto base = run_command(at_half);
+  ASSERT_EQ(base.exit_code, 0) << base.err;
+  std::string csv = "# step times\ntp,pp,dp,v,step_seconds\n";
+  std::set<std::pair<int, int>> seen;
+  json planned = json::parse(base.out);
+  for (const auto& c : planned["candidates"]) {
+    if (!c["fits"].get<bool>() || !seen.insert({c["tp"].get<int>(), c["pp"].get<int>()}).second) continue;
+    char line[128];
+    std::snprintf(line, sizeof line, "%d,%d,%d,%d,%.17g\n", c["tp"].get<int>(), c["pp"].get<int>(),
+                  c["dp"].get<int>(), c["v"].get<int>(), c["step_s"]["total"].get<double>());
+    csv += line;
+    if (seen.size() == 3) break;
+  }
+  ASSERT_EQ(seen.size(), 3U);
+  std::string measured = write("m.csv", csv);
+  auto fitted = a;
+  fitted.insert(fitted.end(), {"--measured", measured, "--json"});
+  auto r = run_command(fitted);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json p = json::parse(r.out);
+  EXPECT_NEAR(p["calibration"]["efficiency"].get<double>(), 0.5, 1e-6);
+  EXPECT_NEAR(p["calibration"]["comm_factor"].get<double>(), 1.0, 1e-6);
+  EXPECT_LT(p["calibration"]["rms_s"].get<double>(), 1e-6);
+  EXPECT_EQ(p["calibration"]["rows"].size(), 3U);
+  EXPECT_EQ(p["calibration"]["rows"][0]["line"], 3);
+  EXPECT_EQ(p["efficiency"], p["calibration"]["efficiency"]);
+  auto text = a;
+  text.insert(text.end(), {"--measured", measured});
+  auto t = run_command(text);
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("calibrated to " + measured +
+                       " (3 measured layouts, least squares): compute efficiency 0.5,"),
+            std::string::npos)
+      << t.out;
+  std::string bad = write("bad.csv", "tp,pp,dp,step_seconds\n1,1,16,20\n8,2,x,30\n");
+  auto b = a;
+  b.insert(b.end(), {"--measured", bad});
+  auto e = run_command(b);
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_NE(e.err.find("--measured: " + bad + ":3: dp 'x' is not a positive integer"), std::string::npos)
+      << e.err;
+  std::string one = write("one.csv", "tp,pp,dp,step_seconds\n8,2,1,20\n");
+  b.back() = one;
+  e = run_command(b);
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_NE(e.err.find("1 measured layout; at least 2"), std::string::npos) << e.err;
+}
+
 }  // namespace
 }  // namespace ascend::scheduler

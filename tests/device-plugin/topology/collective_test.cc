@@ -50,6 +50,8 @@ TEST(Collective, HalvingDoublingAndTreeHaveLogarithmicLatency) {
   // 5 ranks: ceil(log2 5) = 3 steps each way; 1 GB at 1 GB/s: 2 (3 ms + 1 s).
   EXPECT_DOUBLE_EQ(double_binary_tree_time(5, 1e9, link(1, 1e-3)), 2.006);
   EXPECT_DOUBLE_EQ(send_time(1e9, link(2, 1e-3)), 0.501);
+  // On a full mesh of 7 links of 1 GB/s a send to one peer has one link: 1 ms + 1 s, not 1/7 s.
+  EXPECT_DOUBLE_EQ(send_time(1e9, link(1, 1e-3, 7, Fabric::kFullMesh)), 1.001);
 }
 
 Interconnect a2() {

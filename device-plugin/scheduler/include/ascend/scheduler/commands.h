@@ -41,6 +41,7 @@ struct PlanOptions {
   std::string cluster;  // the cluster file to place it on
   bool json = false;
   bool explain = false;  // say which step-time term decided between the first two layouts
+  std::string measured;  // CSV of measured step times: fit the model's factors to them, rank calibrated
 };
 int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err);
 

@@ -28,7 +28,7 @@ double mesh_time(Op op, int n, double bytes, const Link& l);
 double halving_doubling_time(Op op, int n, double bytes, const Link& l);
 // Double binary tree (NCCL), all-reduce only: 2 ceil(log2 n) alpha + 2 M/B.
 double double_binary_tree_time(int n, double bytes, const Link& l);
-// One point-to-point send: alpha + M/B.
+// One point-to-point send: alpha + M/B; on a full mesh alpha + M/b (one link reaches the peer).
 double send_time(double bytes, const Link& l);
 
 // Where a group's ranks are: `per_node` ranks on each of `nodes` servers; `intra` the slowest level between

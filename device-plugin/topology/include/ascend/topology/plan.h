@@ -33,6 +33,7 @@ struct PlanRequest {
   TrainOptions train;
   int virtual_stages = 0;  // 0: v = 1 and every v that splits each stage's layers evenly
   double efficiency = kDefaultEfficiency;
+  double comm_factor = 1;  // multiplies every modelled TP, PP and DP time (plan --measured fits it)
   bool allow_tp_across_nodes = false;
   Bandwidth bw;  // the cost model's levels (a chip file's bandwidths override them)
 };
@@ -44,10 +45,12 @@ struct PlanEntry {
   int layers_last = 0;    // layers of the last stage
   Memory memory;          // the largest stage
   bool fits = false;
-  std::string why_not;  // when it does not fit
-  Volumes volumes;      // bytes per NPU per step the placement carries
-  StepTime time;        // when it fits
-  Evaluation eval;      // topo's placement on the ideal cluster (when it fits)
+  std::string why_not;           // when it does not fit
+  Volumes volumes;               // bytes per NPU per step the placement carries
+  CommTime comm;                 // the modelled TP, PP, DP times (before comm_factor)
+  std::optional<ZeroComm> zero;  // and ZeRO-1's, when the collective model prices them apart
+  StepTime time;                 // when it fits
+  Evaluation eval;               // topo's placement on the ideal cluster (when it fits)
   // Chips with an interconnect: the algorithm and time of one TP collective and one DP gradient bucket.
   CollectiveCost tp_collective;
   CollectiveCost dp_collective;
@@ -60,6 +63,10 @@ struct PlanResult {
   Bandwidth cluster_bw;  // the cost model's levels for the chip (request.bw with the chip file's overrides)
   std::vector<PlanEntry> entries;  // fitting ones fastest first, then the others by memory
 };
+
+// Communication times times `factor` (PlanRequest::comm_factor).
+CommTime scaled(const CommTime& c, double factor);
+std::optional<ZeroComm> scaled(const std::optional<ZeroComm>& z, double factor);
 
 // EINVAL for a bad request; a request where nothing fits is not an error (every entry says why).
 Result<PlanResult> plan(const PlanRequest& r);
