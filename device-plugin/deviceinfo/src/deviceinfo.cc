@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 #include <openssl/evp.h>
+#include <array>
 
 #include <algorithm>
 #include <cctype>
@@ -288,6 +289,24 @@ Status read_lists(const std::map<std::string, std::string>& list, NodeDevices& o
 
 }  // namespace
 
+namespace {
+constexpr std::array<std::string_view, 8> kLevels = {
+    "NotHandleFault", "RestartRequest", "RestartBusiness", "FreeRestartNPU",
+    "RestartNPU",     "PreSeparateNPU", "SeparateNPU",     "ManuallySeparateNPU"};
+}  // namespace
+
+int level_rank(std::string_view level) {
+  for (std::size_t i = 0; i < kLevels.size(); ++i) {
+    if (kLevels[i] == level) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+bool stops_work(std::string_view level) {
+  int r = level_rank(level);
+  return r < 0 || r >= level_rank("RestartNPU");
+}
+
 std::string configmap_name(const std::string& node) {
   return kNamePrefix + node;
 }
@@ -338,6 +357,10 @@ Result<NodeDevices> from_configmap(const nlohmann::json& cm) {
   ASCEND_CHECK(read_lists(list, out), where);
   ASCEND_ASSIGN(out.manually_separated, manually_separated(cm, out.resource), where);
   return out;
+}
+
+std::string manually_separated_value(std::string_view resource, const std::vector<int>& phys) {
+  return join_names(resource, phys);
 }
 
 Result<std::vector<int>> manually_separated(const nlohmann::json& cm, std::string_view resource) {

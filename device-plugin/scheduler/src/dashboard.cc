@@ -27,6 +27,9 @@ h1 { font-size: 1.3em; margin: 0 0 .3em 0; }
 .chip.unhealthy { background: repeating-linear-gradient(45deg, #e53935, #e53935 4px, #ffcdd2 4px, #ffcdd2 8px);
                   color: #fff; font-weight: bold; }
 .chip.unhealthy::after { content: "\2715"; position: absolute; right: 1px; top: -9px; font-size: 9px; color: #b71c1c; }
+.chip.isolated { outline: 2px dashed #4a148c; outline-offset: -1px; }
+tr.job.Recovering td { background: #fff3e0; }
+tr.job.Failed td { background: #ffebee; }
 .tp-group { display: inline-block; border: 2px solid #333; border-radius: 5px; padding: 1px; margin: 1px; }
 table { border-collapse: collapse; font-size: .85em; margin-top: .6em; }
 td, th { border: 1px solid #ccc; padding: 2px 6px; text-align: left; }
@@ -39,8 +42,9 @@ td, th { border: 1px solid #ccc; padding: 2px 6px; text-align: left; }
 <div id="summary">loading...</div>
 <div id="error"></div>
 <div id="leaves"></div>
-<table id="jobs"><thead><tr><th></th><th>job</th><th>tp x pp x dp</th><th>pods</th><th>bound</th>
-<th>running</th><th>comm. cost (s)</th><th>TP groups outside HCCS</th></tr></thead><tbody></tbody></table>
+<table id="jobs"><thead><tr><th></th><th>job</th><th>state</th><th>restarts</th><th>tp x pp x dp</th><th>pods</th>
+<th>bound</th><th>running</th><th>comm. cost (s)</th><th>TP groups outside HCCS</th></tr></thead><tbody></tbody>
+</table>
 <script>
 "use strict";
 function colour(key) {
@@ -55,10 +59,12 @@ function el(tag, cls, text) {
   return e;
 }
 function chipEl(c) {
-  const e = el("div", "chip " + c.state + (c.unhealthy ? " unhealthy" : ""), String(c.phy));
+  const e = el("div", "chip " + c.state + (c.unhealthy ? " unhealthy" : "") + (c.isolated ? " isolated" : ""),
+               String(c.phy));
   e.dataset.phy = c.phy;
   e.dataset.state = c.state;
-  let tip = "chip " + c.phy + ": " + c.state + (c.unhealthy ? ", unhealthy" : "");
+  let tip = "chip " + c.phy + ": " + c.state + (c.unhealthy ? ", unhealthy" : "") +
+      (c.isolated ? ", isolated (ascend-scheduler isolate --clear)" : "");
   if (c.job) { e.dataset.job = c.job; e.style.background = c.unhealthy ? "" : colour(c.job); e.style.color = "#fff";
                tip += ", job " + c.job + ", rank " + c.rank + ", pod " + c.pod; }
   else if (c.pod) { e.dataset.pod = c.pod; e.style.background = c.unhealthy ? "" : colour(c.pod); e.style.color = "#fff";
@@ -100,7 +106,8 @@ function nodeEl(n) {
 function render(v) {
   const c = v.chips;
   document.getElementById("summary").textContent = v.name + ": " + v.nodes.length + " nodes, " + c.free +
-      " chips free, " + c.used + " used, " + c.unhealthy + " unhealthy; " + v.jobs.length + " jobs";
+      " chips free, " + c.used + " used, " + c.unhealthy + " unhealthy (" + (c.isolated || 0) + " isolated); " +
+      v.jobs.length + " jobs, " + v.jobs.filter((j) => j.state === "Recovering").length + " recovering";
   const leaves = new Map();
   for (const n of v.nodes) {
     if (!leaves.has(n.leaf)) leaves.set(n.leaf, { spine: n.spine, nodes: [] });
@@ -119,7 +126,7 @@ function render(v) {
   const body = document.querySelector("#jobs tbody");
   const rows = document.createDocumentFragment();
   for (const j of v.jobs) {
-    const tr = el("tr", "job");
+    const tr = el("tr", "job " + (j.state || ""));
     const key = j.namespace + "/" + j.name;
     tr.dataset.job = key;
     const sw = el("td");
@@ -127,7 +134,7 @@ function render(v) {
     s.style.background = colour(key);
     sw.appendChild(s);
     tr.appendChild(sw);
-    for (const t of [key, j.tp + " x " + j.pp + " x " + j.dp, j.pods + " x " + j.chips_per_pod, j.bound,
+    for (const t of [key, j.state, j.restarts, j.tp + " x " + j.pp + " x " + j.dp, j.pods + " x " + j.chips_per_pod, j.bound,
                      j.allocated, j.cost.total.toPrecision(3), j.tp_groups_outside_hccs]) {
       tr.appendChild(el("td", "", String(t)));
     }

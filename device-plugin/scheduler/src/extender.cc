@@ -57,6 +57,20 @@ std::pair<int, std::uint64_t> pod_chips(const topology::Placement& p, int pod) {
 
 }  // namespace
 
+std::string_view to_string(JobState s) {
+  switch (s) {
+    case JobState::kPending:
+      return "Pending";
+    case JobState::kRunning:
+      return "Running";
+    case JobState::kRecovering:
+      return "Recovering";
+    case JobState::kFailed:
+      return "Failed";
+  }
+  return "?";
+}
+
 std::string_view to_string(SlotState s) {
   switch (s) {
     case SlotState::kReserved:
@@ -318,6 +332,12 @@ FilterResult Scheduler::filter_job(const PodInfo& pod, const std::vector<std::st
   }
   JobRecord& j = it->second;
   if (auto why = job_mismatch(j, pod); !why.empty()) return fail_all(why, false);
+  if (j.state == JobState::kFailed) {
+    return fail_all(fmt::format("job {} failed ({}): its pods are not placed again; its record is kept until "
+                                "{} min after the failure, then the job may run anew",
+                                key, j.state_why, kRecordHold.count()),
+                    false);
+  }
   Slot& s = j.slots[idx(pod.index)];
   if (holds(s.state) && !s.pod.empty() && s.pod != pod.name) {
     return fail_all("pod " + std::to_string(pod.index) + " of job " + key + " is already pod " + s.pod,
@@ -334,8 +354,20 @@ FilterResult Scheduler::filter_job(const PodInfo& pod, const std::vector<std::st
         int n = node_index(name);
         if (n >= 0 && resource_of(n) == j.resource) st.free[idx(n)] = free_mask(n);
       }
+      // The other pods without chips whose own chips are free and healthy keep them (a job coming back after
+      // a fault returns to its nodes); only the rest is placed again.
       std::vector<bool> keep;
-      for (const Slot& x : j.slots) keep.push_back(holds(x.state));
+      std::vector<std::uint64_t> claimed(cluster_->nodes.size(), 0);
+      for (const Slot& x : j.slots) {
+        bool back = false;
+        if (!holds(x.state) && &x != &s) {
+          std::uint64_t m = mask_of(x.node, x.phys);
+          back = (free_mask(x.node) & ~claimed[idx(x.node)] & m) == m;
+          if (back) claimed[idx(x.node)] |= m;
+        }
+        keep.push_back(holds(x.state) || back);
+      }
+      for (std::size_t n = 0; n < claimed.size(); ++n) st.free[n] &= ~claimed[n];
       auto p = topology::place_missing(*cluster_, st, j.job(), j.placement, keep, topology::Policy::kTopo);
       if (!p.ok()) {
         return fail_all("the chips of pod " + std::to_string(pod.index) + " of job " + key + " (" +
@@ -347,7 +379,15 @@ FilterResult Scheduler::filter_job(const PodInfo& pod, const std::vector<std::st
       }
       j.placement = std::move(*p);
       for (std::size_t i = 0; i < j.slots.size(); ++i) {
-        if (keep[i]) continue;
+        if (keep[i] && holds(j.slots[i].state)) continue;
+        if (keep[i]) {  // taken back: reserved for the pod with its index
+          j.slots[i].state = SlotState::kReserved;
+          j.slots[i].pod.clear();
+          j.slots[i].uid.clear();
+          j.slots[i].since = now;
+          hold(j.slots[i]);
+          continue;
+        }
         auto [node, mask] = pod_chips(j.placement, static_cast<int>(i));
         j.slots[i] = Slot{node, phys_of(node, mask), SlotState::kReserved, "", "", now};
         hold(j.slots[i]);
@@ -383,6 +423,7 @@ Result<JobRecord> Scheduler::place_job(const PodInfo& pod, const std::vector<int
   j.resource = pod.resource;
   j.chips_per_pod = pod.chips;
   j.placed_at = now;
+  j.state_since = now;
   std::int64_t npus = j.spec.npus();
   if (npus != static_cast<std::int64_t>(j.spec.pods) * pod.chips) {
     return Error::invalid("tp x pp x dp = " + std::to_string(npus) + " is not " +
@@ -524,6 +565,7 @@ Status Scheduler::bind(const std::string& ns, const std::string& name, const std
     s.since = now;
     ++jt->second.version;
     ++changes_;
+    settle(jt->second, now);
   } else {
     if (auto other = waiting_same_size(n, static_cast<std::size_t>(pod.chips), "", key, now);
         !other.empty()) {
@@ -594,6 +636,9 @@ void Scheduler::forget_if_done(const std::string& job_key) {
   for (const Slot& s : it->second.slots) {
     if (holds(s.state)) return;
   }
+  // A job recovering from a fault (or failed) keeps its record: its pods come back to its nodes, with its
+  // restart count; expire() forgets it after kRecordHold.
+  if (it->second.state == JobState::kRecovering || it->second.state == JobState::kFailed) return;
   jobs_.erase(it);
 }
 
@@ -613,6 +658,20 @@ int Scheduler::expire(Clock::time_point now, std::vector<std::string>* jobs) {
     }
   }
   for (const auto& k : touched) forget_if_done(k);
+  // Records kept for a recovery that never came (the job's owner did not make its pods again) or of a failed
+  // job, once nothing of them holds chips.
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    const JobRecord& j = it->second;
+    bool kept = j.state == JobState::kRecovering || j.state == JobState::kFailed;
+    bool empty = std::none_of(j.slots.begin(), j.slots.end(), [](const Slot& s) { return holds(s.state); });
+    if (kept && empty && now - j.state_since >= kRecordHold) {
+      touched.push_back(it->first);
+      it = jobs_.erase(it);
+      ++changes_;
+    } else {
+      ++it;
+    }
+  }
   if (jobs != nullptr) {
     std::sort(touched.begin(), touched.end());
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());

@@ -78,6 +78,7 @@ Observed Scheduler::adopt_job_pod(const ApiPod& p, Clock::time_point now, std::s
   ++j.version;
   ++changes_;
   seen_.erase(p.info.key());
+  settle(j, now);
   return Observed::kAdopted;
 }
 
@@ -175,7 +176,8 @@ std::vector<std::string> Scheduler::holders(const std::string& job_key) const {
 }
 
 Result<std::vector<int>> Scheduler::put_health(const std::string& node, const std::vector<int>& healthy,
-                                               const std::vector<int>& unhealthy, Clock::time_point now) {
+                                               const std::vector<int>& unhealthy, Clock::time_point now,
+                                               const std::vector<int>& isolated) {
   int n = node_index(node);
   if (n < 0) return Error::not_found("node " + node + " is not in the scheduler's cluster file");
   const auto& t = cluster_->type_of(n);
@@ -186,6 +188,9 @@ Result<std::vector<int>> Scheduler::put_health(const std::string& node, const st
   // have told of the same fault first, and the recovery must still happen).
   std::uint64_t turned = sick & ~s.reported_sick;
   s.reported_sick = sick;
+  const std::uint64_t iso = mask_of(n, isolated);
+  if (s.isolated != iso) ++changes_;
+  s.isolated = iso;
   if (!s.reported || s.unhealthy != sick) ++changes_;
   s.unhealthy = sick;
   s.reported = true;
@@ -193,7 +198,8 @@ Result<std::vector<int>> Scheduler::put_health(const std::string& node, const st
   return phys_of(n, turned);
 }
 
-std::vector<Scheduler::Recovery> Scheduler::recover(const std::string& node, const std::vector<int>& failed) {
+std::vector<Scheduler::Recovery> Scheduler::recover(const std::string& node, const std::vector<int>& failed,
+                                                    Clock::time_point now, const std::string& why) {
   std::vector<Recovery> out;
   int n = node_index(node);
   if (n < 0 || failed.empty()) return out;
@@ -206,24 +212,77 @@ std::vector<Scheduler::Recovery> Scheduler::recover(const std::string& node, con
     });
     if (hit == j.slots.end()) continue;  // one recovery per job for one report
     Recovery r{
-        j.ns,       j.spec.name, {}, hit->pod, phys_of(n, mask_of(n, hit->phys) & bad), j.spec.recovery,
-        j.restarts, false};
+        j.ns,       j.spec.name, {},   hit->pod, phys_of(n, mask_of(n, hit->phys) & bad), j.spec.recovery,
+        j.restarts, false,       false};
+    const std::string what = fmt::format("chips {} of {} failed under pod {}{}", fmt::join(r.chips, ","),
+                                         node, hit->pod, why.empty() ? "" : " (" + why + ")");
+    j.faults.push_back({now, node, r.chips, hit->pod, why});
+    if (j.faults.size() > JobRecord::kKeptFaults) j.faults.erase(j.faults.begin());
     if (j.spec.recovery != "none") {
       if (j.restarts >= j.spec.max_restarts) {
         r.exhausted = true;
+        if (j.state != JobState::kFailed) {
+          r.failed_now = true;
+          j.state = JobState::kFailed;
+          j.state_since = now;
+          j.state_why = fmt::format("{}; max-restarts ({}) spent", what, j.spec.max_restarts);
+        }
       } else {
         r.restarts = ++j.restarts;
-        ++j.version;
-        ++changes_;
+        if (j.state != JobState::kRecovering) j.state_since = now;
+        j.state = JobState::kRecovering;
+        j.state_why = fmt::format("{}; restart {} of {} ({} recovery)", what, j.restarts, j.spec.max_restarts,
+                                  j.spec.recovery);
         for (const Slot& o : j.slots) {
           bool goes = j.spec.recovery == "job" ? holds(o.state) : &o == &*hit;
           if (goes && !o.pod.empty()) r.pods.push_back(o.pod);
         }
       }
     }
+    ++j.version;
+    ++changes_;
     out.push_back(std::move(r));
   }
   return out;
+}
+
+void Scheduler::settle(JobRecord& j, Clock::time_point now) {
+  if (j.state != JobState::kPending && j.state != JobState::kRecovering) return;
+  bool all = std::all_of(j.slots.begin(), j.slots.end(), [](const Slot& s) {
+    return (s.state == SlotState::kBound || s.state == SlotState::kAllocated) && !s.pod.empty();
+  });
+  if (!all) return;
+  if (j.state == JobState::kRecovering) {
+    recoveries_.push_back(std::chrono::duration<double>(now - j.state_since).count());
+    if (recoveries_.size() > 4096) recoveries_.erase(recoveries_.begin());
+  }
+  j.state = JobState::kRunning;
+  j.state_since = now;
+  j.state_why.clear();
+  ++j.version;
+  ++changes_;
+}
+
+std::vector<double> Scheduler::take_recoveries() {
+  return std::exchange(recoveries_, {});
+}
+
+std::optional<Scheduler::Holder> Scheduler::holder_of(const std::string& node, int phy) const {
+  int n = node_index(node);
+  if (n < 0) return std::nullopt;
+  auto has = [&](const Slot& s) {
+    return s.node == n && holds(s.state) && !s.pod.empty() &&
+           std::find(s.phys.begin(), s.phys.end(), phy) != s.phys.end();
+  };
+  for (const auto& [key, j] : jobs_) {
+    for (const Slot& s : j.slots) {
+      if (has(s)) return Holder{j.ns, s.pod, j.spec.name};
+    }
+  }
+  for (const auto& [key, p] : pods_) {
+    if (has(p.slot)) return Holder{p.ns, p.slot.pod, ""};
+  }
+  return std::nullopt;
 }
 
 std::map<std::string, std::vector<int>> Scheduler::failed_chips() const {

@@ -73,6 +73,22 @@ struct Reader {
   }
 };
 
+json faults_json(const std::vector<FaultNote>& faults) {
+  json out = json::array();
+  for (const auto& f : faults) {
+    out.push_back(
+        {{"at_ms", ms_of(f.at)}, {"node", f.node}, {"chips", f.chips}, {"pod", f.pod}, {"why", f.why}});
+  }
+  return out;
+}
+
+Result<JobState> job_state(const std::string& s) {
+  for (auto st : {JobState::kPending, JobState::kRunning, JobState::kRecovering, JobState::kFailed}) {
+    if (to_string(st) == s) return st;
+  }
+  return Error::invalid("unknown job state '" + s + "'");
+}
+
 Result<SlotState> slot_state(const std::string& s) {
   for (auto st : {SlotState::kReserved, SlotState::kBound, SlotState::kAllocated, SlotState::kReleased,
                   SlotState::kExpired}) {
@@ -96,6 +112,10 @@ json Scheduler::job_entry(const JobRecord& j) const {
           {"recovery", j.spec.recovery},
           {"max_restarts", j.spec.max_restarts},
           {"restarts", j.restarts},
+          {"state", to_string(j.state)},
+          {"state_since_ms", ms_of(j.state_since)},
+          {"state_why", j.state_why},
+          {"faults", faults_json(j.faults)},
           {"pods", j.spec.pods},
           {"tp", j.spec.tp},
           {"pp", j.spec.pp},
@@ -192,6 +212,32 @@ Result<JobRecord> Scheduler::read_job(const json& jj, const std::string& where) 
     if (!v->is_number_integer() || v->get<std::int64_t>() < 0 || v->get<std::int64_t>() > 100000)
       return Error::invalid(std::string(where) + "." + key + ": not a count");
     *field = v->get<int>();
+  }
+  // The job's state and faults (issue 23); optional, so that records written before them still load.
+  if (jj.contains("state")) {
+    ASCEND_ASSIGN(std::string st, r.str("state"), "");
+    ASCEND_ASSIGN(j.state, job_state(st), where + ".state");
+    ASCEND_ASSIGN(long long since, r.num("state_since_ms"), "");
+    j.state_since = time_of(since);
+    ASCEND_ASSIGN(j.state_why, r.str("state_why"), "");
+  }
+  if (auto v = jj.find("faults"); v != jj.end()) {
+    if (!v->is_array() || v->size() > JobRecord::kKeptFaults)
+      return Error::invalid(where + ".faults: not a list of at most " +
+                            std::to_string(JobRecord::kKeptFaults));
+    for (std::size_t k = 0; k < v->size(); ++k) {
+      const std::string fw = where + ".faults[" + std::to_string(k) + "]";
+      if (!(*v)[k].is_object()) return Error::invalid(fw + ": not an object");
+      Reader fr{(*v)[k], fw};
+      FaultNote f;
+      ASCEND_ASSIGN(long long at, fr.num("at_ms"), "");
+      f.at = time_of(at);
+      ASCEND_ASSIGN(f.node, fr.str("node"), "");
+      ASCEND_ASSIGN(f.chips, fr.ints("chips"), "");
+      ASCEND_ASSIGN(f.pod, fr.str("pod"), "");
+      ASCEND_ASSIGN(f.why, fr.str("why"), "");
+      j.faults.push_back(std::move(f));
+    }
   }
   ASCEND_ASSIGN(long long tp, r.num("tp"), "");
   ASCEND_ASSIGN(long long pp, r.num("pp"), "");

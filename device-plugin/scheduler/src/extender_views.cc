@@ -64,7 +64,30 @@ ordered_json Scheduler::job_view(const JobRecord& j) const {
           {"bound", bound},
           {"allocated", allocated},
           {"cost", {{"tp", e.cost.tp}, {"pp", e.cost.pp}, {"dp", e.cost.dp}, {"total", e.cost.total}}},
-          {"tp_groups_outside_hccs", e.tp_groups_outside_hccs}};
+          {"tp_groups_outside_hccs", e.tp_groups_outside_hccs},
+          {"state", to_string(j.state)},
+          {"restarts", j.restarts}};
+}
+
+Result<ordered_json> Scheduler::status_of(const std::string& ns, const std::string& job) const {
+  auto it = jobs_.find(ns + "/" + job);
+  if (it == jobs_.end()) return Error::not_found("no job " + ns + "/" + job);
+  const JobRecord& j = it->second;
+  ordered_json v = job_view(j);
+  auto ms = [](Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  };
+  v["since_ms"] = ms(j.state_since);
+  v["why"] = j.state_why;
+  v["recovery"] = j.spec.recovery;
+  v["max_restarts"] = j.spec.max_restarts;
+  ordered_json faults = ordered_json::array();
+  for (const auto& f : j.faults) {
+    faults.push_back(
+        {{"at_ms", ms(f.at)}, {"node", f.node}, {"chips", f.chips}, {"pod", f.pod}, {"why", f.why}});
+  }
+  v["faults"] = std::move(faults);
+  return v;
 }
 
 ordered_json Scheduler::cluster_view() const {
@@ -108,6 +131,8 @@ ordered_json Scheduler::cluster_view() const {
                                                     : "free";
       c["state"] = state;
       c["unhealthy"] = sick;
+      if ((st.isolated >> s & 1) != 0)
+        c["isolated"] = true;  // ManuallySeparateNPU: until an operator clears it
       if (o != owners.end()) {
         if (!o->second.job.empty()) c["job"] = o->second.job;
         c["pod"] = o->second.pod;
@@ -139,11 +164,12 @@ ordered_json Scheduler::cluster_view() const {
                     {"state", to_string(p.slot.state)}});
   }
   Counts k = counts();
-  return {{"name", cluster_->name},
-          {"chips", {{"free", k.free}, {"used", k.used}, {"unhealthy", k.unhealthy}}},
-          {"nodes", std::move(nodes)},
-          {"jobs", std::move(jobs)},
-          {"pods", std::move(pods)}};
+  return {
+      {"name", cluster_->name},
+      {"chips", {{"free", k.free}, {"used", k.used}, {"unhealthy", k.unhealthy}, {"isolated", k.isolated}}},
+      {"nodes", std::move(nodes)},
+      {"jobs", std::move(jobs)},
+      {"pods", std::move(pods)}};
 }
 
 Scheduler::Counts Scheduler::counts() const {
@@ -152,6 +178,7 @@ Scheduler::Counts Scheduler::counts() const {
     const NodeState& s = nodes_[n];
     std::uint64_t all = cluster_->type_of(static_cast<int>(n)).all();
     c.unhealthy += std::popcount(s.unhealthy & all);
+    c.isolated += std::popcount(s.isolated & all);
     c.used += std::popcount((s.busy | s.held) & ~s.unhealthy & all);
     c.free += std::popcount(free_mask(static_cast<int>(n)));
   }
@@ -161,6 +188,9 @@ Scheduler::Counts Scheduler::counts() const {
       return s.state == SlotState::kReserved || s.state == SlotState::kBound;
     });
     c.pending_jobs += pending ? 1 : 0;
+    c.running_jobs += j.state == JobState::kRunning ? 1 : 0;
+    c.recovering_jobs += j.state == JobState::kRecovering ? 1 : 0;
+    c.failed_jobs += j.state == JobState::kFailed ? 1 : 0;
   }
   c.placed = placed_;
   c.refused = refused_;

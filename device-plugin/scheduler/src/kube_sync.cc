@@ -206,6 +206,10 @@ struct KubeSync::Impl {
     if (!present) spdlog::warn("node {} was deleted from the API server: its chips are not offered", name);
   }
 
+  // The fault codes each node's device ConfigMap named last: node -> (chip, code) -> level. Only the device
+  // informer's thread reaches it.
+  std::map<std::string, std::map<std::pair<int, std::string>, std::string>> known_faults;
+
   void on_device_configmap(kube::EventType type, const json& cm) {
     if (type == kube::EventType::kDeleted) return;
     if (!meta_str(cm, "name").starts_with(deviceinfo::kNamePrefix)) return;
@@ -216,10 +220,23 @@ struct KubeSync::Impl {
     }
     std::vector<int> sick = d->unhealthy;
     sick.insert(sick.end(), d->network_unhealthy.begin(), d->network_unhealthy.end());
+    // A fault at RestartNPU or above stops the work on its chip even while the plugin still calls the chip
+    // healthy (it is reset): the chip takes no new work while the fault lasts, and its job recovers.
+    std::map<int, std::string> why_of;  // chip -> "SeparateNPU 80E18402"
+    for (const auto& f : d->faults) {
+      if (f.network) continue;
+      why_of[f.phy_id] = fmt::format("{} {}", f.level, fmt::join(f.codes, ","));
+      if (deviceinfo::stops_work(f.level)) sick.push_back(f.phy_id);
+    }
+    sick.insert(sick.end(), d->manually_separated.begin(), d->manually_separated.end());
+    std::sort(sick.begin(), sick.end());
+    sick.erase(std::unique(sick.begin(), sick.end()), sick.end());
+    auto fresh = new_faults(*d);
     Status st = ok_status();
     std::vector<Scheduler::Recovery> todo;
+    std::vector<std::pair<deviceinfo::ChipFault, std::optional<Scheduler::Holder>>> mild;
     access.with([&](Scheduler& s) {
-      auto turned = s.put_health(d->node, d->healthy, sick, now());
+      auto turned = s.put_health(d->node, d->healthy, sick, now(), d->manually_separated);
       if (!turned.ok()) {
         st = turned.error();
         return;
@@ -230,17 +247,60 @@ struct KubeSync::Impl {
                d->network_unhealthy.end();
       });
       // Before the cache is synced a job's record may not be here yet: initial_sync recovers then.
-      if (ready) todo = s.recover(d->node, *turned);
+      if (ready && !turned->empty()) {
+        std::vector<std::string> whys;
+        for (int c : *turned) whys.push_back(why_of.count(c) != 0 ? why_of[c] : "Unhealthy");
+        std::sort(whys.begin(), whys.end());
+        whys.erase(std::unique(whys.begin(), whys.end()), whys.end());
+        todo = s.recover(d->node, *turned, now(), fmt::format("{}", fmt::join(whys, "; ")));
+      }
+      for (const auto& f : fresh) {
+        if (!deviceinfo::stops_work(f.level) && std::find(sick.begin(), sick.end(), f.phy_id) == sick.end())
+          mild.emplace_back(f, s.holder_of(d->node, f.phy_id));
+      }
     });
     if (!st.ok()) spdlog::warn("device ConfigMap of {}: {}", d->node, st.error().message());
     for (const auto& r : todo) carry_out(d->node, r);
+    // A milder fault under a job's pod: the job is told (its controller may restart its step), nobody is
+    // evicted.
+    for (const auto& [f, h] : mild) {
+      const std::string what =
+          fmt::format("fault {} ({}) on chip {} of {}", fmt::join(f.codes, ","), f.level, f.phy_id, d->node);
+      spdlog::info("{}{}: the chip stays in service; nothing is evicted", what,
+                   h ? " under pod " + h->ns + "/" + h->pod : "");
+      if (h) {
+        pod_event(h->ns, h->pod, "", "Normal", "AscendFault",
+                  fmt::format("{} under this pod{}: the chip stays in service; nothing is evicted", what,
+                              h->job.empty() ? "" : " of job " + h->job));
+      }
+    }
+  }
+
+  // The fault codes of `d` that its node's last ConfigMap did not name (each counted by level once).
+  std::vector<deviceinfo::ChipFault> new_faults(const deviceinfo::NodeDevices& d) {
+    std::map<std::pair<int, std::string>, std::string> now_known;
+    std::vector<deviceinfo::ChipFault> fresh;
+    auto& before = known_faults[d.node];
+    for (const auto& f : d.faults) {
+      deviceinfo::ChipFault n = f;
+      n.codes.clear();
+      for (const auto& code : f.codes) {
+        now_known[{f.phy_id, code}] = f.level;
+        if (before.count({f.phy_id, code}) == 0) n.codes.push_back(code);
+      }
+      if (!n.codes.empty()) fresh.push_back(std::move(n));
+    }
+    before = std::move(now_known);
+    std::lock_guard l(mu);
+    for (const auto& f : fresh) stats.faults_by_level[f.level] += f.codes.size();
+    return fresh;
   }
 
   // A job's recovery from a chip fault (issue 23): Events, the evictions (the job's owner makes the pods
   // again; each comes back with its index, so its ranks, onto healthy chips), and the restart on its record.
   void carry_out(const std::string& node, const Scheduler::Recovery& r) {
     const std::string chips = format_chips(r.chips);
-    std::string what = r.exhausted        ? "max-restarts spent: nothing is evicted"
+    std::string what = r.exhausted        ? "max-restarts spent: nothing is evicted, the job is Failed"
                        : r.mode == "none" ? "recovery none: nothing is evicted"
                                           : fmt::format("recovery {} (restart {}): evicting {} pod(s)",
                                                         r.mode, r.restarts, r.pods.size());
@@ -248,17 +308,27 @@ struct KubeSync::Impl {
                  r.job, what);
     pod_event(r.ns, r.faulted_pod, "", "Warning", "AscendFault",
               fmt::format("chips {} of {} failed under this pod of job {}: {}", chips, node, r.job, what));
+    if (r.failed_now) {
+      count(&Stats::jobs_failed);
+      pod_event(
+          r.ns, r.faulted_pod, "", "Warning", "AscendJobFailed",
+          fmt::format("job {} failed: chips {} of {} failed and its max-restarts are spent; its pods are "
+                      "not evicted and not placed again",
+                      r.job, chips, node));
+    }
+    if (!r.exhausted && r.mode != "none") count(&Stats::restarts);
     for (const auto& pod : r.pods) {
       auto st = client->evict(r.ns, pod);
       if (!st.ok() && st.error().code() != ENOENT) {
         spdlog::warn("evicting {}/{}: {}", r.ns, pod, st.error().message());
         continue;
       }
+      count(&Stats::evictions);
       pod_event(r.ns, pod, "", "Normal", "AscendRescheduling",
                 fmt::format("evicted: job {} comes back on healthy chips (chips {} of {} failed)", r.job,
                             chips, node));
     }
-    if (!r.exhausted && r.mode != "none") sync_job(r.ns, r.job);
+    sync_job(r.ns, r.job);
   }
 
   // Once every informer has listed: Nodes the API server does not have are marked, chips of pods it no
@@ -293,7 +363,8 @@ struct KubeSync::Impl {
     std::vector<std::pair<std::string, Scheduler::Recovery>> owed;
     access.with([&](Scheduler& s) {
       for (const auto& [node, chips] : s.failed_chips()) {
-        for (auto& r : s.recover(node, chips)) owed.emplace_back(node, std::move(r));
+        for (auto& r : s.recover(node, chips, now(), "failed while the scheduler was away"))
+          owed.emplace_back(node, std::move(r));
       }
       ready = true;  // under the lock: a device ConfigMap after this recovers by itself
     });

@@ -1,6 +1,6 @@
 // ascend-scheduler: places training jobs on an Ascend cluster (place), replays job traces (simulate), plans
-// the parallel layout of a model (plan) and serves kube-scheduler as an extender (serve). Thin CLI over
-// ascend_topology and the extender library.
+// the parallel layout of a model (plan), serves kube-scheduler as an extender (serve) and isolates chips
+// (isolate). Thin CLI over ascend_topology and the extender library.
 #include <CLI/CLI.hpp>
 #include <iostream>
 
@@ -10,8 +10,9 @@
 namespace {
 
 constexpr const char* kFooter = R"(
-Exit codes: 0 ok; 1 an output file could not be written (serve: cannot listen or persist), or an internal error; 2 bad input (the message names the file, line and
-field) or bad usage; 3 infeasible: the job does not fit, or no layout fits ({"error": ...} on stdout).
+Exit codes: 0 ok; 1 an output file could not be written (serve: cannot listen or persist; isolate: the API
+server refused or failed), or an internal error; 2 bad input (the message names the file, line and field; isolate:
+no such node, ConfigMap or chip) or bad usage; 3 infeasible: the job does not fit, or no layout fits ({"error": ...} on stdout).
 Policies: topo (ours: whole-job, parallelism-aware), first-fit (first free chips in node order), volcano
 (Volcano's Ascend node-local affinity rules, one pod at a time). File formats and the cost model: README.)";
 
@@ -142,6 +143,19 @@ static int run_main(int argc, char** argv) {
   sv->add_option("--log-file", serve.log_file, "also log to this file");
   sv->footer(kFooter);
 
+  IsolateOptions iso;
+  auto* is = app.add_subcommand(
+      "isolate",
+      "take chips out of service until cleared (ManuallySeparateNPU in their nodes' device ConfigMaps), or "
+      "put them back with --clear");
+  is->add_option("targets", iso.targets, "NODE/CHIP, the chip's physical id (e.g. node-1/3)")->required();
+  is->add_flag("--clear", iso.clear, "put the chips back in service (their device plugin clears them)");
+  is->add_option("--kubeconfig", iso.kubeconfig, "API server from a kubeconfig file (its current context)");
+  is->add_option("--kube-api", iso.kube_api, "API server URL (instead of --kubeconfig)");
+  is->add_option("--kube-token-file", iso.kube_token_file, "bearer token for --kube-api");
+  is->add_option("--kube-ca-file", iso.kube_ca_file, "CA bundle to verify an https --kube-api");
+  is->footer(kFooter);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -151,6 +165,7 @@ static int run_main(int argc, char** argv) {
   try {
     if (*pl) return run_place(place, std::cout, std::cerr);
     if (*si) return run_simulate(sim, std::cout, std::cerr);
+    if (*is) return run_isolate(iso, std::cout, std::cerr);
     if (*sv) {
       so.reservation_ttl = std::chrono::milliseconds(static_cast<long long>(ttl_s * 1000));
       return run_serve(serve, std::cerr);

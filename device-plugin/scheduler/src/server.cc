@@ -245,6 +245,23 @@ struct Server::Impl final : SchedulerAccess {
                                                           .Name("ascend_scheduler_jobs_total")
                                                           .Help("jobs placed or refused since start")
                                                           .Register(*registry);
+  // Chip faults and recoveries (issue 23), from the API server's device ConfigMaps.
+  prometheus::Family<prometheus::Counter>& faults =
+      prometheus::BuildCounter()
+          .Name("ascend_scheduler_chip_faults_total")
+          .Help("new chip fault codes named by the nodes' device ConfigMaps, by handling level")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& recovery =
+      prometheus::BuildCounter()
+          .Name("ascend_scheduler_recovery_actions_total")
+          .Help("what chip faults under running jobs led to: pods evicted, job restarts, jobs failed")
+          .Register(*registry);
+  prometheus::Histogram& recovery_seconds =
+      prometheus::BuildHistogram()
+          .Name("ascend_scheduler_fault_to_rebound_seconds")
+          .Help("time from a chip fault under a job to every pod of the job bound again")
+          .Register(*registry)
+          .Add({}, prometheus::Histogram::BucketBoundaries{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300});
   std::map<std::string, prometheus::Histogram*> latency_of;
 
   // With an API server: the scheduler is a cache of it (kube_sync.h) and bind writes the records there.
@@ -574,22 +591,41 @@ void Server::Impl::on_job(const httplib::Request& q, httplib::Response& r) {
     if (!env.ok()) return reply_error(r, http_status(env.error()), env.error().message());
     return reply(r, 200, json(*env));
   }
-  auto v = what == "placement" ? snap->placement_of(ns, job) : snap->ranktable_of(ns, job);
+  auto v = what.empty()          ? snap->status_of(ns, job)
+           : what == "placement" ? snap->placement_of(ns, job)
+                                 : snap->ranktable_of(ns, job);
   if (!v.ok()) return reply_error(r, http_status(v.error()), v.error().message());
   reply(r, 200, *v);
 }
 
 std::string Server::Impl::metrics_text() {
   Scheduler::Counts c;
+  std::vector<double> recovered;
   {
     std::lock_guard lock(mu);
     c = sched.counts();
+    recovered = sched.take_recoveries();
   }
   chips.Add({{"state", "free"}}).Set(c.free);
   chips.Add({{"state", "used"}}).Set(c.used);
   chips.Add({{"state", "unhealthy"}}).Set(c.unhealthy);
+  chips.Add({{"state", "isolated"}}).Set(c.isolated);
   jobs.Add({{"state", "held"}}).Set(c.jobs);
   jobs.Add({{"state", "pending"}}).Set(c.pending_jobs);
+  jobs.Add({{"state", "running"}}).Set(c.running_jobs);
+  jobs.Add({{"state", "recovering"}}).Set(c.recovering_jobs);
+  jobs.Add({{"state", "failed"}}).Set(c.failed_jobs);
+  for (double v : recovered) recovery_seconds.Observe(v);
+  if (kube) {
+    auto k = kube->stats();
+    auto set = [](prometheus::Counter& x, std::uint64_t v) {
+      x.Increment(static_cast<double>(v) - x.Value());
+    };
+    for (const auto& [level, n] : k.faults_by_level) set(faults.Add({{"level", level}}), n);
+    set(recovery.Add({{"action", "evicted"}}), k.evictions);
+    set(recovery.Add({{"action", "restarted"}}), k.restarts);
+    set(recovery.Add({{"action", "failed"}}), k.jobs_failed);
+  }
   auto& placed = outcomes.Add({{"outcome", "placed"}});
   placed.Increment(static_cast<double>(c.placed) - placed.Value());
   auto& refused = outcomes.Add({{"outcome", "refused"}});
@@ -614,7 +650,7 @@ void Server::Impl::view_routes(httplib::Server& s) {
           Scheduler snap = snapshot();
           reply(r, 200, snap.cluster_view());
         }));
-  s.Get(R"(/v1/jobs/([^/]+)/([^/]+)/(placement|ranktable|env))",
+  s.Get(R"(/v1/jobs/([^/]+)/([^/]+)(?:/(placement|ranktable|env))?)",
         wrap("jobs", [this](const auto& q, auto& r) { on_job(q, r); }));
   s.Get("/", wrap("dashboard",
                   [](const auto&, auto& r) { r.set_content(dashboard_html(), "text/html; charset=utf-8"); }));

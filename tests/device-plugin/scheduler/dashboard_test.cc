@@ -80,9 +80,11 @@ TEST(Dashboard, ShowsThePlacedJobsTpGroupsAndUnhealthyChipsInARealBrowser) {
   EXPECT_EQ(count(html, R"(class="tp-group" data-job="default/train")"), 4) << html;
   EXPECT_EQ(count(html, R"(class="chip reserved"[^>]*data-job="default/train")"), 16);
   EXPECT_EQ(count(html, R"(class="chip [a-z]+ unhealthy" data-phy="1")"), 1);
-  EXPECT_EQ(count(html, R"(<tr class="job" data-job="default/train">)"), 1);
+  // The job is placed, no pod bound yet: Pending.
+  EXPECT_EQ(count(html, R"(<tr class="job Pending" data-job="default/train">)"), 1);
   EXPECT_EQ(count(html, R"(class="leaf" data-leaf="leaf-[01]")"), 2);
-  EXPECT_NE(html.find("3 nodes, 7 chips free, 16 used, 1 unhealthy; 1 jobs"), std::string::npos);
+  EXPECT_NE(html.find("3 nodes, 7 chips free, 16 used, 1 unhealthy (0 isolated); 1 jobs, 0 recovering"),
+            std::string::npos);
 
   std::string png = artifacts + "/dashboard.png";
   std::filesystem::remove(png);

@@ -96,6 +96,14 @@ TEST(Deploy, TheSampleJobIsAFourPodJobTheExtenderUnderstands) {
   EXPECT_EQ(p->job->tp * p->job->pp * p->job->dp, p->job->pods * p->chips);
   EXPECT_EQ(p->resource, kResource910);
   EXPECT_EQ(pod["spec"]["schedulerName"], "ascend-scheduler");
+  // Chip-fault recovery (issue 23): pod recovery, and an eviction (the pod's DisruptionTarget condition, as
+  // the Eviction API sets it) not counted against backoffLimit by the Job controller.
+  EXPECT_EQ(p->job->recovery, "pod");
+  EXPECT_EQ(p->job->max_restarts, 3);
+  const json& rule = job["spec"]["podFailurePolicy"]["rules"][0];
+  EXPECT_EQ(rule["action"], "Ignore");
+  EXPECT_EQ(rule["onPodConditions"][0]["type"], "DisruptionTarget");
+  EXPECT_EQ(pod["spec"]["restartPolicy"], "Never") << "podFailurePolicy requires it";
 }
 
 }  // namespace

@@ -346,7 +346,7 @@ TEST(KubeRecoveryRules, PodJobNoneAndSpentRestarts) {
     // A failed chip under pod 2 (and a healthy one beside it that is no one's failure).
     auto turned = s.put_health(where[2], {}, {held.chips[1]}, kT0);
     ASSERT_TRUE(turned.ok());
-    auto rs = s.recover(where[2], {held.chips[1]});
+    auto rs = s.recover(where[2], {held.chips[1]}, kT0);
     ASSERT_EQ(rs.size(), 1u) << mode;
     const auto& r = rs[0];
     EXPECT_EQ(r.faulted_pod, "train-2");
@@ -365,7 +365,7 @@ TEST(KubeRecoveryRules, PodJobNoneAndSpentRestarts) {
     EXPECT_EQ((*s.job_record("default", "train"))["restarts"], r.restarts);
     // max-restarts 1: the next fault evicts nobody.
     if (std::string(mode) != "none") {
-      auto again = s.recover(where[2], {held.chips[0]});
+      auto again = s.recover(where[2], {held.chips[0]}, kT0);
       ASSERT_EQ(again.size(), 1u);
       EXPECT_TRUE(again[0].exhausted);
       EXPECT_TRUE(again[0].pods.empty());
@@ -373,7 +373,7 @@ TEST(KubeRecoveryRules, PodJobNoneAndSpentRestarts) {
   }
   // A chip no pod of a job holds: nothing to recover.
   Scheduler s(small_cluster(2));
-  EXPECT_TRUE(s.recover("node-0", {3}).empty());
+  EXPECT_TRUE(s.recover("node-0", {3}, kT0).empty());
   EXPECT_EQ(*s.put_health("node-0", {0, 1, 2, 4, 5, 6, 7}, {3}, kT0), std::vector<int>{3});
   EXPECT_TRUE(s.put_health("node-0", {0, 1, 2, 4, 5, 6, 7}, {3}, kT0)->empty()) << "already unusable";
   // A fault the plugin's HTTP report told first still counts as new for the ConfigMap (the recovery's
@@ -383,6 +383,186 @@ TEST(KubeRecoveryRules, PodJobNoneAndSpentRestarts) {
   for (int c = 0; c < 8; ++c) inv.chips.push_back({c, c != 5, false});
   ASSERT_TRUE(s.put_inventory("node-0", inv, kT0).ok());
   EXPECT_EQ(*s.put_health("node-0", {0, 1, 2, 4, 6, 7}, {3, 5}, kT0), std::vector<int>{5});
+}
+
+// ---- the job's state through a recovery (issue 23) --------------------------------------------------------
+
+using std::chrono::milliseconds;
+
+std::string state_of(const Scheduler& s, const std::string& job = "train") {
+  auto v = s.status_of("default", job);
+  return v.ok() ? (*v)["state"].get<std::string>() : "(none: " + v.error().message() + ")";
+}
+
+// The node's device ConfigMap names `bad` unhealthy and its other chips healthy.
+Result<std::vector<int>> sick_only(Scheduler& s, const std::string& node, const std::vector<int>& bad,
+                                   Clock::time_point now) {
+  std::vector<int> healthy;
+  for (int c = 0; c < 8; ++c) {
+    if (std::find(bad.begin(), bad.end(), c) == bad.end()) healthy.push_back(c);
+  }
+  return s.put_health(node, healthy, bad, now);
+}
+
+ApiPod gone_pod(const std::string& name) {
+  ApiPod p;
+  p.info.ns = "default";
+  p.info.name = name;
+  return p;
+}
+
+TEST(KubeRecoveryState, PodRecoveryIsRecoveringFromTheFaultUntilTheReplacementIsBoundThenRunning) {
+  Scheduler s(small_cluster(4));
+  auto where = bound_job(s, "pod", "3");
+  EXPECT_EQ(state_of(s), "Running") << "every pod bound";
+  auto held = *s.held_by("default", "train-2");
+  const auto t_fault = kT0 + milliseconds(1000);
+  ASSERT_TRUE(sick_only(s, where[2], {held.chips[1]}, t_fault).ok());
+  auto rs = s.recover(where[2], {held.chips[1]}, t_fault, "SeparateNPU 80E18402");
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_FALSE(rs[0].failed_now);
+  auto v = *s.status_of("default", "train");
+  EXPECT_EQ(v["state"], "Recovering");
+  EXPECT_EQ(v["since_ms"], 1'700'000'001'000LL);
+  EXPECT_EQ(v["restarts"], 1);
+  EXPECT_EQ(v["why"], "chips " + std::to_string(held.chips[1]) + " of " + where[2] +
+                          " failed under pod train-2 (SeparateNPU 80E18402); restart 1 of 3 (pod recovery)");
+  ASSERT_EQ(v["faults"].size(), 1u);
+  EXPECT_EQ(v["faults"][0]["pod"], "train-2");
+  EXPECT_EQ(v["faults"][0]["chips"], json::array({held.chips[1]}));
+  EXPECT_EQ(v["faults"][0]["why"], "SeparateNPU 80E18402");
+  // The eviction takes pod 2 away; its owner makes it again; it is placed and bound 2.5 s after the fault.
+  EXPECT_EQ(s.observe_pod(gone_pod("train-2"), true, t_fault + milliseconds(100)), Observed::kReleased);
+  EXPECT_EQ(state_of(s), "Recovering");
+  auto r = s.filter(info(with_recovery(job_pod("train", 2, 4, "tp=4,pp=2,dp=2"), "pod", "3")), names(4),
+                    t_fault + milliseconds(2000));
+  ASSERT_EQ(r.passed.size(), 1u);
+  EXPECT_EQ(state_of(s), "Recovering") << "not bound yet";
+  ASSERT_TRUE(s.bind("default", "train-2", "uid-2b", r.passed[0], t_fault + milliseconds(2500)).ok());
+  auto now_held = *s.held_by("default", "train-2");
+  if (r.passed[0] == where[2]) {
+    EXPECT_EQ(std::count(now_held.chips.begin(), now_held.chips.end(), held.chips[1]), 0);
+  }
+  EXPECT_EQ(now_held.rank_start, 8) << "pod 2 keeps its ranks";
+  EXPECT_EQ(state_of(s), "Running");
+  EXPECT_EQ(s.take_recoveries(), std::vector<double>{2.5}) << "fault at +1 s, bound at +3.5 s";
+  EXPECT_TRUE(s.take_recoveries().empty()) << "taken once";
+  EXPECT_EQ(s.counts().running_jobs, 1);
+}
+
+TEST(KubeRecoveryState, JobRecoveryKeepsTheRecordAndThePodsComeBackToTheirOwnChipsTheFaultedOneElsewhere) {
+  Scheduler s(small_cluster(4));
+  auto where = bound_job(s, "job", "3");
+  std::vector<Scheduler::Held> before;
+  for (int i = 0; i < 4; ++i) before.push_back(*s.held_by("default", "train-" + std::to_string(i)));
+  const int bad = before[2].chips[0];
+  ASSERT_TRUE(sick_only(s, where[2], {bad}, kT0).ok());
+  auto rs = s.recover(where[2], {bad}, kT0);
+  ASSERT_EQ(rs.size(), 1u);
+  ASSERT_EQ(rs[0].pods.size(), 4u);
+  for (int i = 0; i < 4; ++i) s.observe_pod(gone_pod("train-" + std::to_string(i)), true, kT0);
+  EXPECT_TRUE(s.holders().empty()) << "every chip is free while the pods are away";
+  EXPECT_EQ(state_of(s), "Recovering") << "the record stays: the job comes back to its nodes";
+  // The faulted pod comes back first (the hard order: the others' chips must not be given away).
+  std::map<int, std::string> now_on;
+  for (int i : {2, 0, 1, 3}) {
+    auto r = s.filter(info(with_recovery(job_pod("train", i, 4, "tp=4,pp=2,dp=2"), "job", "3")), names(4),
+                      kT0 + milliseconds(500));
+    ASSERT_EQ(r.passed.size(), 1u) << "pod " << i;
+    now_on[i] = r.passed[0];
+    auto n = "train-" + std::to_string(i);
+    ASSERT_TRUE(s.bind("default", n, n + "-again", r.passed[0], kT0 + milliseconds(700)).ok()) << i;
+  }
+  for (int i : {0, 1, 3}) {
+    EXPECT_EQ(now_on[i], where[static_cast<std::size_t>(i)]) << "pod " << i << " is back on its node";
+    EXPECT_EQ(s.held_by("default", "train-" + std::to_string(i))->chips,
+              before[static_cast<std::size_t>(i)].chips)
+        << "pod " << i << " has its own chips again";
+  }
+  auto c2 = s.held_by("default", "train-2")->chips;
+  if (now_on[2] == where[2]) {
+    EXPECT_EQ(std::count(c2.begin(), c2.end(), bad), 0) << "not on the failed chip";
+  }
+  EXPECT_EQ(state_of(s), "Running");
+  EXPECT_EQ((*s.status_of("default", "train"))["restarts"], 1);
+  EXPECT_EQ(s.take_recoveries(), std::vector<double>{0.7});
+}
+
+TEST(KubeRecoveryState, SpentRestartsFailTheJobOnceItsPodsAreNotPlacedAgainAndItIsForgottenAfterTheHold) {
+  Scheduler s(small_cluster(4));
+  auto where = bound_job(s, "pod", "0");
+  auto held = *s.held_by("default", "train-1");
+  ASSERT_TRUE(sick_only(s, where[1], {held.chips[0]}, kT0).ok());
+  auto rs = s.recover(where[1], {held.chips[0]}, kT0);
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_TRUE(rs[0].exhausted);
+  EXPECT_TRUE(rs[0].failed_now);
+  EXPECT_TRUE(rs[0].pods.empty()) << "nobody is evicted";
+  EXPECT_EQ(state_of(s), "Failed");
+  EXPECT_NE((*s.status_of("default", "train"))["why"].get<std::string>().find("max-restarts (0) spent"),
+            std::string::npos);
+  EXPECT_EQ(s.counts().failed_jobs, 1);
+  // Another fault: still Failed, not "newly" so.
+  ASSERT_TRUE(sick_only(s, where[1], {held.chips[0], held.chips[1]}, kT0).ok());
+  auto again = s.recover(where[1], {held.chips[1]}, kT0);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_FALSE(again[0].failed_now);
+  // Its pods end (their owner gives up): every chip is free, the record stays for kRecordHold.
+  for (int i = 0; i < 4; ++i)
+    s.observe_pod(gone_pod("train-" + std::to_string(i)), true, kT0 + milliseconds(10));
+  EXPECT_TRUE(s.holders().empty());
+  EXPECT_EQ(s.counts().used, 0) << "no chip leaks";
+  auto r = s.filter(info(with_recovery(job_pod("train", 1, 4, "tp=4,pp=2,dp=2"), "pod", "0")), names(4),
+                    kT0 + milliseconds(20));
+  EXPECT_TRUE(r.passed.empty());
+  ASSERT_FALSE(r.unresolvable.empty());
+  EXPECT_NE(r.unresolvable.begin()->second.find("failed"), std::string::npos)
+      << r.unresolvable.begin()->second;
+  s.expire(kT0 + std::chrono::minutes(9), nullptr);
+  EXPECT_EQ(state_of(s), "Failed") << "kept within the hold";
+  std::vector<std::string> touched;
+  s.expire(kT0 + std::chrono::minutes(10), &touched);
+  EXPECT_EQ(touched, std::vector<std::string>{"default/train"}) << "its ConfigMap is synced (deleted)";
+  EXPECT_EQ(s.status_of("default", "train").error().code(), ENOENT);
+}
+
+TEST(KubeRecoveryState, TheStateAndFaultsTravelInTheRecordToAnotherReplica) {
+  Scheduler a(small_cluster(4));
+  auto where = bound_job(a, "pod", "3");
+  auto held = *a.held_by("default", "train-3");
+  ASSERT_TRUE(sick_only(a, where[3], {held.chips[2]}, kT0).ok());
+  ASSERT_EQ(a.recover(where[3], {held.chips[2]}, kT0 + milliseconds(40), "RestartNPU 80CB8003").size(), 1u);
+  auto rec = *a.job_record("default", "train");
+  Scheduler b(small_cluster(4));
+  ASSERT_TRUE(b.observe_job(rec, kT0).ok());
+  auto va = *a.status_of("default", "train");
+  auto vb = *b.status_of("default", "train");
+  for (const char* k : {"state", "since_ms", "why", "restarts", "faults"}) EXPECT_EQ(va[k], vb[k]) << k;
+  EXPECT_EQ(vb["state"], "Recovering");
+  // A record with an unknown state is refused, naming the field.
+  rec["state"] = "Sleeping";
+  rec["version"] = std::uint64_t{99};
+  Scheduler c(small_cluster(4));
+  auto st = c.observe_job(rec, kT0);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("state"), std::string::npos) << st.error().message();
+}
+
+TEST(KubeRecoveryState, HolderOfAndIsolatedChips) {
+  Scheduler s(small_cluster(2));
+  auto where = place_and_bind(s, {0, 1, 2, 3});
+  auto held = *s.held_by("default", "train-1");
+  auto h = s.holder_of(where[1], held.chips[0]);
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->pod, "train-1");
+  EXPECT_EQ(h->job, "train");
+  EXPECT_FALSE(s.holder_of("node-9", 0).has_value());
+  ASSERT_TRUE(s.put_health("node-0", {0, 1, 2, 3, 4, 5, 6}, {7}, kT0, {7}).ok());
+  EXPECT_EQ(s.counts().isolated, 1);
+  auto view = s.cluster_view();
+  EXPECT_EQ(view["nodes"][0]["chips"][7]["isolated"], true);
+  EXPECT_FALSE(view["nodes"][0]["chips"][6].contains("isolated"));
+  EXPECT_EQ(view["chips"]["isolated"], 1);
 }
 
 }  // namespace

@@ -11,12 +11,14 @@
 #include <chrono>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "ascend/common/kube_client.h"
 #include "ascend/deviceinfo/deviceinfo.h"
+#include "ascend/scheduler/commands.h"
 #include "ascend/scheduler/kube_records.h"
 #include "ascend/scheduler/server.h"
 #include "extender_util.h"
@@ -261,15 +263,30 @@ std::map<int, std::pair<std::string, std::vector<int>>> run_job(FakeApiServer& a
   return where;
 }
 
-// The device plugin of `node` reports chip `bad` failed (MindCluster's device ConfigMap).
-void fail_chip(FakeApiServer& api, const std::string& node, int bad) {
+// The device plugin of `node` reports a fault `code` of `level` on chip `bad` (MindCluster's device
+// ConfigMap): PreSeparateNPU and above make it Unhealthy (as our plugin does), milder levels keep it healthy.
+// `isolated`: its ManuallySeparateNPU.
+void fault_chip(FakeApiServer& api, const std::string& node, int bad, const std::string& code,
+                const std::string& level, const std::vector<int>& isolated = {}) {
   deviceinfo::NodeDevices d;
   d.node = node;
   d.resource = "huawei.com/Ascend910";
-  for (int c = 0; c < 8; ++c) (c == bad ? d.unhealthy : d.healthy).push_back(c);
-  d.faults.push_back({bad, {"80E01801"}});
-  api.create(std::string("/api/v1/namespaces/") + deviceinfo::kNamespace + "/configmaps",
-             deviceinfo::to_configmap(d));
+  bool sick = level == "SeparateNPU" || level == "PreSeparateNPU";
+  for (int c = 0; c < 8; ++c) (c == bad && sick ? d.unhealthy : d.healthy).push_back(c);
+  if (bad >= 0) d.faults.push_back({bad, {code}, level, false});
+  d.manually_separated = isolated;
+  const std::string path = std::string("/api/v1/namespaces/") + deviceinfo::kNamespace + "/configmaps";
+  json cm = deviceinfo::to_configmap(d);
+  if (api.get(path + "/" + deviceinfo::configmap_name(node)).is_null()) {
+    api.create(path, cm);
+  } else {
+    api.update(path + "/" + deviceinfo::configmap_name(node), cm);
+  }
+}
+
+// A SeparateNPU fault (the code from our plugin's fault table, device-plugin/plugin/faults/fault-codes.yaml).
+void fail_chip(FakeApiServer& api, const std::string& node, int bad) {
+  fault_chip(api, node, bad, "80E18402", "SeparateNPU");
 }
 
 bool pod_there(FakeApiServer& api, const std::string& name) {
@@ -337,6 +354,275 @@ TEST(KubeRecovery, PodRecoveryEvictsThePodOnTheFailedChipAndItComesBackOnHealthy
   EXPECT_EQ((*record_of(cm))["restarts"], 1);
 }
 
+// ---- the job's state, the rank table the survivors see, isolation, metrics (issue 23) ------------------
+
+json job_status(Cached& s, const std::string& job) {
+  auto r = s.client->Get(("/v1/jobs/default/" + job).c_str());
+  return r && r->status == 200 ? json::parse(r->body) : json();
+}
+
+std::string metrics(Cached& s) {
+  auto r = s.client->Get("/metrics");
+  return r && r->status == 200 ? r->body : "";
+}
+
+// rank id -> "server device_id device_ip" from a job ConfigMap's hccl.json.
+std::map<std::string, std::string> ranks_of(const json& cm) {
+  std::map<std::string, std::string> out;
+  json rt = json::parse(cm["data"][kRankTableKey].get<std::string>());
+  for (const auto& srv : rt["server_list"]) {
+    for (const auto& d : srv["device"]) {
+      out[d["rank_id"].get<std::string>()] = srv["server_id"].get<std::string>() + " " +
+                                             d["device_id"].get<std::string>() + " " +
+                                             d.value("device_ip", "");
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> all_nodes() {
+  std::vector<std::string> names;
+  for (int i = 0; i < kNodes; ++i) names.push_back("node-" + std::to_string(i));
+  return names;
+}
+
+// The test plays the job's controller: pod `i` of `job` made again, filtered and bound; its node.
+std::string make_again(FakeApiServer& api, Cached& s, const std::string& job, int i,
+                       const std::string& mode) {
+  json again = testing::job_pod(job, i, 4, "tp=4,pp=2,dp=2");
+  again["metadata"]["annotations"][kRecoveryAnnotation] = mode;
+  json pod = api.create("/api/v1/namespaces/default/pods", again);
+  json r = s.post(*s.extender, "/filter", {{"Pod", pod}, {"NodeNames", all_nodes()}});
+  EXPECT_EQ(r["NodeNames"].size(), 1u) << r.dump();
+  if (r["NodeNames"].size() != 1) return "";
+  json b = s.post(*s.extender, "/bind",
+                  {{"PodName", pod["metadata"]["name"]},
+                   {"PodNamespace", "default"},
+                   {"PodUID", pod["metadata"]["uid"]},
+                   {"Node", r["NodeNames"][0]}});
+  EXPECT_EQ(b.value("Error", ""), "") << b.dump();
+  return r["NodeNames"][0];
+}
+
+TEST(KubeRecovery, TheSurvivorsRankTableIsRewrittenWithTheirRanksUnchangedAndTheJobGoesRecoveringToRunning) {
+  FakeApiServer api;
+  put_nodes(api);
+  Cached s(api);
+  ASSERT_TRUE(wait_for([&] { return s.ready(); }));
+  auto where = run_job(api, s, "rt", "pod", 3);
+  ASSERT_EQ(where.size(), 4u);
+  const std::string cm_path = "/api/v1/namespaces/default/configmaps/ascend-job-rt";
+  json cm0;
+  ASSERT_TRUE(wait_for([&] {
+    cm0 = api.get(cm_path);
+    return cm0.is_object() &&
+           json::parse(cm0["data"][kRankTableKey].get<std::string>())["status"] == "completed";
+  }));
+  EXPECT_EQ(job_status(s, "rt")["state"], "Running");
+  const auto before = ranks_of(cm0);
+  ASSERT_EQ(before.size(), 16u);
+  const auto [node2, chips2] = where[2];
+  fail_chip(api, node2, chips2[3]);
+  ASSERT_TRUE(wait_for([&] { return !pod_there(api, "rt-2"); }));
+  json st = job_status(s, "rt");
+  EXPECT_EQ(st["state"], "Recovering");
+  EXPECT_EQ(st["restarts"], 1);
+  EXPECT_NE(st["why"].get<std::string>().find("(SeparateNPU 80E18402)"), std::string::npos) << st.dump();
+  ASSERT_EQ(st["faults"].size(), 1u);
+  EXPECT_EQ(st["faults"][0]["node"], node2);
+  EXPECT_EQ(st["faults"][0]["chips"], json::array({chips2[3]}));
+  const std::string node_again = make_again(api, s, "rt", 2, "pod");
+  ASSERT_FALSE(node_again.empty());
+  json cm1;
+  ASSERT_TRUE(wait_for([&] {
+    cm1 = api.get(cm_path);
+    return record_version(cm1) > record_version(cm0) &&
+           json::parse(cm1["data"][kRankTableKey].get<std::string>())["status"] == "completed";
+  }));
+  const auto after = ranks_of(cm1);
+  ASSERT_EQ(after.size(), 16u);
+  json p2 = api.get("/api/v1/namespaces/default/pods/rt-2");
+  auto new_chips = *parse_chips(p2["metadata"]["annotations"][kChipsAnnotation]);
+  if (node_again == node2) {
+    EXPECT_EQ(std::count(new_chips.begin(), new_chips.end(), chips2[3]), 0);
+  }
+  std::set<std::string> pod2_devices;
+  for (int r = 0; r < 16; ++r) {
+    const std::string k = std::to_string(r);
+    if (r / 4 != 2) {
+      EXPECT_EQ(after.at(k), before.at(k)) << "rank " << r << " of a surviving pod is unchanged";
+    } else {
+      pod2_devices.insert(after.at(k).substr(0, after.at(k).rfind(' ')));
+    }
+  }
+  std::set<std::string> want;  // server_id is the node's name, device_id the chip's physical id
+  for (int c : new_chips) want.insert(node_again + " " + std::to_string(c));
+  EXPECT_EQ(pod2_devices, want) << "ranks 8-11 name pod 2's new chips";
+  EXPECT_TRUE(wait_for([&] { return job_status(s, "rt")["state"] == "Running"; }));
+  const std::string m = metrics(s);
+  EXPECT_NE(m.find("ascend_scheduler_chip_faults_total{level=\"SeparateNPU\"} 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("ascend_scheduler_recovery_actions_total{action=\"evicted\"} 1"), std::string::npos);
+  EXPECT_NE(m.find("ascend_scheduler_recovery_actions_total{action=\"restarted\"} 1"), std::string::npos);
+  EXPECT_NE(m.find("ascend_scheduler_fault_to_rebound_seconds_count 1"), std::string::npos);
+  EXPECT_NE(m.find("ascend_scheduler_jobs{state=\"running\"} 1"), std::string::npos);
+}
+
+TEST(KubeRecovery, JobRecoveryBringsTheWholeJobBackOnItsOldNodesAndChips) {
+  FakeApiServer api;
+  put_nodes(api);
+  Cached s(api);
+  ASSERT_TRUE(wait_for([&] { return s.ready(); }));
+  auto where = run_job(api, s, "back", "job", 3);
+  ASSERT_EQ(where.size(), 4u);
+  fail_chip(api, where[1].first, where[1].second[0]);
+  ASSERT_TRUE(wait_for([&] {
+    for (int i = 0; i < 4; ++i) {
+      if (pod_there(api, "back-" + std::to_string(i))) return false;
+    }
+    return true;
+  }));
+  ASSERT_TRUE(wait_for([&] { return held(s.view()).empty(); }));
+  EXPECT_EQ(job_status(s, "back")["state"], "Recovering") << "the record waits for the pods";
+  for (int i : {1, 0, 2, 3}) {  // the faulted pod first
+    std::string n = make_again(api, s, "back", i, "job");
+    json p = api.get("/api/v1/namespaces/default/pods/back-" + std::to_string(i));
+    auto chips = *parse_chips(p["metadata"]["annotations"][kChipsAnnotation]);
+    if (i != 1) {
+      EXPECT_EQ(n, where[i].first) << "pod " << i << " is back on its node";
+      EXPECT_EQ(chips, where[i].second) << "pod " << i << " has its chips again";
+    } else if (n == where[1].first) {
+      EXPECT_EQ(std::count(chips.begin(), chips.end(), where[1].second[0]), 0) << "not on the failed chip";
+    }
+  }
+  EXPECT_TRUE(wait_for([&] { return job_status(s, "back")["state"] == "Running"; }));
+  EXPECT_EQ(job_status(s, "back")["restarts"], 1);
+}
+
+TEST(KubeRecovery, AMildFaultEvictsNobodyAndSaysSoARestartNpuFaultOnAHealthyChipEvicts) {
+  FakeApiServer api;
+  put_nodes(api);
+  Cached s(api);
+  ASSERT_TRUE(wait_for([&] { return s.ready(); }));
+  auto where = run_job(api, s, "mild", "pod", 3);
+  ASSERT_EQ(where.size(), 4u);
+  // RestartRequest (80C98008): the chip stays in service; the pod is told, nobody is evicted.
+  fault_chip(api, where[0].first, where[0].second[1], "80C98008", "RestartRequest");
+  ASSERT_TRUE(wait_for([&] { return reasons_of(api, "mild-0").count("AscendFault") == 1; }));
+  const json events = api.list("/apis/events.k8s.io/v1/namespaces/default/events");
+  bool said = false;
+  for (const auto& e : events["items"]) {
+    if (e["regarding"]["name"] == "mild-0" && e["reason"] == "AscendFault")
+      said = e["note"].get<std::string>().find("nothing is evicted") != std::string::npos &&
+             e["note"].get<std::string>().find("RestartRequest") != std::string::npos;
+  }
+  EXPECT_TRUE(said) << events.dump();
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(pod_there(api, "mild-" + std::to_string(i)));
+  EXPECT_EQ(job_status(s, "mild")["state"], "Running");
+  EXPECT_NE(metrics(s).find("ascend_scheduler_chip_faults_total{level=\"RestartRequest\"} 1"),
+            std::string::npos);
+  // The same ConfigMap written again (the plugin republishes): not a new fault.
+  fault_chip(api, where[0].first, where[0].second[1], "80C98008", "RestartRequest");
+  std::this_thread::sleep_for(300ms);  // nothing must happen: give the watch the time a change would take
+  EXPECT_EQ(reasons_of(api, "mild-0").count("AscendFault"), 1u);
+  // RestartNPU (8C03A000) on pod 3's chip: the plugin keeps the chip healthy (it is reset), but the work on
+  // it stops: pod 3 is evicted.
+  fault_chip(api, where[3].first, where[3].second[0], "8C03A000", "RestartNPU");
+  EXPECT_TRUE(wait_for([&] { return !pod_there(api, "mild-3"); }));
+  EXPECT_TRUE(pod_there(api, "mild-0"));
+}
+
+TEST(KubeRecovery, AFaultOnAFreeChipEvictsNothing) {
+  FakeApiServer api;
+  put_nodes(api);
+  Cached s(api);
+  ASSERT_TRUE(wait_for([&] { return s.ready(); }));
+  auto where = run_job(api, s, "calm", "job", 3);
+  ASSERT_EQ(where.size(), 4u);
+  // A chip of a node no pod of the job is on, or a free one beside them.
+  std::string node;
+  int chip = -1;
+  auto h = held(s.view());
+  for (int n = 0; n < kNodes && chip < 0; ++n) {
+    for (int c = 0; c < 8 && chip < 0; ++c) {
+      if (h.count("node-" + std::to_string(n) + " " + std::to_string(c)) == 0) {
+        node = "node-" + std::to_string(n);
+        chip = c;
+      }
+    }
+  }
+  ASSERT_GE(chip, 0);
+  fail_chip(api, node, chip);
+  ASSERT_TRUE(wait_for([&] {
+    const json v = s.view();  // kept: a range over a temporary's member would dangle
+    for (const auto& n : v["nodes"]) {
+      if (n["name"] == node && n["chips"][chip]["unhealthy"] == true) return true;
+    }
+    return false;
+  }));
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(pod_there(api, "calm-" + std::to_string(i)));
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(reasons_of(api, "calm-" + std::to_string(i)).count("AscendFault"), 0u);
+  EXPECT_EQ(job_status(s, "calm")["state"], "Running");
+  EXPECT_EQ(job_status(s, "calm")["restarts"], 0);
+}
+
+TEST(KubeRecovery, AnIsolatedChipStaysOutOfEveryPlacementUntilClearedWithTheCli) {
+  FakeApiServer api;
+  put_nodes(api);
+  Cached s(api);
+  ASSERT_TRUE(wait_for([&] { return s.ready(); }));
+  fault_chip(api, "node-1", -1, "", "");  // node-1's plugin reports every chip healthy
+  IsolateOptions o;
+  o.kube_api = api.url();
+  o.targets = {"node-1/3", "node-1/5"};
+  std::ostringstream out, err;
+  ASSERT_EQ(run_isolate(o, out, err), 0) << err.str();
+  EXPECT_NE(out.str().find("ManuallySeparateNPU is now \"Ascend910-3,Ascend910-5\""), std::string::npos)
+      << out.str();
+  auto chip_of = [&](int c) {
+    const json v = s.view();  // kept: a range over a temporary's member would dangle
+    for (const auto& n : v["nodes"]) {
+      if (n["name"] == "node-1") return n["chips"][c];
+    }
+    return json::object();
+  };
+  ASSERT_TRUE(
+      wait_for([&] { return chip_of(3).value("isolated", false) && chip_of(5).value("isolated", false); }));
+  EXPECT_EQ(s.view()["chips"]["isolated"], 2);
+  // Every placement keeps off them: fill the cluster with 8-chip pods; node-1 has 6 usable chips only.
+  std::set<std::string> nodes_used;
+  for (int i = 0; i < kNodes; ++i) {
+    json pod =
+        api.create("/api/v1/namespaces/default/pods", testing::plain_pod("big-" + std::to_string(i), 8));
+    json r = s.post(*s.extender, "/filter", {{"Pod", pod}, {"NodeNames", all_nodes()}});
+    for (const auto& n : r["NodeNames"]) nodes_used.insert(n);
+  }
+  EXPECT_EQ(nodes_used.count("node-1"), 0u) << "an 8-chip pod never fits node-1 while 2 chips are isolated";
+  // Cleared: the chip is offered again (its device plugin also drops it from its isolation).
+  o.clear = true;
+  o.targets = {"node-1/3"};
+  out.str("");
+  ASSERT_EQ(run_isolate(o, out, err), 0) << err.str();
+  EXPECT_TRUE(
+      wait_for([&] { return !chip_of(3).value("isolated", false) && chip_of(5).value("isolated", false); }));
+  json cm = api.get(std::string("/api/v1/namespaces/") + deviceinfo::kNamespace + "/configmaps/" +
+                    deviceinfo::configmap_name("node-1"));
+  EXPECT_EQ(cm["data"][deviceinfo::kManuallySeparateKey], "Ascend910-5");
+  // Bad input: one clear line each, exit 2.
+  for (const auto& [target, says] : std::vector<std::pair<std::string, std::string>>{
+           {"node-1", "is not NODE/CHIP"},
+           {"node-1/x", "physical id"},
+           {"node-1/9", "has no chip 9"},
+           {"node-7/0", "has no kube-system/mindx-dl-deviceinfo-node-7"},
+           {"Node_1/0", "node"}}) {
+    IsolateOptions b = o;
+    b.targets = {target};
+    std::ostringstream bo, be;
+    EXPECT_EQ(run_isolate(b, bo, be), 2) << target;
+    EXPECT_NE(be.str().find(says), std::string::npos) << target << ": " << be.str();
+  }
+}
+
 TEST(KubeRecovery, AFaultWhileTheSchedulerIsDownIsActedOnOnceItIsBack) {
   FakeApiServer api;
   put_nodes(api);
@@ -396,6 +682,21 @@ TEST(KubeRecovery, RecoveryNoneAndSpentRestartsEvictNobodyAndSaySo) {
   }
   EXPECT_EQ(reasons_of(api, "keep-0").count("AscendRescheduling"), 0u);
   EXPECT_EQ(reasons_of(api, "spent-0").count("AscendRescheduling"), 0u);
+  // Spent: the job is Failed (once: one AscendJobFailed); recovery none: it runs on.
+  EXPECT_TRUE(wait_for([&] { return reasons_of(api, "spent-0").count("AscendJobFailed") == 1; }));
+  EXPECT_EQ(job_status(s, "spent")["state"], "Failed");
+  EXPECT_EQ(job_status(s, "keep")["state"], "Running");
+  EXPECT_NE(metrics(s).find("ascend_scheduler_recovery_actions_total{action=\"failed\"} 1"),
+            std::string::npos);
+  // Its pods end: its chips are free, the Failed record stays (the job's pods are not placed again).
+  for (int i = 0; i < 4; ++i) api.remove("/api/v1/namespaces/default/pods/spent-" + std::to_string(i));
+  EXPECT_TRUE(wait_for([&] {
+    for (const auto& [chip, pod] : held(s.view())) {
+      if (pod.rfind("spent-", 0) == 0) return false;
+    }
+    return true;
+  })) << "no chip leaks";
+  EXPECT_EQ(job_status(s, "spent")["state"], "Failed");
 }
 
 TEST(KubeSync, TheViewFollowsTheApiServerThroughCutWatchesGoneHistoryARestartAndGarbage) {

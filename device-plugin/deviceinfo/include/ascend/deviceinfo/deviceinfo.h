@@ -38,6 +38,14 @@ inline constexpr int kMaxPhyId = 1023;
 inline constexpr const char* kNotHandleFault = "NotHandleFault";  // the chip stays schedulable
 inline constexpr const char* kSeparateNPU = "SeparateNPU";        // the chip is taken out of scheduling
 
+// MindCluster's fault_handling levels, least severe first (its getMostSeriousFaultType order: NotHandleFault,
+// RestartRequest, RestartBusiness, FreeRestartNPU, RestartNPU, PreSeparateNPU, SeparateNPU,
+// ManuallySeparateNPU): the rank of `level` there, -1 for a name not in it.
+int level_rank(std::string_view level);
+// RestartNPU and above: the chip is reset now or taken out of service, so the work on it stops (the
+// scheduler recovers the job); an unknown level counts as SeparateNPU (MindCluster's default).
+bool stops_work(std::string_view level);
+
 struct ChipFault {
   int phy_id = 0;
   std::vector<std::string> codes;    // hex fault codes as npu-smi shows them, e.g. "80E01801"
@@ -73,6 +81,9 @@ Result<NodeDevices> from_configmap(const nlohmann::json& cm);
 // The chips a device ConfigMap names in ManuallySeparateNPU (none when the key is absent or empty), by the
 // chip names of `resource`; EINVAL naming a name that is not "<Kind>-<id>" of that resource.
 Result<std::vector<int>> manually_separated(const nlohmann::json& cm, std::string_view resource);
+
+// The ManuallySeparateNPU value naming `phys` (ascending) of `resource`: "Ascend910-1,Ascend910-3".
+std::string manually_separated_value(std::string_view resource, const std::vector<int>& phys);
 
 // CheckCode: the lower-case hex SHA-256 of DeviceInfo ({"DeviceList": {...}, "UpdateTime": n}) as Go's
 // encoding/json writes it (keys sorted, no spaces, <>& escaped as \u003c \u003e \u0026).

@@ -5,6 +5,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "ascend/scheduler/server.h"
 #include "ascend/topology/plan.h"
@@ -53,5 +54,15 @@ struct ServeCommand {
 // Serves until SIGINT/SIGTERM. Exit codes: 0 stopped cleanly, 1 cannot listen or persist, 2 bad input
 // (cluster file, state file, token or TLS files, options).
 int run_serve(const ServeCommand& o, std::ostream& err);
+
+// `isolate`: takes chips out of service (or, with `clear`, back in) through the ManuallySeparateNPU key of
+// their nodes' device ConfigMaps, which the device plugins follow (issue 23). Targets are "NODE/CHIP" (the
+// physical chip id npu-smi shows).
+struct IsolateOptions {
+  std::vector<std::string> targets;
+  bool clear = false;
+  std::string kubeconfig, kube_api, kube_token_file, kube_ca_file;
+};
+int run_isolate(const IsolateOptions& o, std::ostream& out, std::ostream& err);
 
 }  // namespace ascend::scheduler

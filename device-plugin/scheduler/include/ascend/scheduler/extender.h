@@ -39,6 +39,21 @@ using Clock = std::chrono::system_clock;
 enum class SlotState { kReserved, kBound, kAllocated, kReleased, kExpired };
 std::string_view to_string(SlotState s);
 
+// Where a job is (issue 23): Pending until every pod is bound, then Running; Recovering from a chip fault
+// until every pod is bound again (its pods were evicted); Failed when a fault came with max-restarts spent
+// (its pods are not evicted again and not placed again while the record is kept).
+enum class JobState { kPending, kRunning, kRecovering, kFailed };
+std::string_view to_string(JobState s);
+
+// A chip fault under a pod of a job, as the job's record keeps it (the last kKeptFaults).
+struct FaultNote {
+  std::chrono::system_clock::time_point at{};
+  std::string node;
+  std::vector<int> chips;
+  std::string pod;
+  std::string why;  // the level and codes when the device ConfigMap gave them
+};
+
 // The chips one pod holds on one node.
 struct Slot {
   int node = -1;
@@ -61,6 +76,11 @@ struct JobRecord {
   // ConfigMap) only when it is newer than its own.
   std::uint64_t version = 1;
   int restarts = 0;  // recoveries from chip faults so far (issue 23)
+  JobState state = JobState::kPending;
+  Clock::time_point state_since{};
+  std::string state_why;          // why Recovering or Failed
+  std::vector<FaultNote> faults;  // the last kKeptFaults, oldest first
+  static constexpr std::size_t kKeptFaults = 8;
 
   std::string key() const { return ns + "/" + spec.name; }
   topology::Job job() const;
@@ -187,8 +207,8 @@ class Scheduler {
                                                     int pod) const;
 
   struct Counts {
-    int free = 0, used = 0, unhealthy = 0;
-    int jobs = 0, pending_jobs = 0;
+    int free = 0, used = 0, unhealthy = 0, isolated = 0;
+    int jobs = 0, pending_jobs = 0, running_jobs = 0, recovering_jobs = 0, failed_jobs = 0;
     std::uint64_t placed = 0, refused = 0;
   };
   Counts counts() const;
@@ -213,8 +233,15 @@ class Scheduler {
   // are not usable, `healthy` ones are. Which chips containers use is not there: the plugin's HTTP report
   // (put_inventory) and our own holds say that, and are kept. ENOENT: node not in the cluster file.
   // Returns the chips that turned unusable with this report.
+  // `isolated` (ManuallySeparateNPU) are shown as such (they are in `unhealthy` too).
   Result<std::vector<int>> put_health(const std::string& node, const std::vector<int>& healthy,
-                                      const std::vector<int>& unhealthy, Clock::time_point now);
+                                      const std::vector<int>& unhealthy, Clock::time_point now,
+                                      const std::vector<int>& isolated = {});
+  // Who holds chip `phy` of `node` (a bound pod of a job or a pod without one); nullopt when nobody does.
+  struct Holder {
+    std::string ns, pod, job;  // job: "" for a pod without a job
+  };
+  std::optional<Holder> holder_of(const std::string& node, int phy) const;
   // What to do about chips of `node` that just failed (issue 23): the pods to evict so that their job comes
   // back on healthy chips, by the job's recovery annotation (`pod`: the pods on those chips; `job`: every
   // pod of the job; `none`: nobody), counting a restart on the job's record; a job whose max-restarts are
@@ -227,8 +254,19 @@ class Scheduler {
     std::string mode;               // pod | job | none
     int restarts = 0;               // after this one
     bool exhausted = false;         // max-restarts spent: nobody evicted
+    bool failed_now = false;        // this fault made the job Failed
   };
-  std::vector<Recovery> recover(const std::string& node, const std::vector<int>& failed);
+  // A job that is Recovering or Failed keeps its record (and so its nodes, its restart count and its state)
+  // while none of its pods holds chips, for kRecordHold after the state began; then it is forgotten by
+  // expire(). `why` (the fault's level and codes) goes into the job's fault notes.
+  std::vector<Recovery> recover(const std::string& node, const std::vector<int>& failed,
+                                Clock::time_point now, const std::string& why = {});
+  static constexpr std::chrono::minutes kRecordHold{10};
+  // How long each job that recovered took from the fault to its last pod bound again (seconds), since the
+  // last call: the server's histogram.
+  std::vector<double> take_recoveries();
+  // A job's status (GET /v1/jobs/{ns}/{name}): its view with state, since, why, restarts and last faults.
+  Result<nlohmann::ordered_json> status_of(const std::string& ns, const std::string& job) const;
   // The chips each node's last device ConfigMap called unusable (node name -> chips), for the recoveries a
   // starting scheduler owes once its cache is synced.
   std::map<std::string, std::vector<int>> failed_chips() const;
@@ -258,6 +296,7 @@ class Scheduler {
     bool reported = false;
     bool absent = false;              // not in the API server
     std::uint64_t reported_sick = 0;  // unusable by the last device ConfigMap (what put_health compares with)
+    std::uint64_t isolated = 0;       // ManuallySeparateNPU in the last device ConfigMap
     Clock::time_point reported_at{};
   };
   struct Seen {  // a pod that passed filter and is not bound yet
@@ -332,6 +371,9 @@ class Scheduler {
   std::uint64_t changes_ = 0;
   std::uint64_t placed_ = 0;
   std::uint64_t refused_ = 0;
+  std::vector<double> recoveries_;  // take_recoveries()
+  // After a pod of `j` is bound: Pending or Recovering becomes Running once every pod is bound.
+  void settle(JobRecord& j, Clock::time_point now);
 };
 
 }  // namespace ascend::scheduler

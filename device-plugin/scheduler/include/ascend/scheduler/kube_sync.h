@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,6 +66,10 @@ class KubeSync {
   struct Stats {
     std::uint64_t pods_observed = 0, released = 0, adopted = 0, conflicts = 0, jobs_written = 0,
                   write_errors = 0, events_sent = 0, events_dropped = 0;
+    // Chip faults (issue 23): new fault codes the device ConfigMaps named, by level; the pods evicted and
+    // the job restarts the recoveries made; the jobs that failed with max-restarts spent.
+    std::map<std::string, std::uint64_t> faults_by_level;
+    std::uint64_t evictions = 0, restarts = 0, jobs_failed = 0;
   };
   Stats stats() const;
 
