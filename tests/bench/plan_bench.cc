@@ -9,11 +9,14 @@
 //  - BM_Plan/llama70b_mesh: the 70B model on 910B3 with the interconnect of
 //    device-plugin/topology/chips/atlas-800t-a2.yaml (7 HCCS links of 56 GB/s, a 25 GB/s NIC per chip): the
 //    collective model (issue 29) prices every layout.
+//  - BM_Calibrate/llama70b_mesh: plan --measured with three measured layouts of that plan: the plans of the
+//    fit and the calibrated plan (about two plans: BM_Plan/llama70b_mesh is its floor).
 // Counters: candidates listed, how many fit, distinct (tp, pp) placed, and the best layout's step time.
 #include <benchmark/benchmark.h>
 
 #include <set>
 
+#include "ascend/topology/calibrate.h"
 #include "ascend/topology/plan.h"
 
 namespace {
@@ -88,6 +91,37 @@ BENCHMARK_CAPTURE(BM_Plan, llama70b, llama70b)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Plan, gpt1t_full, gpt1t_full)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Plan, llama7b_full, llama7b_full)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Plan, llama70b_mesh, llama70b_mesh)->Unit(benchmark::kMillisecond);
+
+// Three layouts' step times, as a user would have measured them: the plan's own at efficiency 0.5, 10% slower
+// communication.
+void BM_Calibrate(benchmark::State& state) {
+  PlanRequest req = llama70b_mesh();
+  PlanRequest truth = req;
+  truth.efficiency = 0.5;
+  truth.comm_factor = 1.1;
+  auto p = plan(truth);
+  std::vector<Measurement> ms;
+  std::set<std::pair<int, int>> seen;
+  for (const auto& e : p->entries) {
+    if (!e.fits || !seen.emplace(e.layout.tp, e.layout.pp).second) continue;
+    ms.push_back({e.layout, 0, e.time.total, static_cast<int>(ms.size()) + 2});
+    if (ms.size() == 3) break;
+  }
+  Calibration fit;
+  for (auto _ : state) {
+    auto c = calibrate(req, ms, "bench.csv");
+    if (!c.ok()) {
+      state.SkipWithError(c.error().message().c_str());
+      return;
+    }
+    fit = c->fit;
+    benchmark::DoNotOptimize(c->plan.entries.data());
+  }
+  state.counters["efficiency"] = fit.efficiency;
+  state.counters["comm_factor"] = fit.comm_factor;
+  state.counters["iterations"] = fit.iterations;
+}
+BENCHMARK(BM_Calibrate)->Name("BM_Calibrate/llama70b_mesh")->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
