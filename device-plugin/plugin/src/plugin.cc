@@ -67,6 +67,7 @@ Plugin::~Plugin() {
   }
   cv_.notify_all();
   if (health_.joinable()) health_.join();
+  if (ranktable_refresh_.joinable()) ranktable_refresh_.join();
   subscription_.reset();
 }
 
@@ -91,6 +92,8 @@ Status Plugin::watch() {
       }
     });
   }
+  if (scheduler_ != nullptr && cfg_.ranktable_refresh.count() > 0 && !ranktable_refresh_.joinable())
+    ranktable_refresh_ = std::thread([this] { refresh_loop(); });
   return {};
 }
 
@@ -311,7 +314,7 @@ Status Plugin::take_each(const std::vector<std::vector<int>>& phys, std::vector<
           fmt::join(phys[i], ","), granted.dropped.size(), granted.dropped.size() == 1 ? "y" : "ies",
           grant->pod_namespace, grant->pod, fmt::join(kLaunchEnv, ","), fmt::join(granted.dropped, ","));
     }
-    if (paths) ASCEND_CHECK(write_ranktable(*paths, grant->ranktable, phys[i]), "");
+    if (paths) ASCEND_CHECK(write_ranktable(*paths, *grant, phys[i]), "");
     out[i] = std::move(granted.allocation);
     spdlog::info("chips {} go to pod {}/{}{}{}", fmt::join(phys[i], ","), grant->pod_namespace, grant->pod,
                  grant->job.empty() ? "" : " of job ", grant->job);
@@ -338,7 +341,7 @@ Status remove_folder(const std::string& folder) {
 
 }  // namespace
 
-Status Plugin::write_ranktable(const RanktableHostPaths& paths, const std::string& content,
+Status Plugin::write_ranktable(const RanktableHostPaths& paths, const Grant& grant,
                                const std::vector<int>& phys) {
   // Under the mutex: a rank table freed by reconcile() at the same moment must not remove this new folder.
   std::lock_guard lock(mu_);
@@ -356,12 +359,107 @@ Status Plugin::write_ranktable(const RanktableHostPaths& paths, const std::strin
   auto& entry = ranktables_[paths.folder];
   entry.file = paths.file;
   entry.chips.insert(phys.begin(), phys.end());
+  entry.ns = grant.pod_namespace;
+  entry.job = grant.job;
+  entry.content = grant.ranktable;
+  entry.written = ++ranktable_writes_;
+  entry.failed.clear();
   if (::chmod(paths.folder.c_str(), kRanktableFolderMode) != 0)  // whatever the umask
     return Error::from_errno(errno, "chmod " + paths.folder);
   ASCEND_CHECK(give_group(paths.folder, cfg_.ranktable_group), "the rank-table folder");
-  ASCEND_CHECK(atomic_replace(paths.file, content, kRanktableMode), "write the rank table");
+  ASCEND_CHECK(atomic_replace(paths.file, grant.ranktable, kRanktableMode), "write the rank table");
   ASCEND_CHECK(give_group(paths.file, cfg_.ranktable_group), "the rank table");
   return {};
+}
+
+int Plugin::refresh_ranktables() {
+  if (scheduler_ == nullptr) return 0;
+  std::lock_guard serial(ranktable_refresh_mu_);
+  std::map<std::string, std::pair<std::string, std::string>> jobs;  // "ns/job" -> ns, job
+  std::uint64_t seen = 0;
+  {
+    std::lock_guard lock(mu_);
+    // A copy Allocate writes after this point holds a grant at least as new as the answers below.
+    seen = ranktable_writes_;
+    for (const auto& [folder, t] : ranktables_) {
+      if (!t.job.empty()) jobs.try_emplace(fmt::format("{}/{}", t.ns, t.job), t.ns, t.job);
+    }
+  }
+  int rewritten = 0;
+  for (const auto& [key, names] : jobs) {
+    const auto& [ns, job] = names;
+    auto table = scheduler_->job_ranktable(ns, job);  // without mu_: the scheduler may be slow
+    if (!table) {
+      const std::string& why = table.error().message();
+      std::string& last = refresh_errors_[key];
+      if (why != last) {
+        if (table.error().code() == ENOENT) {
+          spdlog::info("job {}: the scheduler no longer has it ({}); its rank tables here stay as they are",
+                       key, why);
+        } else {
+          spdlog::warn("job {}: cannot refresh its rank tables: {}; trying again every {} ms", key, why,
+                       cfg_.ranktable_refresh.count());
+        }
+        last = why;
+      }
+      continue;
+    }
+    if (refresh_errors_.erase(key) != 0)
+      spdlog::info("job {}: the scheduler answers its rank table again", key);
+    rewritten += rewrite_job_ranktables(ns, job, *table, seen);
+  }
+  std::erase_if(refresh_errors_, [&](const auto& e) { return jobs.count(e.first) == 0; });
+  return rewritten;
+}
+
+int Plugin::rewrite_job_ranktables(const std::string& ns, const std::string& job, const std::string& content,
+                                   std::uint64_t seen) {
+  std::vector<std::string> done;
+  {
+    std::lock_guard lock(mu_);  // a folder being removed at the same moment is not written into
+    for (auto& [folder, t] : ranktables_) {
+      if (t.ns != ns || t.job != job || t.written > seen || t.content == content) continue;
+      // atomic_replace keeps the file's mode and owner (kRanktableMode, --ranktable-group); the group is
+      // given again in case the file was gone and is made anew.
+      Status st = atomic_replace(t.file, content, kRanktableMode);
+      if (st) st = give_group(t.file, cfg_.ranktable_group);
+      if (!st) {
+        if (st.error().message() != t.failed) {
+          spdlog::warn("job {}/{}: cannot rewrite the rank table {}: {}", ns, job, t.file,
+                       st.error().message());
+          t.failed = st.error().message();
+        }
+        continue;
+      }
+      t.content = content;
+      t.failed.clear();
+      done.push_back(folder);
+    }
+  }
+  if (!done.empty()) {
+    spdlog::info("job {}/{}: the scheduler's rank table changed; rewrote {}", ns, job, fmt::join(done, ", "));
+  }
+  return static_cast<int>(done.size());
+}
+
+void Plugin::refresh_loop() {
+  std::string failed;  // the last exception's text, logged once
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    cv_.wait_for(lock, cfg_.ranktable_refresh, [this] { return stopping_; });
+    if (stopping_) break;
+    lock.unlock();
+    // Nothing may end the refresh for good: a pass that throws (out of memory, a bug) is logged and the next
+    // one runs on time.
+    try {
+      refresh_ranktables();
+      failed.clear();
+    } catch (const std::exception& e) {
+      if (failed != e.what()) spdlog::error("refreshing the rank tables failed: {}", e.what());
+      failed = e.what();
+    }
+    lock.lock();
+  }
 }
 
 void Plugin::remove_ranktables_locked(const std::function<bool(const std::set<int>&)>& freed) {

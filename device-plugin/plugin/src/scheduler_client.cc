@@ -110,6 +110,13 @@ Result<Grant> parse_grant(std::string_view body) {
                       [](const json& j) { return j.get<Grant>(); });
 }
 
+Result<std::string> parse_ranktable(std::string_view body) {
+  return parse<std::string>(body, "the scheduler's rank table", [](const json& j) {
+    if (!j.is_object()) throw std::invalid_argument("not a JSON object");
+    return j.dump(4);
+  });
+}
+
 std::string error_text(std::string_view body) {
   auto e = parse<wire::ErrorBody>(body, "", [](const json& j) { return j.get<wire::ErrorBody>(); });
   if (e.ok() && !e->error.empty()) return e->error;
@@ -282,13 +289,24 @@ Result<std::string> HttpScheduler::exchange(const char* method, const std::strin
   }
 
   const std::string_view m = method;
-  httplib::Result res = m == "GET"   ? client.Get(path, headers)
+  // A GET's answer is read through a receiver that stops at kMaxAnswerBytes (chunked or not).
+  std::string got;
+  bool too_long = false;
+  auto receive = [&](const char* data, std::size_t n) {
+    too_long = got.size() + n > kMaxAnswerBytes;
+    if (!too_long) got.append(data, n);
+    return !too_long;
+  };
+  httplib::Result res = m == "GET"   ? client.Get(path, headers, receive)
                         : m == "PUT" ? client.Put(path, headers, body, "application/json")
                                      : client.Post(path, headers, body, "application/json");
+  if (too_long)
+    return Error(EPROTO, fmt::format("{}: the answer is longer than {} bytes", what, kMaxAnswerBytes));
   if (!res) {
     return Error(transport_errno(res.error()),
                  fmt::format("{}: {}", what, transport_text(client, res.error())));
   }
+  if (m == "GET") res->body = std::move(got);
   answer->code = res->status;
   if (res->status >= 200 && res->status < 300) return std::move(res->body);
   answer->text = error_text(res->body);
@@ -339,6 +357,16 @@ Status HttpScheduler::allocation_returned(const std::vector<int>& chips) {
   count("allocation", r.ok());
   if (!r) return r.error();
   return {};
+}
+
+Result<std::string> HttpScheduler::job_ranktable(const std::string& ns, const std::string& job) {
+  Answer answer;
+  auto r =
+      exchange("GET", url_.prefix + "/v1/jobs/" + kube::escape(ns) + "/" + kube::escape(job) + "/ranktable",
+               "", timeouts_.ranktable, &answer);
+  auto out = r ? parse_ranktable(*r) : Result<std::string>(r.error());
+  count("ranktable", out.ok() || answer.code == 404);  // a job the scheduler no longer has is an answer
+  return out;
 }
 
 }  // namespace ascend::plugin

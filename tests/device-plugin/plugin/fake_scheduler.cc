@@ -62,6 +62,16 @@ void FakeScheduler::set_allocation_answer(std::vector<int> chips, int status, js
   allocations_[std::move(chips)] = {status, std::move(body)};
 }
 
+void FakeScheduler::set_job_ranktable(const std::string& ns, const std::string& job, json table) {
+  std::lock_guard lock(mu_);
+  ranktables_[ns + "/" + job] = std::move(table);
+}
+
+void FakeScheduler::erase_job_ranktable(const std::string& ns, const std::string& job) {
+  std::lock_guard lock(mu_);
+  ranktables_.erase(ns + "/" + job);
+}
+
 void FakeScheduler::set_delay(std::chrono::milliseconds d) {
   std::lock_guard lock(mu_);
   delay_ = d;
@@ -163,6 +173,19 @@ void FakeScheduler::routes() {
     res.status = it->second.first;
     res.set_content(it->second.second.dump(), "application/json");
   });
+  server_->Get(prefix_ + "/v1/jobs/([^/]+)/([^/]+)/ranktable",
+               [this, admit](const httplib::Request& req, httplib::Response& res) {
+                 if (!admit(req, res)) return;
+                 const std::string key = req.matches[1].str() + "/" + req.matches[2].str();
+                 std::lock_guard lock(mu_);
+                 auto it = ranktables_.find(key);
+                 if (it == ranktables_.end()) {
+                   res.status = 404;
+                   res.set_content(json{{"error", "no job " + key}}.dump(), "application/json");
+                   return;
+                 }
+                 res.set_content(it->second.dump() + "\n", "application/json");
+               });
 }
 
 }  // namespace ascend::testing

@@ -1,7 +1,8 @@
 // A fake scheduler extender for the device plugin's tests, written with cpp-httplib's server on loopback: it
-// answers the plugin's side of the scheduler contract (inventory PUT, reservations GET, allocations POST)
-// with what the test sets, and records every request. It can listen late (start after the plugin), slowly
-// (a delay before each answer), over https, and require a bearer token (401 missing, 403 wrong).
+// answers the plugin's side of the scheduler contract (inventory PUT, reservations GET, allocations POST,
+// a job's rank table GET) with what the test sets, and records every request. It can listen late (start after
+// the plugin), slowly (a delay before each answer), over https, and require a bearer token (401 missing, 403
+// wrong).
 //
 // Thread-safe: the test thread sets answers and reads requests while httplib's threads serve.
 #pragma once
@@ -54,6 +55,9 @@ class FakeScheduler {
   void set_inventory_answer(int status, const std::string& error = "");
   void set_reservations(nlohmann::json reservations);
   void set_allocation_answer(std::vector<int> chips, int status, nlohmann::json body);
+  // GET /v1/jobs/{ns}/{job}/ranktable: the table set here, else 404 as for a job the scheduler does not have.
+  void set_job_ranktable(const std::string& ns, const std::string& job, nlohmann::json table);
+  void erase_job_ranktable(const std::string& ns, const std::string& job);
   void set_delay(std::chrono::milliseconds d);
   void require_token(std::string token);
 
@@ -81,6 +85,7 @@ class FakeScheduler {
   std::string inventory_error_;
   nlohmann::json reservations_ = nlohmann::json::array();
   std::map<std::vector<int>, std::pair<int, nlohmann::json>> allocations_;
+  std::map<std::string, nlohmann::json> ranktables_;  // "ns/job"
   std::chrono::milliseconds delay_{0};
   std::string token_;
 };

@@ -23,10 +23,12 @@
 #include <thread>
 
 #include "ascend/common/fs.h"
+#include "ascend/common/unique_fd.h"
 #include "ascend/npu/emulator.h"
 #include "ascend/npu/profiles.h"
 #include "ascend/plugin/daemon.h"
 #include "ascend/plugin/plugin.h"
+#include "ascend/plugin/scheduler_client.h"
 #include "fake_kubelet.h"
 #include "fake_scheduler.h"
 #include "run_command.h"
@@ -113,6 +115,7 @@ class SchedulerE2E : public ::testing::Test {
     c.ranktable_dir = tmp / "ranktables";
     c.reconcile_every = 50ms;
     c.promise_grace = 300ms;
+    c.ranktable_refresh = 100ms;
     return c;
   }
 
@@ -456,6 +459,128 @@ TEST_F(SchedulerE2E, TheRankTableTakesTheConfiguredGroup) {
   EXPECT_EQ(st.st_gid, static_cast<gid_t>(kGroup));
   EXPECT_EQ(st.st_uid, 0U);
   EXPECT_EQ(st.st_mode & 07777, static_cast<mode_t>(S_IRWXU | S_IRGRP | S_IXGRP)) << "0750";
+}
+
+// Reads `name` in the folder open as `dir`: what a process sees through a bind mount of that folder.
+std::string read_at(int dir, const char* name) {
+  UniqueFd fd(::openat(dir, name, O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return "";
+  std::string out;
+  char buf[4096];
+  for (ssize_t n = 0; (n = ::read(fd.get(), buf, sizeof buf)) > 0;)
+    out.append(buf, static_cast<std::size_t>(n));
+  return out;
+}
+
+// Issue 23: after a fault recovery the scheduler rewrites the job's rank table; a surviving pod's container
+// must see the new one at the same path. The plugin asks GET /v1/jobs/{ns}/{job}/ranktable (the token as
+// for its other calls) and renames the new table into the pod's folder. The container's mount is of the
+// FOLDER, which keeps its inode, so the new entry shows through it; a mount of the old file would have kept
+// the old file's inode and shown the old table for ever (not tested: it is how bind mounts work).
+TEST_F(SchedulerE2E, ARankTableTheSchedulerRewritesReachesTheMountedFolderInPlace) {
+  ASSERT_GT(sched.start(), 0);
+  // Hand-written (HCCL rank table 1.0): job train's two pods; after the recovery rank 9 is on chip 6.
+  const json before = json::parse(R"({"version": "1.0", "server_count": "2", "status": "completed",
+      "server_list": [{"server_id": "node-0", "device": [
+        {"device_id": "0", "device_ip": "192.168.100.101", "rank_id": "0"}]},
+       {"server_id": "node-1", "device": [
+        {"device_id": "2", "device_ip": "192.168.102.101", "rank_id": "8"},
+        {"device_id": "3", "device_ip": "192.168.103.101", "rank_id": "9"}]}]})");
+  const json after = json::parse(R"({"version": "1.0", "server_count": "2", "status": "completed",
+      "server_list": [{"server_id": "node-0", "device": [
+        {"device_id": "6", "device_ip": "192.168.102.102", "rank_id": "0"}]},
+       {"server_id": "node-1", "device": [
+        {"device_id": "2", "device_ip": "192.168.102.101", "rank_id": "8"},
+        {"device_id": "3", "device_ip": "192.168.103.101", "rank_id": "9"}]}]})");
+  sched.set_allocation_answer({2, 3}, 200,
+                              {{"namespace", "ml"},
+                               {"pod", "train-1"},
+                               {"job", "train"},
+                               {"env", {{"ASCEND_JOB", "train"}}},
+                               {"ranktable_path", "/etc/ascend/hccl.json"},
+                               {"ranktable", before}});
+  sched.set_job_ranktable("ml", "train", before);
+  up(config(sched.url()));
+  kubelet->set_in_use({{"huawei.com/Ascend910", {"Ascend910-2", "Ascend910-3"}}});  // the pod runs
+  grpc::Status s;
+  auto c = allocate({2, 3}, &s);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  const auto& m = c.mounts(c.mounts_size() - 1);
+  ASSERT_EQ(m.container_path(), "/etc/ascend");
+  const std::string& folder = m.host_path();
+  // What the kubelet's bind mount holds on to: the folder, by its inode.
+  UniqueFd dir(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(dir.valid()) << folder;
+  struct stat dir0 {};
+  struct stat file0 {};
+  ASSERT_EQ(::fstat(dir.get(), &dir0), 0);
+  ASSERT_EQ(::fstatat(dir.get(), "hccl.json", &file0, 0), 0);
+  EXPECT_EQ(read_at(dir.get(), "hccl.json"), before.dump(4));
+
+  // The refresh asks, with the token; the same table is not written again.
+  auto ranktable_get = [](const SchedulerRequest& r) {
+    return r.method == "GET" && r.path == "/v1/jobs/ml/train/ranktable";
+  };
+  SchedulerRequest got;
+  ASSERT_TRUE(sched.wait_for(ranktable_get, 10s, &got));
+  EXPECT_EQ(got.authorization, std::string("Bearer ") + kToken);
+  ASSERT_TRUE(sched.wait_for(ranktable_get, 10s));
+  struct stat same {};
+  ASSERT_EQ(::fstatat(dir.get(), "hccl.json", &same, 0), 0);
+  EXPECT_EQ(same.st_ino, file0.st_ino) << "an unchanged table was rewritten";
+
+  // The recovery: the scheduler's table changes; the folder shows the new file.
+  sched.set_job_ranktable("ml", "train", after);
+  const auto t0 = std::chrono::steady_clock::now();
+  while (read_at(dir.get(), "hccl.json") != after.dump(4) && std::chrono::steady_clock::now() - t0 < 10s)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(read_at(dir.get(), "hccl.json"), after.dump(4)) << "the new table did not reach the folder";
+  struct stat dir1 {};
+  struct stat named {};
+  struct stat file1 {};
+  ASSERT_EQ(::fstat(dir.get(), &dir1), 0);
+  ASSERT_EQ(::stat(folder.c_str(), &named), 0);
+  ASSERT_EQ(::fstatat(dir.get(), "hccl.json", &file1, 0), 0);
+  EXPECT_EQ(dir1.st_ino, dir0.st_ino);
+  EXPECT_EQ(named.st_ino, dir0.st_ino)
+      << "the folder the container's mount holds is the one the plugin names";
+  EXPECT_EQ(named.st_dev, dir0.st_dev);
+  EXPECT_NE(file1.st_ino, file0.st_ino) << "a new file renamed in: readers see the old table or the new one";
+  EXPECT_EQ(file1.st_mode & 07777, static_cast<mode_t>(0640));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(folder), {}), 1) << "no temporary file left";
+
+  // The job gone from the scheduler (404): the file stays as it is.
+  sched.erase_job_ranktable("ml", "train");
+  const auto erased = std::chrono::steady_clock::now();
+  auto get_since_erased = [&](const SchedulerRequest& r) { return ranktable_get(r) && r.at > erased; };
+  ASSERT_TRUE(sched.wait_for(get_since_erased, 10s));
+  ASSERT_TRUE(sched.wait_for(get_since_erased, 10s)) << "the first pass after the 404 is over";
+  EXPECT_EQ(read_at(dir.get(), "hccl.json"), after.dump(4));
+}
+
+// The client's side of GET /v1/jobs/{ns}/{job}/ranktable over real HTTP: the table as the grant carries it,
+// 404 as ENOENT, and an answer longer than kMaxAnswerBytes refused without being kept.
+TEST_F(SchedulerE2E, TheJobRankTableCallReadsAtMostItsBoundAndSaysWhenTheJobIsGone) {
+  ASSERT_GT(sched.start(), 0);
+  auto client = HttpScheduler::create(config(sched.url()), nullptr);
+  ASSERT_TRUE(client.ok()) << client.error().message();
+  const json table = {{"version", "1.0"}, {"server_count", "1"}};
+  sched.set_job_ranktable("ml", "train", table);
+  auto got = (*client)->job_ranktable("ml", "train");
+  ASSERT_TRUE(got.ok()) << got.error().message();
+  EXPECT_EQ(*got, table.dump(4));
+  auto gone = (*client)->job_ranktable("ml", "other");
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.error().code(), ENOENT);
+  sched.set_job_ranktable("ml", "huge", {{"version", std::string(kMaxAnswerBytes, 'x')}});
+  auto huge = (*client)->job_ranktable("ml", "huge");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.error().code(), EPROTO);
+  EXPECT_NE(huge.error().message().find("longer than"), std::string::npos) << huge.error().message();
+  const auto gets = sched.requests("GET");
+  ASSERT_EQ(gets.size(), 3U);
+  EXPECT_EQ(gets[0].path, "/v1/jobs/ml/train/ranktable");
+  EXPECT_EQ(gets[0].authorization, std::string("Bearer ") + kToken);
 }
 
 TEST_F(SchedulerE2E, AllocateOfAPodTheSchedulerDoesNotKnowIsAnsweredAsToday) {

@@ -443,7 +443,7 @@ TEST(SchedulerPlan, WithGrantDropsEveryNameOutsideTheLaunchEnvAndStillSucceeds) 
       {std::string(300, 'X'), "long"},
   };
   env.insert(hostile.begin(), hostile.end());
-  env["NNODES"] = std::string("4\0LD_PRELOAD=/tmp/evil.so", 26);  // a documented name, an unusable value
+  env["NNODES"] = std::string("4\0LD_PRELOAD=/tmp/evil.so", 25);  // a documented name, an unusable value
   auto a = with_grant(base, Grant{"default", "p", "j", env, "", ""}, "");
   ASSERT_TRUE(a.ok()) << a.error().message();
   std::map<std::string, std::string> want = {{"ASCEND_VISIBLE_DEVICES", "3"}};
@@ -494,7 +494,7 @@ TEST(SchedulerConfig, YamlKeysAndValidation) {
 }
 
 TEST(SchedulerConfig, PlainHttpGoesOnlyToLoopbackUnlessTheInsecureFlagSaysSo) {
-  auto check = [](std::vector<std::string> args) {
+  auto check = [](const std::vector<std::string>& args) {
     auto c = parse_options(args);
     EXPECT_TRUE(c.ok()) << c.error().message();
     return c.ok() ? validate(*c) : Status(c.error());
@@ -730,6 +730,18 @@ class RecordingScheduler final : public SchedulerApi {
     returned.push_back(chips);
     return {};
   }
+  Result<std::string> job_ranktable(const std::string& ns, const std::string& job) override {
+    std::function<void()> during;
+    Result<std::string> answer = Error(ENOENT, "404 no job " + ns + "/" + job);
+    {
+      std::lock_guard lock(mu_);
+      table_calls.push_back(ns + "/" + job);
+      if (auto it = tables.find(ns + "/" + job); it != tables.end()) answer = it->second;
+      during = std::exchange(during_table_call, {});
+    }
+    if (during) during();  // what happens while the answer is on its way
+    return answer;
+  }
 
   // Waits until at least `n` PUTs arrived.
   bool wait_puts(std::size_t n, std::chrono::milliseconds timeout) {
@@ -751,6 +763,9 @@ class RecordingScheduler final : public SchedulerApi {
   std::vector<std::vector<int>> taken;
   std::vector<std::vector<int>> returned;
   int reservation_calls = 0;
+  std::map<std::string, Result<std::string>> tables;  // "ns/job" -> the answer; else 404
+  std::vector<std::string> table_calls;
+  std::function<void()> during_table_call;  // run once, by the next job_ranktable, before it answers
 
  private:
   std::mutex mu_;
@@ -978,6 +993,125 @@ TEST_F(PluginWithScheduler, ARankTableLeftByAnEarlierPodOfTheSameNameIsReplacedW
   ASSERT_TRUE(plugin->allocate(kChips, {chip_ids(kChips, {7})}).ok());
   EXPECT_EQ(*read_file(tmp / "ranktables/default_p.json/hccl.json"), "{}");
   EXPECT_EQ(*read_file(folder + "/hccl.json"), "{}");
+}
+
+// Hand-written HCCL rank tables (the format of /work/shared/reference's captures, version 1.0): job "train"
+// on this node before and after a recovery moved rank 1 to chip 6 (device 6, its own device IP).
+const json kTrainBefore = json::parse(R"({"version": "1.0", "status": "completed", "server_count": "1",
+    "server_list": [{"server_id": "node-1", "device": [
+      {"device_id": "0", "device_ip": "192.168.100.101", "rank_id": "0"},
+      {"device_id": "1", "device_ip": "192.168.101.101", "rank_id": "1"}]}]})");
+const json kTrainAfter = json::parse(R"({"version": "1.0", "status": "completed", "server_count": "1",
+    "server_list": [{"server_id": "node-1", "device": [
+      {"device_id": "0", "device_ip": "192.168.100.101", "rank_id": "0"},
+      {"device_id": "6", "device_ip": "192.168.102.102", "rank_id": "1"}]}]})");
+
+// The refresh: each job with a copy here is asked once; a changed table goes over every copy of that job,
+// atomically (a new inode in the same folder) with the mode kept; an unchanged one, a 404 or an error leave
+// the files alone; a pod without a job is never asked about.
+TEST_F(PluginWithScheduler, RefreshWritesTheSchedulersNewTableOverEveryCopyOfThatJob) {
+  auto grant = [](const char* pod, const char* job, const json& t) {
+    return Grant{"default", pod, job, {}, "/etc/ascend/hccl.json", t.dump(4)};
+  };
+  const json other = {{"version", "1.0"}, {"server_count", "2"}};
+  sched.grants.insert_or_assign({0}, grant("train-0", "train", kTrainBefore));
+  sched.grants.insert_or_assign({1}, grant("train-1", "train", kTrainBefore));
+  sched.grants.insert_or_assign({2}, grant("other-0", "other", other));
+  sched.grants.insert_or_assign({3}, grant("solo", "", other));
+  for (int phy : {0, 1, 2, 3}) ASSERT_TRUE(plugin->allocate(kChips, {chip_ids(kChips, {phy})}).ok()) << phy;
+  const std::string a = tmp / "ranktables/default_train-0/hccl.json";
+  const std::string b = tmp / "ranktables/default_train-1/hccl.json";
+  const std::string c = tmp / "ranktables/default_other-0/hccl.json";
+  const std::string d = tmp / "ranktables/default_solo/hccl.json";
+  auto inode = [](const std::string& f) {
+    struct stat st {};
+    EXPECT_EQ(::stat(f.c_str(), &st), 0) << f;
+    return st.st_ino;
+  };
+
+  // The scheduler still has the tables the grants carried: nothing is written.
+  sched.tables.insert_or_assign("default/train", kTrainBefore.dump(4));
+  sched.tables.insert_or_assign("default/other", other.dump(4));
+  const auto ino_a = inode(a);
+  EXPECT_EQ(plugin->refresh_ranktables(), 0);
+  EXPECT_EQ(sched.table_calls, (std::vector<std::string>{"default/other", "default/train"}));
+  EXPECT_EQ(inode(a), ino_a) << "an unchanged table is not rewritten";
+
+  // A recovery moved rank 1: both copies of train get the new table; other's scheduler is away.
+  sched.tables.insert_or_assign("default/train", kTrainAfter.dump(4));
+  sched.tables.insert_or_assign("default/other", Error(EAGAIN, "scheduler GET ...: 503"));
+  EXPECT_EQ(plugin->refresh_ranktables(), 2);
+  for (const auto& f : {a, b}) {
+    auto got = read_file(f);
+    ASSERT_TRUE(got.ok()) << got.error().message();
+    EXPECT_EQ(json::parse(*got), kTrainAfter) << f;
+    struct stat st {};
+    ASSERT_EQ(::stat(f.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, static_cast<mode_t>(0640)) << f;
+  }
+  EXPECT_NE(inode(a), ino_a) << "renamed over, not written in place";
+  EXPECT_EQ(json::parse(*read_file(c)), other);
+  EXPECT_EQ(json::parse(*read_file(d)), other);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(tmp / "ranktables/default_train-0"), {}), 1)
+      << "no temporary file left";
+
+  // The job is gone from the scheduler: the copies stay as they are.
+  sched.tables.erase("default/train");
+  EXPECT_EQ(plugin->refresh_ranktables(), 0);
+  EXPECT_EQ(json::parse(*read_file(a)), kTrainAfter);
+  const std::set<std::string> asked(sched.table_calls.begin(), sched.table_calls.end());
+  EXPECT_EQ(asked, (std::set<std::string>{"default/other", "default/train"}))
+      << "never about a pod without a job";
+
+  // A copy whose chips are free is neither kept nor asked about.
+  const std::map<std::string, std::set<std::string>> listed = {
+      {"huawei.com/Ascend910", {"Ascend910-0", "Ascend910-1", "Ascend910-3"}}};
+  ASSERT_EQ(plugin->reconcile(listed, 0ms), 1);
+  sched.table_calls.clear();
+  plugin->refresh_ranktables();
+  EXPECT_EQ(sched.table_calls, std::vector<std::string>{"default/train"});
+}
+
+// A pod allocated while the question is on its way holds a grant at least as new as the answer: the
+// refresh does not write the (older) answer over it, and writes the others.
+TEST_F(PluginWithScheduler, RefreshNeverWritesAnAnswerOverACopyWrittenWhileItWasOnItsWay) {
+  auto grant = [](const char* pod, const json& t) {
+    return Grant{"default", pod, "train", {}, "/etc/ascend/hccl.json", t.dump(4)};
+  };
+  const json initial = {{"version", "1.0"}, {"server_count", "0"}};
+  sched.grants.insert_or_assign({0}, grant("train-0", initial));
+  ASSERT_TRUE(plugin->allocate(kChips, {chip_ids(kChips, {0})}).ok());
+  sched.tables.insert_or_assign("default/train", kTrainBefore.dump(4));  // read before the recovery
+  sched.grants.insert_or_assign({6}, grant("train-1", kTrainAfter));     // the replacement pod's grant
+  sched.during_table_call = [&] { ASSERT_TRUE(plugin->allocate(kChips, {chip_ids(kChips, {6})}).ok()); };
+  EXPECT_EQ(plugin->refresh_ranktables(), 1);
+  EXPECT_EQ(json::parse(*read_file(tmp / "ranktables/default_train-0/hccl.json")), kTrainBefore);
+  EXPECT_EQ(json::parse(*read_file(tmp / "ranktables/default_train-1/hccl.json")), kTrainAfter)
+      << "the newer grant stays";
+  // The next pass brings the scheduler's newer table to both.
+  sched.tables.insert_or_assign("default/train", kTrainAfter.dump(4));
+  EXPECT_EQ(plugin->refresh_ranktables(), 1);
+  EXPECT_EQ(json::parse(*read_file(tmp / "ranktables/default_train-0/hccl.json")), kTrainAfter);
+}
+
+TEST(SchedulerWire, ARankTableAnswerIsAnObjectDumpedAsTheGrantsIs) {
+  const json t = {{"version", "1.0"}, {"server_list", json::array({{{"server_id", "n"}}})}};
+  auto r = parse_ranktable(t.dump());
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(*r, t.dump(4));
+  Grant g = *parse_grant(json{
+      {"namespace", "d"},
+      {"pod", "p"},
+      {"ranktable_path", "/etc/ascend/hccl.json"},
+      {"ranktable", t}}.dump());
+  EXPECT_EQ(*r, g.ranktable) << "the same table, the same text: no needless rewrite";
+  for (const char* bad : {"", "[]", "\"x\"", "{", "null"}) {
+    auto e = parse_ranktable(bad);
+    EXPECT_FALSE(e.ok()) << bad;
+    if (!e.ok()) {
+      EXPECT_EQ(e.error().code(), EPROTO);
+    }
+  }
 }
 
 TEST_F(PluginWithScheduler, HandedOutChipsEndWhenThePodResourcesNoLongerListThem) {

@@ -79,6 +79,10 @@ struct Config {
   // How often the inventory is sent although nothing changed (a restarted scheduler learns the node again),
   // and how often a refused (4xx) report is tried again. Not a flag: tests shorten it.
   std::chrono::milliseconds report_every{30000};
+  // How often the scheduler is asked for the rank table of each job with a pod here, so that a table it
+  // rewrote (a fault recovery moved a pod) reaches the surviving pods' folders. 0: never. Not a flag: tests
+  // shorten it.
+  std::chrono::milliseconds ranktable_refresh{2000};
 
   // The Kubernetes API server (kube_publisher.h): the node's chips in MindCluster's device ConfigMap and its
   // labels. --kubeconfig wins, then --kube-api (with its token and CA files), then the in-cluster

@@ -5,7 +5,9 @@
 //
 // With a scheduler (SchedulerApi), GetPreferredAllocation prefers its reservations and Allocate tells it
 // which chips were taken; those HTTP calls are made with the plugin's mutex released, so a slow scheduler
-// holds up only the call that waits for it, never ListAndWatch.
+// holds up only the call that waits for it, never ListAndWatch. The rank tables Allocate wrote are kept
+// current: every Config::ranktable_refresh the scheduler is asked for each job's table, and a changed one
+// is written over every copy of that job on this node (refresh_ranktables).
 //
 // Thread-safe: every method may be called from any thread (gRPC handler threads, the device-query watcher
 // thread, the daemon's loop).
@@ -59,7 +61,8 @@ class Plugin {
   ~Plugin();
 
   // Subscribes to device-query changes (health, vNPUs) and starts the driver check (check_driver every
-  // Config::health_interval). Until then the first snapshot is used.
+  // Config::health_interval) and, with a scheduler, the rank-table refresh (refresh_ranktables every
+  // Config::ranktable_refresh). Until then the first snapshot is used.
   Status watch();
 
   // Asks the device query for a snapshot: a failure marks the driver lost (every device Unhealthy, Allocate
@@ -96,6 +99,13 @@ class Plugin {
   // What the scheduler is told about the whole chips now.
   InventoryReport inventory() const;
 
+  // Asks the scheduler for the rank table of every job that has a rank table here and writes a table that
+  // changed over each of that job's copies (atomically: a temporary file in the pod's folder renamed over
+  // the old one, whose mode and group it keeps), except a copy written after the question was asked (its
+  // Allocate's grant is at least as new). A job the scheduler no longer has (404), or an error, leaves the
+  // copies as they are; each distinct error is logged once. Returns how many copies were rewritten.
+  int refresh_ranktables();
+
   // A new snapshot (the device-query subscription calls this).
   void on_host_change(const npu::DeviceSnapshot& host);
   // Ends promises and whole-chip claims the kubelet no longer lists (resource name -> device ids in use).
@@ -126,9 +136,13 @@ class Plugin {
                    std::vector<std::vector<int>>& taken);
   void release_chips(const std::vector<std::vector<int>>& phys);
   // Writes a grant's rank table in its pod's folder (kRanktableFolderMode; the file kRanktableMode, both in
-  // --ranktable-group) and remembers that it serves `phys`.
-  Status write_ranktable(const RanktableHostPaths& paths, const std::string& content,
-                         const std::vector<int>& phys);
+  // --ranktable-group) and remembers that it serves `phys` and the grant's job.
+  Status write_ranktable(const RanktableHostPaths& paths, const Grant& grant, const std::vector<int>& phys);
+  // refresh_ranktables' write: `content` over the copies of job `ns`/`job` written up to write `seen`.
+  int rewrite_job_ranktables(const std::string& ns, const std::string& job, const std::string& content,
+                             std::uint64_t seen);
+  // refresh_ranktables every Config::ranktable_refresh until stopping_ (the thread ranktable_refresh_ runs).
+  void refresh_loop();
   // Removes the rank tables whose chips `freed` says are free (mu_ held).
   void remove_ranktables_locked(const std::function<bool(const std::set<int>&)>& freed);
   // Removes the rank tables none of whose chips the ledger claims any more (mu_ held).
@@ -164,13 +178,25 @@ class Plugin {
   // when none of its chips is claimed any more (the pod-resources reconcile, a failed Allocate) or when one
   // of them is handed out again.
   struct HostRanktable {
-    std::string file;     // in the folder
-    std::set<int> chips;  // of the grants it was written for
+    std::string file;           // in the folder
+    std::set<int> chips;        // of the grants it was written for
+    std::string ns;             // the pod's namespace
+    std::string job;            // the grant's job; empty: none, never refreshed
+    std::string content;        // what the file holds
+    std::uint64_t written = 0;  // ranktable_writes_ when Allocate wrote it
+    std::string failed;         // the last rewrite's error, logged once
   };
   std::map<std::string, HostRanktable> ranktables_;
+  std::uint64_t ranktable_writes_ = 0;  // Allocate's rank-table writes so far
 
-  // The driver check (check_driver every health_interval); stopped before the subscription.
+  // refresh_ranktables: one pass at a time; per job ("ns/job"), the error last logged.
+  std::mutex ranktable_refresh_mu_;
+  std::map<std::string, std::string> refresh_errors_;  // under ranktable_refresh_mu_
+
+  // The driver check (check_driver every health_interval) and the rank-table refresh; stopped before the
+  // subscription.
   std::thread health_;
+  std::thread ranktable_refresh_;
   bool stopping_ = false;  // under mu_
 
   std::unique_ptr<npu::Subscription> subscription_;  // last: stopped first on destruction

@@ -6,6 +6,7 @@
 //   PUT  {url}/v1/nodes/{node}               the node's whole chips: health and whether they are in use
 //   GET  {url}/v1/nodes/{node}/reservations  chip sets reserved for bound pods that have no devices yet
 //   POST {url}/v1/nodes/{node}/allocations   "these chips were taken": the pod's launch env and rank table
+//   GET  {url}/v1/jobs/{ns}/{job}/ranktable  the job's rank table now (rewritten after a fault recovery)
 //
 // Chips are named by their physical id on the wire. The parse functions are pure and never throw: bad JSON
 // from the scheduler is an Error (EPROTO). HttpScheduler is thread-safe: every call opens its own
@@ -13,6 +14,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <string>
@@ -67,6 +69,9 @@ std::string inventory_body(const InventoryReport& r);
 std::string allocation_body(const std::vector<int>& chips);
 Result<std::vector<Reservation>> parse_reservations(std::string_view body);
 Result<Grant> parse_grant(std::string_view body);
+// The body of GET /v1/jobs/{ns}/{job}/ranktable: a JSON object, dumped with indent 4 as Grant::ranktable is
+// (the same table gives the same text).
+Result<std::string> parse_ranktable(std::string_view body);
 // The "error" of a {"error": "..."} body; else the body itself, cut short.
 std::string error_text(std::string_view body);
 
@@ -115,6 +120,8 @@ class SchedulerApi {
   virtual Result<Grant> allocation_taken(const std::vector<int>& chips) = 0;
   // Undoes allocation_taken when the Allocate failed after it: the pod waits for these chips again.
   virtual Status allocation_returned(const std::vector<int>& chips) = 0;
+  // The job's rank table now, as Grant::ranktable holds it; ENOENT when the scheduler has no such job.
+  virtual Result<std::string> job_ranktable(const std::string& ns, const std::string& job) = 0;
 };
 
 // The scheduler is away (no connection, no answer, 5xx): retry soon, and answer the kubelet as if there were
@@ -126,7 +133,12 @@ struct SchedulerTimeouts {
   std::chrono::milliseconds inventory{2000};
   std::chrono::milliseconds reservations{500};
   std::chrono::milliseconds allocation{1000};
+  std::chrono::milliseconds ranktable{1000};
 };
+
+// The most a GET answer may hold (a rank table of some 100 000 chips): a longer one fails (EPROTO) and is
+// not read further.
+inline constexpr std::size_t kMaxAnswerBytes = 16U << 20;
 
 class HttpScheduler final : public SchedulerApi {
  public:
@@ -141,6 +153,7 @@ class HttpScheduler final : public SchedulerApi {
   Result<std::vector<Reservation>> reservations() override;
   Result<Grant> allocation_taken(const std::vector<int>& chips) override;
   Status allocation_returned(const std::vector<int>& chips) override;
+  Result<std::string> job_ranktable(const std::string& ns, const std::string& job) override;
 
   const std::string& node() const { return node_; }
 
