@@ -19,6 +19,7 @@
 #include "ascend/plugin/grpc_status.h"
 #include "ascend/plugin/kube_publisher.h"
 #include "ascend/plugin/metrics.h"
+#include "ascend/plugin/npu_exporter.h"
 #include "ascend/plugin/plugin.h"
 #include "ascend/plugin/reporter.h"
 #include "ascend/plugin/scheduler_client.h"
@@ -103,6 +104,8 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config cfg, npu::DeviceQuery& que
   ASCEND_ASSIGN(d->plugin_, Plugin::create(query, std::move(cfg), d->metrics_.get(), d->scheduler_.get()),
                 "");
   if (!d->cfg_.metrics_addr.empty()) {
+    d->metrics_->attach(std::make_shared<NpuExporter>(
+        plugin_sources(query, *d->plugin_, d->cfg_.pod_resources_socket)));  // NPU Exporter's metrics
     ASCEND_ASSIGN(d->metrics_server_, MetricsServer::start(d->cfg_.metrics_addr, *d->metrics_), "");
     spdlog::info("serving /metrics on port {}", d->metrics_server_->port());
   }
@@ -114,6 +117,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config cfg, npu::DeviceQuery& que
 }
 
 Daemon::~Daemon() {
+  metrics_server_.reset();  // its scrapes read the plugin (npu_exporter.h)
   endpoints_.clear();
   plugin_.reset();
 }

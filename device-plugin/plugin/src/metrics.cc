@@ -62,6 +62,7 @@ struct Metrics::Impl {
           .Help("requests to the scheduler extender that got no contract answer")
           .Register(*registry);
   std::mutex mu;  // Family::Add is thread-safe; the mutex keeps one update_chips consistent
+  std::vector<std::shared_ptr<prometheus::Collectable>> attached;
 };
 
 Metrics::Metrics() : impl_(std::make_unique<Impl>()) {}
@@ -112,6 +113,11 @@ void Metrics::observe_scheduler_call(const std::string& call, bool answered) {
   if (!answered) impl_->scheduler_errors.Add(labels).Increment();
 }
 
+void Metrics::attach(std::shared_ptr<prometheus::Collectable> c) {
+  std::lock_guard lock(impl_->mu);
+  impl_->attached.push_back(std::move(c));
+}
+
 struct MetricsServer::Impl {
   std::unique_ptr<prometheus::Exposer> exposer;
 };
@@ -131,6 +137,7 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& a
     return Error(EADDRINUSE, "serve /metrics on " + addr + ": " + e.what());
   }
   out->impl_->exposer->RegisterCollectable(metrics.impl().registry);
+  for (const auto& c : metrics.impl().attached) out->impl_->exposer->RegisterCollectable(c);
   auto ports = out->impl_->exposer->GetListeningPorts();
   out->port_ = ports.empty() ? 0 : ports.front();
   return out;

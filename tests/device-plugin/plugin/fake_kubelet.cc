@@ -98,6 +98,19 @@ class FakeKubelet::PodResourcesService final : public v1::PodResourcesLister::Se
   grpc::Status List(grpc::ServerContext* /*ctx*/, const v1::ListPodResourcesRequest* /*req*/,
                     v1::ListPodResourcesResponse* resp) override {
     std::lock_guard lock(k_.mu_);
+    if (k_.pods_) {
+      for (const auto& p : *k_.pods_) {
+        auto* pod = resp->add_pod_resources();
+        pod->set_name(p.pod);
+        pod->set_namespace_(p.pod_namespace);
+        auto* c = pod->add_containers();
+        c->set_name(p.container);
+        auto* d = c->add_devices();
+        d->set_resource_name(p.resource);
+        for (const auto& id : p.ids) d->add_device_ids(id);
+      }
+      return grpc::Status::OK;
+    }
     auto* pod = resp->add_pod_resources();
     pod->set_name("pod");
     pod->set_namespace_("default");
@@ -214,6 +227,11 @@ std::shared_ptr<Watch> FakeKubelet::watch(const std::string& endpoint) {
 void FakeKubelet::set_in_use(std::map<std::string, std::set<std::string>> in_use) {
   std::lock_guard lock(mu_);
   in_use_ = std::move(in_use);
+}
+
+void FakeKubelet::set_pods(std::vector<PodContainer> pods) {
+  std::lock_guard lock(mu_);
+  pods_ = std::move(pods);
 }
 
 }  // namespace ascend::testing

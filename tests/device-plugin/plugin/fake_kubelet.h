@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -75,8 +76,17 @@ class FakeKubelet {
   // Opens ListAndWatch on `endpoint`; stop() cancels it.
   std::shared_ptr<Watch> watch(const std::string& endpoint);
 
-  // What the pod-resources List reports: resource name -> device ids in use.
+  // What the pod-resources List reports: resource name -> device ids in use (one pod "default/pod",
+  // container "main"), or, once set_pods was called, exactly those containers.
   void set_in_use(std::map<std::string, std::set<std::string>> in_use);
+  struct PodContainer {
+    std::string pod_namespace;
+    std::string pod;
+    std::string container;
+    std::string resource;
+    std::vector<std::string> ids;
+  };
+  void set_pods(std::vector<PodContainer> pods);
 
   const std::string& dir() const { return dir_; }
 
@@ -97,6 +107,7 @@ class FakeKubelet {
   std::vector<Registration> regs_;
   std::vector<std::weak_ptr<Watch>> watches_;
   std::map<std::string, std::set<std::string>> in_use_;
+  std::optional<std::vector<PodContainer>> pods_;
 };
 
 }  // namespace ascend::testing

@@ -1,4 +1,5 @@
-// The plugin's Prometheus metrics (prometheus-cpp) and the /metrics HTTP endpoint.
+// The plugin's Prometheus metrics (prometheus-cpp) and the /metrics HTTP endpoint. /metrics also serves the
+// node's NPUs under MindCluster NPU Exporter's names (npu_exporter.h, attached by the daemon).
 //
 //   ascend_npu_healthy{device}                     1 Healthy, 0 Unhealthy (the kubelet's view)
 //   ascend_npu_health_level{device}                0 OK, 1 Warning, 2 Alarm, 3 Critical
@@ -24,6 +25,7 @@
 #include "ascend/npu/state.h"
 
 namespace prometheus {
+class Collectable;
 class Counter;
 class Histogram;
 }  // namespace prometheus
@@ -54,6 +56,9 @@ class Metrics {
   AllocateSeries allocate_series(const std::string& resource);
   void observe_allocate(const std::string& resource, std::chrono::nanoseconds took, bool ok);
   void observe_scheduler_call(const std::string& call, bool answered);
+  // Serves `c`'s metrics after the plugin's own (the NPU Exporter metrics, npu_exporter.h). Call before
+  // MetricsServer::start.
+  void attach(std::shared_ptr<prometheus::Collectable> c);
 
   struct Impl;
   Impl& impl() const { return *impl_; }

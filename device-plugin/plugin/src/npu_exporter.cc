@@ -1,0 +1,188 @@
+#include "ascend/plugin/npu_exporter.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string_view>
+#include <utility>
+
+#include "ascend/plugin/plugin.h"
+
+namespace ascend::plugin {
+
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+// NPU Exporter's HELP texts, verbatim (npu_exporter.h names the files).
+constexpr std::string_view kHelpNums = "Amount of npu installed on the machine.";
+constexpr std::string_view kHelpUtil = "the ai core utilization";
+constexpr std::string_view kHelpHbmUsed = "the npu hbm used memory";
+constexpr std::string_view kHelpHbmTotal = "the npu hbm total memory";
+constexpr std::string_view kHelpTemp = "the npu temperature";
+constexpr std::string_view kHelpPower = "the npu power";
+constexpr std::string_view kHelpHealth = "the npu health status";
+constexpr std::string_view kHelpError = "the npu error code";
+constexpr std::string_view kHelpNetwork = "the npu network health status";
+constexpr std::string_view kHelpLink = "the npu link status";
+constexpr std::string_view kHelpContainerInfo = "the container name and deviceID relationship";
+constexpr std::string_view kHelpCtrUtil = "npu ai core utilization in container, unit is '%'";
+constexpr std::string_view kHelpCtrTotal = "npu total memory in container, unit is 'MB'";
+constexpr std::string_view kHelpCtrUsed = "the npu used memory in container, unit is 'MB'";
+
+// The chip labels in the order Go's client sorts them (byte order of the names).
+std::vector<ClientMetric::Label> card_labels(const ChipIdentity& c, const PodRef* holder) {
+  const PodRef none;
+  const PodRef& p = holder != nullptr ? *holder : none;
+  return {{"container_name", p.container}, {"id", std::to_string(c.phy_id)},   {"model_name", c.model_name},
+          {"namespace", p.pod_namespace},  {"pcie_bus_info", c.pcie_bus_info}, {"pod_name", p.pod},
+          {"vdie_id", c.vdie_id}};
+}
+
+// npu_container_info's labels: the card labels with id named npuID, and the container's id and
+// "<namespace>_<pod>_<container>" name (sorted the same way).
+std::vector<ClientMetric::Label> container_labels(const ChipIdentity& c, const PodRef& p) {
+  return {{"containerID", ""},
+          {"containerName", p.pod_namespace + "_" + p.pod + "_" + p.container},
+          {"container_name", p.container},
+          {"model_name", c.model_name},
+          {"namespace", p.pod_namespace},
+          {"npuID", std::to_string(c.phy_id)},
+          {"pcie_bus_info", c.pcie_bus_info},
+          {"pod_name", p.pod},
+          {"vdie_id", c.vdie_id}};
+}
+
+class Families {
+ public:
+  void add(std::string_view name, std::string_view help, std::vector<ClientMetric::Label> labels, double v) {
+    auto it = by_name_.find(std::string(name));
+    if (it == by_name_.end()) {
+      MetricFamily f;
+      f.name = std::string(name);
+      f.help = std::string(help);
+      f.type = MetricType::Gauge;
+      it = by_name_.emplace(f.name, std::move(f)).first;
+    }
+    ClientMetric m;
+    m.label = std::move(labels);
+    m.gauge.value = v;
+    it->second.metric.push_back(std::move(m));
+  }
+  std::vector<MetricFamily> take() {
+    std::vector<MetricFamily> out;
+    out.reserve(by_name_.size());
+    for (auto& [name, f] : by_name_) out.push_back(std::move(f));  // std::map: sorted by name
+    return out;
+  }
+
+ private:
+  std::map<std::string, MetricFamily> by_name_;
+};
+
+}  // namespace
+
+Attribution attribute(const std::vector<PodDevices>& pods, const std::map<std::string, int>& phy_of_id) {
+  Attribution out;
+  for (const auto& p : pods) {
+    for (const auto& id : p.ids) {
+      auto it = phy_of_id.find(id);
+      if (it != phy_of_id.end()) out[it->second] = PodRef{p.pod_namespace, p.pod, p.container};
+    }
+  }
+  return out;
+}
+
+std::vector<ChipIdentity> identities(const npu::DeviceSnapshot& s) {
+  std::vector<ChipIdentity> out;
+  out.reserve(s.chips.size());
+  for (const auto& c : s.chips) {
+    ChipIdentity id;
+    id.phy_id = c.phy_id;
+    // NPU Exporter's GetNpuName: "<chip_name>-<chip_type>-<chip_ver>" of DCMI's chip info.
+    id.model_name = c.name + "-" + s.chip_type + "-" + c.chip_version;
+    id.vdie_id = c.vdie_id;
+    id.pcie_bus_info = c.bus_id;
+    id.has_hbm = c.hbm_total_mb > 0;
+    out.push_back(std::move(id));
+  }
+  return out;
+}
+
+std::vector<MetricFamily> npu_families(const std::vector<ChipIdentity>& chips,
+                                       const std::vector<npu::ChipTelemetry>& telemetry,
+                                       const Attribution& holders) {
+  Families f;
+  f.add("machine_npu_nums", kHelpNums, {}, static_cast<double>(chips.size()));
+  for (const auto& t : telemetry) {
+    auto it =
+        std::find_if(chips.begin(), chips.end(), [&](const ChipIdentity& c) { return c.phy_id == t.phy_id; });
+    ChipIdentity unknown;
+    unknown.phy_id = t.phy_id;
+    const ChipIdentity& c = it != chips.end() ? *it : unknown;
+    auto h = holders.find(t.phy_id);
+    const PodRef* holder = h != holders.end() ? &h->second : nullptr;
+    const auto labels = card_labels(c, holder);
+    f.add("npu_chip_info_utilization", kHelpUtil, labels, t.aicore_pct);
+    f.add("npu_chip_info_temperature", kHelpTemp, labels, t.temp_c);
+    if (t.power_w) f.add("npu_chip_info_power", kHelpPower, labels, *t.power_w);
+    // NPU Exporter: healthy only when the driver's health is 0 (getHealth: health != 0 is UnHealthy).
+    f.add("npu_chip_info_health_status", kHelpHealth, labels, t.health == npu::Health::kOk ? 1 : 0);
+    f.add("npu_chip_info_error_code", kHelpError, labels, t.error_codes.empty() ? 0 : t.error_codes[0]);
+    for (std::size_t i = 1; i < t.error_codes.size(); ++i)
+      f.add("npu_chip_info_error_code_" + std::to_string(i), kHelpError, labels, t.error_codes[i]);
+    f.add("npu_chip_info_network_status", kHelpNetwork, labels, t.link_up ? 1 : 0);
+    f.add("npu_chip_info_link_status", kHelpLink, labels, t.link_up ? 1 : 0);
+    if (c.has_hbm) {
+      f.add("npu_chip_info_hbm_used_memory", kHelpHbmUsed, labels, static_cast<double>(t.memory_used_mb));
+      f.add("npu_chip_info_hbm_total_memory", kHelpHbmTotal, labels, static_cast<double>(t.memory_total_mb));
+    }
+    if (holder != nullptr) {
+      f.add("npu_container_info", kHelpContainerInfo, container_labels(c, *holder), 1);
+      f.add("container_npu_utilization", kHelpCtrUtil, labels, t.aicore_pct);
+      f.add("container_npu_total_memory", kHelpCtrTotal, labels, static_cast<double>(t.memory_total_mb));
+      f.add("container_npu_used_memory", kHelpCtrUsed, labels, static_cast<double>(t.memory_used_mb));
+    }
+  }
+  return f.take();
+}
+
+NpuExporter::Sources plugin_sources(const npu::DeviceQuery& query, const Plugin& plugin,
+                                    std::string pod_resources_socket) {
+  NpuExporter::Sources s;
+  s.telemetry = [&query] { return query.telemetry(); };
+  s.host = [&plugin] { return plugin.host(); };
+  s.holders = [&plugin, socket = std::move(pod_resources_socket)]() -> Attribution {
+    if (socket.empty() || ::access(socket.c_str(), F_OK) != 0) return {};
+    auto pods = list_pod_devices(socket, std::chrono::milliseconds(500));
+    if (!pods) {
+      spdlog::debug("metrics: no pod labels: {}", pods.error().message());
+      return {};
+    }
+    std::map<std::string, int> phy_of_id;
+    for (const auto& res : plugin.resources()) {
+      if (res.kind != DeviceKind::kChip) continue;
+      for (const auto& d : plugin.list(res).devices) phy_of_id[d.id] = d.phy;
+    }
+    return attribute(*pods, phy_of_id);
+  };
+  return s;
+}
+
+NpuExporter::NpuExporter(Sources sources) : sources_(std::move(sources)) {}
+
+std::vector<MetricFamily> NpuExporter::Collect() const {
+  const std::vector<ChipIdentity> chips = identities(sources_.host());
+  auto telemetry = sources_.telemetry();
+  if (!telemetry) {
+    spdlog::debug("metrics: {}", telemetry.error().message());
+    return npu_families(chips, {}, {});
+  }
+  const Attribution holders = sources_.holders ? sources_.holders() : Attribution{};
+  return npu_families(chips, *telemetry, holders);
+}
+
+}  // namespace ascend::plugin

@@ -1,0 +1,164 @@
+// The NPU Exporter metrics end to end (issue 26): ascend-device-plugin's daemon on an emulated Atlas 800T
+// A2 (through the backend under test), a fake kubelet whose pod-resources List says pod train/job-0's
+// container "worker" holds chips 0-3, /metrics scraped over HTTP. Work started with `npu-sim load-gen` on
+// chip 1 shows on the next scrape with the pod's labels; a fault set with `npu-sim fault set` on chip 2
+// shows in its health and error code on the next scrape. Expected values: the atlas800t-a2 profile (chip 1:
+// HBM 3314 of 65536 MB, 39 C) under the load model of npu-smi-sim's workload.h (39 + 35 x 0.8 = 67 C).
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <sstream>
+#include <thread>
+
+#include "ascend/npu/emulator.h"
+#include "ascend/npu/profiles.h"
+#include "ascend/plugin/daemon.h"
+#include "fake_kubelet.h"
+#include "run_command.h"
+#include "test_dir.h"
+#include "test_query.h"
+
+namespace ascend::plugin {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeKubelet;
+using testing::TempDir;
+
+const std::string kSim = std::string(ASCEND_BIN_DIR) + "/npu-sim";
+
+std::string scrape(int port) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_connection_timeout(5);
+  auto r = c.Get("/metrics");
+  if (!r || r->status != 200) return "";
+  return r->body;
+}
+
+// The sample of `name` for chip `id` (its whole line), or "" when there is none.
+std::string sample(const std::string& body, const std::string& name, int id) {
+  std::istringstream in(body);
+  std::string line;
+  const std::string key = ",id=\"" + std::to_string(id) + "\",";
+  while (std::getline(in, line)) {
+    if (line.rfind(name + "{", 0) == 0 && line.find(key) != std::string::npos) return line;
+  }
+  return "";
+}
+
+std::string value_of(const std::string& line) {
+  return line.substr(line.rfind(' ') + 1);
+}
+
+class MetricsE2E : public ::testing::Test {
+ protected:
+  TempDir tmp;
+  std::string root = tmp / "host";
+  npu::Emulator emu{root};
+  std::unique_ptr<npu::DeviceQuery> query;
+  std::unique_ptr<FakeKubelet> kubelet;
+  std::unique_ptr<Daemon> daemon;
+  std::thread runner;
+  Status run_status;
+
+  void SetUp() override {
+    auto p = npu::builtin_profile("atlas800t-a2");
+    ASSERT_TRUE(p.ok());
+    npu::LoadOptions opts;
+    opts.majors = npu::DeviceMajors{240, 241, 242, 243, 244};
+    opts.npu_smi_binary = std::string(ASCEND_BIN_DIR) + "/npu-smi";
+    opts.make_nodes = ::geteuid() == 0;
+    ASSERT_TRUE(emu.load(*p, opts).ok());
+    kubelet = std::make_unique<FakeKubelet>(tmp / "device-plugins", tmp / "pod-resources.sock");
+    kubelet->set_pods({{"train",
+                        "job-0",
+                        "worker",
+                        "huawei.com/Ascend910",
+                        {"Ascend910-0", "Ascend910-1", "Ascend910-2", "Ascend910-3"}}});
+    kubelet->start();
+    Config cfg;
+    cfg.kubelet_socket_dir = tmp / "device-plugins";
+    cfg.host_root = root;
+    cfg.pod_resources_socket = tmp / "pod-resources.sock";
+    cfg.metrics_addr = "127.0.0.1:0";
+    cfg.no_kube = true;
+    query = ascend::testing::open_test_query(root);
+    ASSERT_TRUE(query);
+    auto d = Daemon::create(cfg, *query);
+    ASSERT_TRUE(d.ok()) << d.error().message();
+    daemon = std::move(d).value();
+    runner = std::thread([this] { run_status = daemon->run(); });
+    ASSERT_TRUE(kubelet->wait_registrations(1, 10s)) << "the plugin did not register";
+  }
+
+  void TearDown() override {
+    if (daemon) {
+      daemon->stop();
+      runner.join();
+      EXPECT_TRUE(run_status.ok()) << run_status.error().message();
+    }
+    daemon.reset();
+    kubelet.reset();
+  }
+
+  void sim(std::vector<std::string> args) {
+    args.insert(args.begin(), kSim);
+    args.insert(args.end(), {"--root", root});
+    auto r = ascend::testing::run_command(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+};
+
+TEST_F(MetricsE2E, LoadOnAPodsChipShowsWithItsLabelsAndAFaultInItsHealthAndErrorCode) {
+  const int port = daemon->metrics_port();
+  ASSERT_GT(port, 0);
+  std::string body = scrape(port);
+  ASSERT_FALSE(body.empty());
+  EXPECT_NE(body.find("\nmachine_npu_nums 8\n"), std::string::npos) << body;
+  // Idle: chip 1 is the pod's, chip 5 nobody's; the plugin's own metrics are still there.
+  std::string util1 = sample(body, "npu_chip_info_utilization", 1);
+  EXPECT_NE(util1.find("namespace=\"train\""), std::string::npos) << util1;
+  EXPECT_NE(util1.find("pod_name=\"job-0\""), std::string::npos) << util1;
+  EXPECT_NE(util1.find("container_name=\"worker\""), std::string::npos) << util1;
+  EXPECT_NE(util1.find("model_name=\"910B3-Ascend-V1\""), std::string::npos) << util1;
+  EXPECT_NE(util1.find("pcie_bus_info=\"0000:C2:00.0\""), std::string::npos) << util1;
+  EXPECT_EQ(value_of(util1), "0");
+  EXPECT_NE(sample(body, "npu_chip_info_utilization", 5).find("pod_name=\"\""), std::string::npos);
+  EXPECT_EQ(sample(body, "container_npu_utilization", 5), "");
+  EXPECT_NE(body.find("\nascend_npu_healthy{device=\"1\"} 1\n"), std::string::npos);
+
+  sim({"load-gen", "--device", "1", "--util", "80", "--hbm", "16"});
+  body = scrape(port);
+  EXPECT_EQ(value_of(sample(body, "npu_chip_info_utilization", 1)), "80") << body;
+  EXPECT_EQ(value_of(sample(body, "container_npu_utilization", 1)), "80");
+  EXPECT_NE(sample(body, "container_npu_utilization", 1).find("pod_name=\"job-0\""), std::string::npos);
+  EXPECT_EQ(value_of(sample(body, "npu_chip_info_hbm_used_memory", 1)), "19698");
+  EXPECT_EQ(value_of(sample(body, "container_npu_used_memory", 1)), "19698");
+  EXPECT_EQ(value_of(sample(body, "npu_chip_info_temperature", 1)), "67");
+  EXPECT_EQ(value_of(sample(body, "npu_chip_info_utilization", 0)), "0");  // the pod's other chips idle
+  EXPECT_EQ(value_of(sample(body, "npu_chip_info_health_status", 2)), "1");
+  EXPECT_EQ(value_of(sample(body, "npu_chip_info_error_code", 2)), "0");
+
+  sim({"fault", "set", "--device", "2", "--code", "0x80E18402"});
+  body = scrape(port);
+  EXPECT_EQ(value_of(sample(body, "npu_chip_info_health_status", 2)), "0") << body;
+  EXPECT_EQ(value_of(sample(body, "npu_chip_info_error_code", 2)), "2162263042");  // 0x80E18402
+  EXPECT_NE(sample(body, "npu_chip_info_error_code", 2).find("pod_name=\"job-0\""), std::string::npos);
+  EXPECT_EQ(value_of(sample(body, "npu_chip_info_health_status", 3)), "1");
+
+  sim({"link", "--device", "3", "down"});
+  body = scrape(port);
+  EXPECT_EQ(value_of(sample(body, "npu_chip_info_link_status", 3)), "0") << body;
+  EXPECT_EQ(value_of(sample(body, "npu_chip_info_network_status", 3)), "0");
+  EXPECT_EQ(value_of(sample(body, "npu_chip_info_link_status", 4)), "1");
+
+  // The pod ends: its labels go with it.
+  kubelet->set_pods({});
+  body = scrape(port);
+  EXPECT_NE(sample(body, "npu_chip_info_utilization", 1).find("pod_name=\"\""), std::string::npos) << body;
+  EXPECT_EQ(body.find("npu_container_info"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ascend::plugin

@@ -1,0 +1,109 @@
+// The NPU Exporter metrics (npu_exporter.h): the exposition of a fixed set of chips against a hand-written
+// expected text (tests/fixtures/metrics/npu-exporter.prom, README there), and the pod attribution.
+#include <gtest/gtest.h>
+#include <prometheus/text_serializer.h>
+
+#include <sstream>
+
+#include "ascend/common/fs.h"
+#include "ascend/plugin/npu_exporter.h"
+
+namespace ascend::plugin {
+namespace {
+
+std::vector<ChipIdentity> two_chips() {
+  return {{0, "910B3-Ascend-V1", "0A0A0A0A-0B0B0B0B-0C0C0C0C-0D0D0D0D-0E0E0E0E", "0000:C1:00.0", true},
+          {1, "910B3-Ascend-V1", "1A1A1A1A-1B1B1B1B-1C1C1C1C-1D1D1D1D-1E1E1E1E", "0000:C2:00.0", true}};
+}
+
+std::vector<npu::ChipTelemetry> their_telemetry() {
+  npu::ChipTelemetry idle;
+  idle.phy_id = 0;
+  idle.memory_total_mb = 65536;
+  idle.memory_used_mb = 3318;
+  idle.temp_c = 43;
+  idle.power_w = 101.8;
+  npu::ChipTelemetry busy;
+  busy.phy_id = 1;
+  busy.aicore_pct = 80;
+  busy.aicpu_pct = 10;
+  busy.memory_total_mb = 65536;
+  busy.memory_used_mb = 19698;
+  busy.temp_c = 67;
+  busy.power_w = 338.4;
+  busy.health = npu::Health::kWarning;
+  busy.error_codes = {0x80E18402, 0x80C98008};
+  busy.link_up = false;
+  return {idle, busy};
+}
+
+std::string serialize(const std::vector<prometheus::MetricFamily>& f) {
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, f);
+  return out.str();
+}
+
+TEST(NpuExporter, ExpositionMatchesTheHandWrittenText) {
+  const Attribution holders = {{1, PodRef{"train", "job-0", "worker"}}};
+  const std::string got = serialize(npu_families(two_chips(), their_telemetry(), holders));
+  auto want = read_file(std::string(ASCEND_FIXTURES) + "/metrics/npu-exporter.prom");
+  ASSERT_TRUE(want.ok()) << want.error().message();
+  EXPECT_EQ(got, *want);
+}
+
+TEST(NpuExporter, ChipsWithoutPowerOrHbmLeaveThoseSeriesOutAndUnheldChipsHaveNoContainerSeries) {
+  auto chips = two_chips();
+  chips[1].has_hbm = false;  // a 310P: on-chip DDR, no HBM series
+  auto t = their_telemetry();
+  t[1].power_w.reset();  // die 1 of an A3 card, or a 310P
+  const std::string got = serialize(npu_families(chips, t, {}));
+  EXPECT_EQ(got.find("npu_chip_info_power{container_name=\"\",id=\"1\""), std::string::npos) << got;
+  EXPECT_NE(got.find("npu_chip_info_power{container_name=\"\",id=\"0\""), std::string::npos) << got;
+  EXPECT_EQ(got.find("npu_chip_info_hbm_used_memory{container_name=\"\",id=\"1\""), std::string::npos);
+  EXPECT_EQ(got.find("container_npu_"), std::string::npos) << got;
+  EXPECT_EQ(got.find("npu_container_info"), std::string::npos) << got;
+}
+
+TEST(NpuExporter, WithoutTelemetryOnlyTheChipCountIsAnswered) {
+  NpuExporter::Sources s;
+  s.telemetry = []() -> Result<std::vector<npu::ChipTelemetry>> { return Error(EIO, "driver gone"); };
+  s.host = [] {
+    npu::DeviceSnapshot snap;
+    snap.chips.resize(3);
+    return snap;
+  };
+  EXPECT_EQ(serialize(NpuExporter(s).Collect()),
+            "# HELP machine_npu_nums Amount of npu installed on the machine.\n"
+            "# TYPE machine_npu_nums gauge\n"
+            "machine_npu_nums 3\n");
+}
+
+TEST(NpuExporter, IdentityNamesTheModelAsNpuExporterDoes) {
+  npu::DeviceSnapshot s;
+  s.chip_type = "Ascend";
+  npu::Chip c;
+  c.phy_id = 5;
+  c.name = "910B3";
+  c.chip_version = "V1";
+  c.vdie_id = "X";
+  c.bus_id = "0000:01:00.0";
+  c.hbm_total_mb = 65536;
+  s.chips = {c};
+  ASSERT_EQ(identities(s).size(), 1U);
+  EXPECT_EQ(identities(s)[0], (ChipIdentity{5, "910B3-Ascend-V1", "X", "0000:01:00.0", true}));
+}
+
+TEST(NpuExporter, AttributionTakesWholeChipIdsOnly) {
+  const std::map<std::string, int> phy_of = {{"Ascend910-0", 0}, {"Ascend910-1", 1}, {"Ascend910-3", 3}};
+  const std::vector<PodDevices> pods = {
+      {"train", "job-0", "worker", "huawei.com/Ascend910", {"Ascend910-0", "Ascend910-1"}},
+      {"infer", "svc-1", "main", "huawei.com/npu-core", {"npu-core-3-0"}},  // AICore units: not a chip
+      {"infer", "svc-2", "main", "huawei.com/Ascend910", {"Ascend910-9"}},  // not this node's
+  };
+  const Attribution a = attribute(pods, phy_of);
+  const Attribution want = {{0, PodRef{"train", "job-0", "worker"}}, {1, PodRef{"train", "job-0", "worker"}}};
+  EXPECT_EQ(a, want);
+}
+
+}  // namespace
+}  // namespace ascend::plugin
