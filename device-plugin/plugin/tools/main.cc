@@ -45,7 +45,8 @@ Scheduler (--scheduler-url, the ascend-scheduler serve extender; without it the 
   env          only the launch env the scheduler documents (ASCEND_JOB, RANK_TABLE_FILE, RANK_SIZE,
                WORLD_SIZE, RANK_START, NODE_RANK, NNODES, NPROC_PER_NODE); any other name the answer
                carries (LD_PRELOAD, PATH, ASCEND_*, ...) is dropped with one log line.
-  rank tables  mode 0640, root and --ranktable-group (a non-root job container's group); removed once
+  rank tables  mode 0640, root and --ranktable-group (a non-root job container's group); rewritten in
+               place when GET .../v1/jobs/<ns>/<job>/ranktable (asked every 2 s) differs; removed once
                none of their chips is in use (pod-resources) or one is handed out again.
   https:// URLs are verified against --scheduler-ca-file (else the system's CAs); an unverified server
   gets nothing. With --scheduler-token-file every request carries "Authorization: Bearer <token>".
