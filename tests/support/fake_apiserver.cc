@@ -485,6 +485,7 @@ struct FakeApiServer::Impl {
 void FakeApiServer::Impl::start() {
   svr.new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
   svr.set_payload_max_length(kMaxBodyBytes);
+  svr.set_tcp_nodelay(true);    // as the real API server (Go sets TCP_NODELAY on every connection)
   svr.set_keep_alive_timeout(1);  // an idle kept-alive connection holds up stop() this long
   auto handler = [this](const httplib::Request& req, httplib::Response& res) { serve(req, res); };
   svr.Get(".*", handler);
