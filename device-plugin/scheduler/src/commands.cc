@@ -1,6 +1,7 @@
 #include "ascend/scheduler/commands.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -8,6 +9,7 @@
 #include "ascend/common/fs.h"
 #include "ascend/scheduler/input.h"
 #include "ascend/topology/calibrate.h"
+#include "ascend/topology/faults.h"
 #include "ascend/topology/place.h"
 #include "ascend/topology/ranktable.h"
 #include "ascend/topology/simulate.h"
@@ -58,6 +60,30 @@ int run_place(const PlaceOptions& o, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
+namespace {
+
+// --faults MTBF_HOURS[,SEED] and the recovery assumptions.
+Result<topology::FaultOptions> fault_options(const SimulateOptions& o) {
+  topology::FaultOptions f;
+  std::string mtbf = o.faults.substr(0, o.faults.find(','));
+  std::string seed = o.faults.find(',') == std::string::npos ? "1" : o.faults.substr(o.faults.find(',') + 1);
+  char* end = nullptr;
+  f.mtbf_hours = std::strtod(mtbf.c_str(), &end);
+  bool good = !mtbf.empty() && end == mtbf.c_str() + mtbf.size() && f.mtbf_hours > 0;
+  char* seed_end = nullptr;
+  f.seed = std::strtoull(seed.c_str(), &seed_end, 10);
+  good = good && !seed.empty() && seed_end == seed.c_str() + seed.size();
+  if (!good) {
+    return Error::invalid("--faults: '" + o.faults + "' is not MTBF_HOURS[,SEED] (e.g. 2000 or 2000,7)");
+  }
+  f.checkpoint_s = o.checkpoint_minutes * 60;
+  f.repair_s = o.repair_hours * 3600;
+  f.restart_s = o.restart_minutes * 60;
+  return f;
+}
+
+}  // namespace
+
 int run_simulate(const SimulateOptions& o, std::ostream& out, std::ostream& err) {
   auto policy = topology::parse_policy(o.policy);
   if (!policy.ok()) return bad_input(err, policy.error().context("--policy"));
@@ -66,7 +92,15 @@ int run_simulate(const SimulateOptions& o, std::ostream& out, std::ostream& err)
   auto trace = load_trace(o.trace);
   if (!trace.ok()) return bad_input(err, trace.error());
   auto r = topology::simulate(*cluster, *trace, {*policy, o.backfill});
-  out << topology::to_json(r).dump(2) << "\n";
+  nlohmann::ordered_json j = topology::to_json(r);
+  if (!o.faults.empty()) {
+    auto fo = fault_options(o);
+    if (!fo.ok()) return bad_input(err, fo.error());
+    auto f = topology::simulate_faults(*cluster, *trace, *policy, *fo);
+    if (!f.ok()) return bad_input(err, f.error());
+    j["faults"] = topology::to_json(*f);
+  }
+  out << j.dump(2) << "\n";
   return kExitOk;
 }
 

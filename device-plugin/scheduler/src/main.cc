@@ -40,6 +40,20 @@ static int run_main(int argc, char** argv) {
   si->add_option("--policy", sim.policy, "topo | first-fit | volcano")->default_val("topo");
   si->add_flag("--backfill", sim.backfill,
                "let later jobs start ahead of a blocked head job when they end first");
+  si->add_option("--faults", sim.faults,
+                 "MTBF_HOURS[,SEED]: also inject chip faults at that mean time between faults per chip "
+                 "(seeded, deterministic) and report lost chip-hours and goodput with pod and job recovery");
+  si->add_option("--checkpoint-minutes", sim.checkpoint_minutes,
+                 "with --faults: a job's checkpoint interval; a fault loses the work since the last")
+      ->default_val(60)
+      ->check(CLI::PositiveNumber);
+  si->add_option("--repair-hours", sim.repair_hours, "with --faults: a faulty chip's time out of service")
+      ->default_val(4)
+      ->check(CLI::NonNegativeNumber);
+  si->add_option("--restart-minutes", sim.restart_minutes,
+                 "with --faults: from a recovered job's new placement to training again")
+      ->default_val(5)
+      ->check(CLI::NonNegativeNumber);
   si->footer(kFooter);
 
   PlanOptions plan;

@@ -428,5 +428,44 @@ TEST_F(Cli, PlanMeasuredFitsTheFactorsToTheGivenTimes) {
   EXPECT_NE(e.err.find("1 measured layout; at least 2"), std::string::npos) << e.err;
 }
 
+// simulate --faults: the same MTBF and seed give the same replay; pod and job recovery side by side; a bad
+// value is exit 2.
+TEST_F(Cli, SimulateWithFaultsReportsBothRecoveries) {
+  std::vector<std::string> a = {kBin,
+                                "simulate",
+                                "--cluster",
+                                kDir + "/pod-a.yaml",
+                                "--trace",
+                                kDir + "/trace.yaml",
+                                "--faults",
+                                "2000,3",
+                                "--checkpoint-minutes",
+                                "30"};
+  auto r1 = run_command(a);
+  ASSERT_EQ(r1.exit_code, 0) << r1.err;
+  auto r2 = run_command(a);
+  EXPECT_EQ(r1.out, r2.out);
+  json f = json::parse(r1.out)["faults"];
+  EXPECT_EQ(f["mtbf_hours"], 2000);
+  EXPECT_EQ(f["seed"], 3);
+  EXPECT_EQ(f["checkpoint_s"], 1800);
+  EXPECT_EQ(f["repair_s"], 4 * 3600);
+  for (const char* mode : {"pod", "job"}) {
+    const json& s = f[mode];
+    EXPECT_GT(s["faults"].get<int>(), 0) << mode;
+    EXPECT_EQ(s["completed"], 240) << mode;
+    EXPECT_NEAR(s["lost_chip_hours"].get<double>(),
+                s["held_chip_hours"].get<double>() - s["useful_chip_hours"].get<double>(), 1e-6);
+    EXPECT_LE(s["goodput"].get<double>(), 1.0);
+  }
+  for (const char* bad : {"0", "x,1", "100,-"}) {
+    auto b = a;
+    b[7] = bad;
+    auto e = run_command(b);
+    EXPECT_EQ(e.exit_code, 2) << bad;
+    EXPECT_NE(e.err.find("is not MTBF_HOURS[,SEED]"), std::string::npos) << e.err;
+  }
+}
+
 }  // namespace
 }  // namespace ascend::scheduler

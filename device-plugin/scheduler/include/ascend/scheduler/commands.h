@@ -31,6 +31,11 @@ struct SimulateOptions {
   std::string trace;
   std::string policy = "topo";
   bool backfill = false;
+  // --faults MTBF_HOURS[,SEED]: also replay with chip faults, pod and job recovery side by side.
+  std::string faults;
+  double checkpoint_minutes = 60;  // a job's checkpoint interval (its run time between checkpoints)
+  double repair_hours = 4;         // a faulty chip's time out of service
+  double restart_minutes = 5;      // from the new placement to training again
 };
 int run_simulate(const SimulateOptions& o, std::ostream& out, std::ostream& err);
 
