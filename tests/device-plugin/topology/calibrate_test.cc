@@ -35,6 +35,7 @@ struct Linear {
   Layout layout;
   double a;
   double b;
+  int micro_batch = 1;
 };
 
 std::vector<Linear> hand_model() {
@@ -53,15 +54,18 @@ std::vector<Linear> hand_model() {
   // tp); 2 (8 + 3) = 22 sends of M/2.
   double tp = 4 * 2 * 8 * msg / link;
   Linear mixed{{2, 4, 1, 1}, compute * (1 + 3.0 / 8), tp * (1 + 3.0 / 8) + 22 * (msg / 2) / link};
-  return {tp8, pp8, mixed};
+  // pp 8 with micro-batch 2 (the same global batch of 8): m = 4 micro-batches of twice the FLOPs, so the same
+  // compute; bubble 7/4 of it; 2 (4 + 7) = 22 sends of 2M.
+  Linear pp8_b2{{1, 8, 1, 1}, compute * (1 + 7.0 / 4), 22 * 2 * msg / link, 2};
+  return {tp8, pp8, mixed, pp8_b2};
 }
 
 std::string csv(const std::vector<Linear>& rows, const std::vector<double>& seconds) {
-  std::string out = "# measured on the test's imaginary cluster\ntp,pp,dp,step_seconds\n";
+  std::string out = "# measured on the test's imaginary cluster\ntp,pp,dp,micro_batch,step_seconds\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Layout& l = rows[i].layout;
     char buf[128];
-    std::snprintf(buf, sizeof buf, "%d,%d,%d,%.17g\n", l.tp, l.pp, l.dp, seconds[i]);
+    std::snprintf(buf, sizeof buf, "%d,%d,%d,%d,%.17g\n", l.tp, l.pp, l.dp, rows[i].micro_batch, seconds[i]);
     out += buf;
   }
   return out;
@@ -75,15 +79,16 @@ TEST(Calibrate, RecoversTheFactorsThatMadeTheStepTimes) {
   for (const auto& r : rows) y.push_back(r.a / e + r.b * c);
   auto ms = measurements_from_csv(csv(rows, y), "m.csv");
   ASSERT_TRUE(ms.ok()) << ms.error().message();
-  ASSERT_EQ(ms->size(), 3U);
+  ASSERT_EQ(ms->size(), 4U);
+  EXPECT_EQ((*ms)[3].micro_batch, 2);
   EXPECT_EQ((*ms)[0].line, 3);
   auto fit = calibrate(request(), *ms, "m.csv");
   ASSERT_TRUE(fit.ok()) << fit.error().message();
   EXPECT_NEAR(fit->fit.efficiency, e, 1e-9);
   EXPECT_NEAR(fit->fit.comm_factor, c, 1e-9);
   EXPECT_LT(fit->fit.rms_s, 1e-12);
-  // The calibrated plan predicts the measured layouts as measured.
-  for (std::size_t i = 0; i < rows.size(); ++i) {
+  // The calibrated plan (micro-batch 1) predicts the measured layouts of micro-batch 1 as measured.
+  for (std::size_t i = 0; i < 3; ++i) {
     bool found = false;
     for (const auto& entry : fit->plan.entries) {
       const Layout& l = entry.layout;
@@ -99,7 +104,7 @@ TEST(Calibrate, RecoversTheFactorsThatMadeTheStepTimes) {
 
 TEST(Calibrate, NoisyTimesGiveTheLeastSquaresSolution) {
   std::vector<Linear> rows = hand_model();
-  std::vector<double> noise = {1.01, 0.99, 1.005};
+  std::vector<double> noise = {1.01, 0.99, 1.005, 0.995};
   std::vector<double> y;
   for (std::size_t i = 0; i < rows.size(); ++i) y.push_back((rows[i].a / 0.5 + rows[i].b * 1.0) * noise[i]);
   // Normal equations of y = a u + b c in (u, c).
@@ -126,7 +131,7 @@ TEST(Calibrate, NoisyTimesGiveTheLeastSquaresSolution) {
     EXPECT_NEAR(fit->fit.rows[i].residual_s, r, 1e-9);
     sq += r * r;
   }
-  EXPECT_NEAR(fit->fit.rms_s, std::sqrt(sq / 3), 1e-9);
+  EXPECT_NEAR(fit->fit.rms_s, std::sqrt(sq / 4), 1e-9);
   EXPECT_GT(fit->fit.rms_s, 0);
 }
 
