@@ -35,20 +35,28 @@ std::optional<double> decimal(std::string_view v) {
   return d;
 }
 
-json scalar_to_json(const YAML::Node& n) {
-  const std::string& v = n.Scalar();
-  if (n.Tag() == "!") return v;  // quoted: always a string
+}  // namespace
+
+json plain_scalar_to_json(std::string_view v) {
   if (is_json_integer(v)) {
     long long i = 0;
     auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), i);
     if (ec == std::errc() && end == v.data() + v.size()) return i;
-    return v;  // out of range
+    return std::string(v);  // out of range
   }
   if (auto d = decimal(v)) return *d;
   if (v == "true" || v == "True") return true;
   if (v == "false" || v == "False") return false;
   if (v == "null" || v == "~") return nullptr;
-  return v;
+  return std::string(v);
+}
+
+namespace {
+
+json scalar_to_json(const YAML::Node& n) {
+  const std::string& v = n.Scalar();
+  if (n.Tag() == "!") return v;  // quoted: always a string
+  return plain_scalar_to_json(v);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include <fmt/format.h>
@@ -25,7 +26,53 @@ bool is_file(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+bool key_char(char ch) {
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+         ch == '_';
+}
+
+// The characters of a plain value the flat reader takes; anything else (quotes, '#', ':', brackets, '&', '*',
+// '!', '|', '>', '%', '@', '`', ',', ...) may mean something else to YAML.
+bool value_char(char ch) {
+  return key_char(ch) || ch == '/' || ch == '.' || ch == '+' || ch == '~' || ch == ' ';
+}
+
 }  // namespace
+
+std::optional<nlohmann::json> parse_flat_yaml(std::string_view text) {
+  nlohmann::json doc;  // null: no key at all, as yaml-cpp reads an empty or all-comment document
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t nl = text.find('\n', pos);
+    std::string_view line =
+        text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    pos = nl == std::string_view::npos ? text.size() : nl + 1;
+    for (char ch : line) {
+      auto c = static_cast<unsigned char>(ch);
+      if (c < 0x20 || c >= 0x7f) return std::nullopt;  // tabs, CR, other controls, non-ASCII (a BOM)
+    }
+    std::size_t first = line.find_first_not_of(' ');
+    if (first == std::string_view::npos || line[first] == '#') continue;  // blank or a comment
+    if (first != 0) return std::nullopt;                                  // indented: a nested block
+    std::size_t colon = 0;
+    while (colon < line.size() && key_char(line[colon])) ++colon;
+    if (colon == 0 || colon == line.size() || line[colon] != ':') return std::nullopt;
+    if (line[0] == '-' || line[0] == '_') return std::nullopt;  // a sequence entry, or unusual
+    std::string key(line.substr(0, colon));
+    std::string_view value = line.substr(colon + 1);
+    if (!value.empty() && value[0] != ' ') return std::nullopt;  // "a:b" is a scalar, not a key
+    if (std::size_t hash = value.find(" #"); hash != std::string_view::npos) value = value.substr(0, hash);
+    std::size_t b = value.find_first_not_of(' ');
+    value = b == std::string_view::npos ? std::string_view() : value.substr(b);
+    while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
+    if (!std::all_of(value.begin(), value.end(), value_char)) return std::nullopt;
+    if (!value.empty() && value[0] == '-') return std::nullopt;  // "- x" would be a sequence
+    if (doc.is_null()) doc = nlohmann::json::object();
+    if (doc.contains(key)) return std::nullopt;  // a duplicate: left to yaml-cpp
+    doc[key] = value.empty() ? nlohmann::json() : plain_scalar_to_json(value);
+  }
+  return doc;
+}
 
 std::string self_exe_dir() {
   char buf[4096];
@@ -52,7 +99,12 @@ Result<Config> load_config(const std::string& path, const ConfigDefaults& defaul
   }
   // The config names the binaries and folders a root process uses: only root may be able to change it.
   ASCEND_ASSIGN(std::string text, read_protected_file(file, 1U << 20), "config");
-  ASCEND_ASSIGN(nlohmann::json doc, ascend::parse_yaml(text, file), "config");
+  nlohmann::json doc;
+  if (auto flat = parse_flat_yaml(text)) {
+    doc = std::move(*flat);
+  } else {
+    ASCEND_ASSIGN(doc, ascend::parse_yaml(text, file), "config");
+  }
   // Absolute, because the shim hands it to the hook, which runc starts in another folder.
   if (file[0] != '/') {
     char cwd[4096];

@@ -13,6 +13,7 @@
 #include "ascend/hook/plan.h"
 #include "ascend/hook/request.h"
 #include "ascend/hook/spec_edit.h"
+#include "ascend/hook/spec_scan.h"
 #include "ascend/hook/trust.h"
 
 namespace ascend::hook {
@@ -62,6 +63,10 @@ Status run_prestart(std::string_view oci_state, const Config& config, const Pres
     return Error::invalid("OCI state of " + state.id + " has no pid; is this a prestart hook?");
   std::string spec_path = state.bundle + "/config.json";
   ASCEND_ASSIGN(std::string text, read_file(spec_path, kMaxSpecBytes), "read the container's spec");
+  if (spec_requests_nothing(text)) {  // without a tree (spec_scan.h)
+    spdlog::debug("container {} requests no NPU", state.id);
+    return {};
+  }
   ASCEND_ASSIGN(nlohmann::ordered_json spec, parse_spec(text), spec_path);
   ASCEND_ASSIGN(std::vector<std::string> spec_vars, spec_env(spec), spec_path);
   ASCEND_ASSIGN(TrustedRequest trusted,

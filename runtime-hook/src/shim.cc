@@ -23,6 +23,7 @@
 #include "ascend/hook/oci.h"
 #include "ascend/hook/request.h"
 #include "ascend/hook/spec_edit.h"
+#include "ascend/hook/spec_scan.h"
 #include "ascend/hook/trust.h"
 #include "ascend/npu/vnpu_gc.h"
 
@@ -205,6 +206,8 @@ Result<bool> prepare_bundle(const RuntimeArgs& args, const Config& config) {
   if (bundle[0] != '/') bundle = current_dir() + "/" + bundle;
   std::string spec_path = bundle + "/config.json";
   ASCEND_ASSIGN(std::string text, read_file(spec_path, kMaxSpecBytes), "read the container's spec");
+  // Most containers ask for nothing: that is decided in one pass over the text, without a tree.
+  if (spec_requests_nothing(text)) return false;
   ASCEND_ASSIGN(nlohmann::ordered_json spec, parse_spec(text), spec_path);
   ASCEND_ASSIGN(std::vector<std::string> spec_vars, spec_env(spec), spec_path);
   ASCEND_ASSIGN(TrustedRequest trusted,

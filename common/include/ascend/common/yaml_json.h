@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +17,9 @@ class Node;
 namespace ascend {
 
 nlohmann::json yaml_to_json(const YAML::Node& n);
+// A plain (unquoted) scalar as yaml_to_json reads it: an integer, a decimal, true/True, false/False,
+// null/~, else the string itself.
+nlohmann::json plain_scalar_to_json(std::string_view v);
 // Parses a YAML document; errors name `name` (the file it came from) and the line.
 Result<nlohmann::json> parse_yaml(const std::string& text, const std::string& name);
 // Reads and parses a YAML file; errors name the file and line.

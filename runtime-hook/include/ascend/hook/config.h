@@ -5,6 +5,9 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
 
 #include "ascend/common/error.h"
 
@@ -47,6 +50,14 @@ struct ConfigDefaults {
 
 // The folder of /proc/self/exe.
 std::string self_exe_dir();
+
+// The config as the installer writes it, read without yaml-cpp (whose parse was half of what the shim did for
+// a container that asks for nothing, issue 25): lines `key: value` at column 0, keys of letters, digits, '-'
+// and '_', plain values of letters, digits, spaces and "/._-+~" (or none: null), comment and blank lines.
+// Anything else (quotes, indentation, tabs, CR, non-ASCII, flow or block collections, anchors, tags,
+// document markers, a duplicate key) is nullopt, and load_config reads the text with yaml-cpp instead; for
+// every text this accepts the result equals parse_yaml's (common/yaml_json.h).
+std::optional<nlohmann::json> parse_flat_yaml(std::string_view text);
 
 // Reads `path` (or, when empty, the default config file if it exists) over the defaults. Unknown keys, wrong
 // types and relative paths are errors naming the file and the key.

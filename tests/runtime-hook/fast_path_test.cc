@@ -1,0 +1,403 @@
+// The shim's fast paths (issue 25): the flat config reader (config.h, parse_flat_yaml) and the one-pass look
+// at a spec that asks for nothing (spec_scan.h). Each must agree with the full path it stands in for
+// (yaml-cpp through parse_yaml; parse_spec, trusted_request_env and requests_devices) on every input it
+// accepts, and must accept the ordinary inputs, or it saves nothing. Edge cases by hand, then random
+// inputs judged against the full path (fixed seeds; --gtest_random_seed=N explores others).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ascend/common/yaml_json.h"
+#include "ascend/hook/config.h"
+#include "ascend/hook/oci.h"
+#include "ascend/hook/request.h"
+#include "ascend/hook/spec_scan.h"
+#include "ascend/hook/trust.h"
+
+namespace ascend::hook {
+namespace {
+
+using nlohmann::json;
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// ---- the flat config reader ----
+
+// The flat reader either declines or reads exactly what yaml-cpp reads.
+void expect_agrees(const std::string& text) {
+  SCOPED_TRACE(::testing::PrintToString(text));
+  auto flat = parse_flat_yaml(text);
+  if (!flat) return;
+  auto full = parse_yaml(text, "t.yaml");
+  ASSERT_TRUE(full.ok()) << "the flat reader took a text yaml-cpp refuses: " << full.error().message();
+  EXPECT_EQ(*flat, *full);
+}
+
+TEST(FlatConfig, ReadsTheInstalledConfigAndTheTestsConfigsWithoutYamlCpp) {
+  // The config the installer ships (deploy/docker/config.yaml) and the shapes the tests write.
+  const std::string shipped = read(std::string(ASCEND_FIXTURES) + "/../../deploy/docker/config.yaml");
+  ASSERT_NE(shipped.find("runtime-path: runc"), std::string::npos);
+  const std::string texts[] = {
+      shipped,
+      std::string("host-root: /tmp/h\nmount-list-dir: /tmp/h/lists\nhook-path: /b/ascend-docker-hook\n") +
+          "log-file: /tmp/log/ascend.log\nlog-level: debug\ninjection: spec\nbackend: emulator\n",
+      "host-root: /srv/host\nlog-level: debug\n",
+      "log-file:\n",
+      "accept-env-when-unprivileged: false\n",
+      "runtime-path: /usr/sbin/runc   # a comment after the value\n",
+  };
+  for (const auto& text : texts) {
+    SCOPED_TRACE(text.substr(0, 60));
+    auto flat = parse_flat_yaml(text);
+    ASSERT_TRUE(flat.has_value());
+    auto full = parse_yaml(text, "t.yaml");
+    ASSERT_TRUE(full.ok());
+    EXPECT_EQ(*flat, *full);
+  }
+  // Values by hand: YAML 1.2's plain scalars as yaml_json.h types them.
+  auto v = parse_flat_yaml("a: /x/y\nb: True\nc: false\nd: ~\ne: 12\nf:\ng: 1.5\nh: a b  # c\n");
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(*v, json::parse(R"({"a":"/x/y","b":true,"c":false,"d":null,"e":12,"f":null,"g":1.5,"h":"a b"})"));
+  // Nothing but comments: no document, as yaml-cpp reads it (null: every default).
+  auto none = parse_flat_yaml("# only\n\n   # comments\n");
+  ASSERT_TRUE(none.has_value());
+  EXPECT_TRUE(none->is_null());
+}
+
+TEST(FlatConfig, DeclinesWhatItDoesNotReadTheSameWay) {
+  const char* declined[] = {
+      "a: 'quoted'\n",
+      "a: \"quoted\"\n",
+      "a:\n  b: 1\n",
+      "a: [1, 2]\n",
+      "a: {b: c}\n",
+      "- a\n",
+      "a: &x 1\n",
+      "a: *x\n",
+      "a: !!str 5\n",
+      "a: |\n  x\n",
+      "---\na: 1\n",
+      "a: 1\n...\n",
+      "\ta: 1\n",
+      "a:\t1\n",
+      "a: 1\r\n",
+      "a: b: c\n",
+      "a:b\n",
+      "a : b\n",
+      "a: b#c\n",
+      "a: 1\na: 2\n",
+      "\357\273\277a: 1\n",  // a BOM
+      "a: \xC3\xA9\n",
+      "a: -1\n",
+      "%YAML 1.2\na: 1\n",
+      "? a\n: b\n",
+      "a: b\n  c\n",
+      "a: x,y\n",
+      "a: @x\n",
+      "a: `x`\n",
+      "a b: c\n",
+  };
+  for (const char* text : declined) {
+    EXPECT_FALSE(parse_flat_yaml(text).has_value()) << ::testing::PrintToString(std::string(text));
+  }
+}
+
+TEST(FlatConfig, RandomConfigsAgreeWithYamlCpp) {
+  const std::vector<std::string> keys = {"host-root", "log-level", "a",  "x_y", "123", "-k",
+                                         "k k",       "true",      "?k", "_k",  "é"};
+  const std::vector<std::string> seps = {": ", ":", ":  ", " : ", ":\t", ":x", "", ": # c "};
+  const std::vector<std::string> values = {
+      "",      "/a/b",    "runc", "info", "True",  "false",       "~",
+      "null",  "12",      "-3",   "1.5",  ".5",    "1e3",         "0x10",
+      "'q'",   "\"q\"",   "a #c", "a#b",  "[a]",   "{a: b}",      "&x a",
+      "*x",    "!!str 5", "|",    ">",    "a: b",  "- a",         "a b",
+      "a  b ", "%x",      "@x",   "a,b",  "yes",   "-",           "--",
+      "+1",    "~x",      "00",   "-0",   "1_000", "a/b.c-d+e~f", "99999999999999999999",
+      "1.",    "inf",     ".nan", "é"};
+  const std::vector<std::string> prefixes = {"", "", "", "  ", "\t", "- ", "# ", "---\n"};
+  const std::vector<std::string> ends = {"\n", "\n", "\n", "\r\n", ""};
+  const std::vector<std::string> extra = {"# comment\n", "\n",      "   \n",        "---\n",
+                                          "...\n",       "  # c\n", "  nested: 1\n"};
+  std::mt19937 rng(25 + ::testing::UnitTest::GetInstance()->random_seed());
+  auto pick = [&](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
+  int taken = 0;
+  int declined = 0;
+  for (int i = 0; i < 4000; ++i) {
+    std::string text;
+    int lines = 1 + static_cast<int>(rng() % 5);
+    for (int l = 0; l < lines; ++l) {
+      if (rng() % 5 == 0) {
+        text += pick(extra);
+        continue;
+      }
+      text += pick(prefixes) + pick(keys) + pick(seps) + pick(values) + pick(ends);
+    }
+    if (parse_flat_yaml(text)) {
+      ++taken;
+    } else {
+      ++declined;
+    }
+    expect_agrees(text);
+    if (HasFatalFailure()) return;
+  }
+  // Both ways often enough that the comparison means something.
+  EXPECT_GT(taken, 200);
+  EXPECT_GT(declined, 200);
+}
+
+// ---- the spec fast path ----
+
+// What the full path decides for a spec: true when it finds no request (and no error).
+bool full_path_finds_nothing(const std::string& text) {
+  auto spec = parse_spec(text);
+  if (!spec) return false;
+  auto env = spec_env(*spec);
+  if (!env) return false;
+  for (bool accept : {true, false}) {
+    auto trusted = trusted_request_env(*spec, *env, accept);
+    if (!trusted || requests_devices(trusted->env) || !trusted->note.empty()) return false;
+  }
+  return true;
+}
+
+// A `runc spec` as runc 1.1 writes it (the bundles of the runc tests start from it), env extended per case.
+std::string runc_spec(const std::string& env_entries, const std::string& extra_top = "") {
+  return R"({"ociVersion":"1.0.2-dev","process":{"terminal":false,"user":{"uid":0,"gid":0},"args":["sh"],)"
+         R"("env":[)" +
+         env_entries +
+         R"(],"cwd":"/","capabilities":{"bounding":["CAP_AUDIT_WRITE","CAP_KILL","CAP_NET_BIND_SERVICE"]},)"
+         R"("rlimits":[{"type":"RLIMIT_NOFILE","hard":1024,"soft":1024}],"noNewPrivileges":true},)"
+         R"("root":{"path":"rootfs","readonly":true},"hostname":"runc",)"
+         R"("mounts":[{"destination":"/proc","type":"proc","source":"proc"},)"
+         R"({"destination":"/dev","type":"tmpfs","source":"tmpfs","options":["nosuid","strictatime","mode=755"]}],)"
+         R"("linux":{"resources":{"devices":[{"allow":false,"access":"rwm"}]},)"
+         R"("namespaces":[{"type":"pid"},{"type":"mount"}],"maskedPaths":["/proc/acpi"]})" +
+         extra_top + "}";
+}
+
+const std::string kPath = R"("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")";
+
+TEST(SpecFastPath, TakesOrdinarySpecsThatAskForNothing) {
+  // The Docker spec of the golden tests, its request renamed away (and as it is, below: it asks).
+  std::string docker_spec = read(std::string(ASCEND_FIXTURES) + "/runtime-hook/spec-edit/docker.before.json");
+  const std::string request = "ASCEND_VISIBLE_DEVICES=0,2";
+  ASSERT_NE(docker_spec.find(request), std::string::npos);
+  EXPECT_FALSE(spec_requests_nothing(docker_spec));
+  docker_spec.replace(docker_spec.find(request), request.size(), "NO_REQUEST=0,2");
+  const std::string specs[] = {
+      runc_spec(kPath),
+      runc_spec(kPath + R"(,"TERM=xterm","HOME=/root")"),
+      runc_spec(""),                     // an empty env
+      R"({"ociVersion":"1.0.2"})",       // no process at all
+      R"({"process":{"args":["sh"]}})",  // no env
+      R"({"process":{"env":null},"mounts":null,"linux":null,"hooks":null,"root":null})",
+      // The variable anywhere but process.env asks for nothing: a hook's env, annotations, a nested
+      // "process" inside annotations, an args entry.
+      runc_spec(kPath, R"(,"hooks":{"prestart":[{"path":"/h","env":["ASCEND_VISIBLE_DEVICES=0"]}]})"),
+      runc_spec(kPath, R"(,"annotations":{"process":{"env":["ASCEND_VISIBLE_DEVICES=0"]}})"),
+      R"({"process":{"args":["ASCEND_VISIBLE_DEVICES=0"],"env":["A=1"]}})",
+      // A similar name is another variable.
+      runc_spec(kPath + R"(,"XASCEND_VISIBLE_DEVICES=0","ASCEND_RUNTIME_OPTIONS=NODRV")"),
+      // Escapes, UTF-8 and numbers of every form where nothing is checked.
+      runc_spec(
+          kPath + R"(,"URL=http://x/?a=1\u0026b=2","Q=\"quoted\" \\ \/ \b\f\n\r\t","E=\ud83d\ude00é")",
+          R"(,"annotations":{"n":[0,-0,1.5,-2e10,3E+2,4e-1,12345678901234567890,1.25e-99],"t":true,"f":false})"),
+      std::string(R"(  {"process" : { "env" : [ "A=1" ] } }  )") + "\n",
+      docker_spec,
+  };
+  for (const auto& text : specs) {
+    SCOPED_TRACE(text.substr(0, 120));
+    EXPECT_TRUE(full_path_finds_nothing(text)) << "the case itself is wrong";
+    EXPECT_TRUE(spec_requests_nothing(text));
+  }
+}
+
+TEST(SpecFastPath, LeavesEveryRequestErrorAndOddityToTheFullPath) {
+  const std::string specs[] = {
+      // The request, wherever it sits in the list and the document.
+      runc_spec(R"("ASCEND_VISIBLE_DEVICES=0",)" + kPath),
+      runc_spec(kPath + R"(,"ASCEND_VISIBLE_DEVICES=0-7")"),
+      runc_spec(R"("ASCEND_VISIBLE_DEVICES=0")"),
+      R"({"linux":{},"process":{"cwd":"/","env":["A=1","ASCEND_VISIBLE_DEVICES=all"],"args":["sh"]}})",
+      runc_spec(kPath + R"(,"ASCEND_VISIBLE_DEVICES")"),         // the key alone
+      runc_spec(kPath + R"(,"ASCEND_VISIBLE_DEVICES=")"),        // empty: the full path decides
+      runc_spec(kPath + R"(,"ASCEND_VISIBLE_DEVICES=void")"),    // likewise
+      runc_spec(kPath + R"(,"ASCEND\u005fVISIBLE_DEVICES=0")"),  // escaped
+      runc_spec(kPath + R"(,"\u0041SCEND_VISIBLE_DEVICES=0")"),
+      // The same key twice: the last one is the document's.
+      R"({"process":{"env":["A=1"]},"process":{"env":["ASCEND_VISIBLE_DEVICES=0"]}})",
+      R"({"process":{"env":["ASCEND_VISIBLE_DEVICES=0"],"env":["A=1"]}})",
+      R"({"pro\u0063ess":{"env":["ASCEND_VISIBLE_DEVICES=0"]}})",
+      // The orchestrator's device markers, escaped or not.
+      runc_spec(kPath,
+                R"(,"mounts":[{"destination":"/var/run/ascend-container-devices/0","source":"/dev/null"}])"),
+      runc_spec(
+          kPath,
+          R"(,"mounts":[{"destination":"\/var\/run\/ascend-container-devices\/0","source":"/dev/null"}])"),
+      runc_spec(kPath,
+                R"(,"mounts":[{"source":"/dev/null","destination":"/var/run/ascend-container-devices/x"}])"),
+      // What parse_spec refuses.
+      "",
+      "null",
+      "[]",
+      "\"x\"",
+      "{",
+      "{}x",
+      R"({"a":1,})",
+      R"({"a":01})",
+      R"({"a":1.})",
+      R"({"a":.5})",
+      R"({"a":-})",
+      R"({"a":1e400})",
+      R"({"a":-1e309})",
+      R"({"a":1e+0400})",
+      R"({"a":tru})",
+      R"({"a":"\x"})",
+      R"({"a":"\u12"})",
+      R"({"a":"\ud800"})",
+      R"({"a":"\udc00"})",
+      R"({"a":"\ud800\u0041"})",
+      "{\"a\":\"\x01\"}",
+      "{\"a\":\"\xC3\"}",
+      "{\"a\":\"\xED\xA0\x80\"}",
+      "{\"a\":\"\xC0\xAF\"}",
+      "{\"a\":\"\xF4\x90\x80\x80\"}",
+      "\xEF\xBB\xBF{}",
+      "{'a':1}",
+      R"({"process":{"env":"A=1"}})",
+      R"({"process":{"env":[1]}})",
+      R"({"process":{"env":[null]}})",
+      R"({"process":[]})",
+      R"({"process":{"capabilities":{"bounding":[1]}}})",
+      R"({"root":{"path":7}})",
+      R"({"mounts":{}})",
+      R"({"mounts":[1]})",
+      R"({"mounts":[null]})",
+      R"({"mounts":[{"destination":1}]})",
+      R"({"mounts":[{"options":"ro"}]})",
+      R"({"linux":{"devices":{}}})",
+      R"({"linux":{"devices":[{"major":"1"}]}})",
+      R"({"linux":{"devices":[{"minor":1.0}]}})",
+      R"({"linux":{"devices":[{"minor":1e2}]}})",
+      R"({"linux":{"devices":[{"minor":99999999999999999999999}]}})",
+      R"({"linux":{"resources":{"devices":[{"access":5}]}}})",
+      R"({"hooks":{"prestart":{}}})",
+      R"({"hooks":{"prestart":[{"path":5}]}})",
+      R"({"hooks":{"poststop":[{"path":"/x","args":"a"}]}})",
+      R"({"hooks":{"x":[{"timeout":"5"}]}})",
+      R"({"hooks":[]})",
+      R"({"a":)" + std::string(70, '[') + std::string(70, ']') + "}",
+  };
+  for (const auto& text : specs) {
+    SCOPED_TRACE(::testing::PrintToString(text.substr(0, 160)));
+    EXPECT_FALSE(spec_requests_nothing(text));
+  }
+  // The nesting limit is parse_spec's: 64 levels pass.
+  std::string deep = R"({"a":)" + std::string(63, '[') + std::string(63, ']') + "}";
+  EXPECT_TRUE(full_path_finds_nothing(deep));
+  EXPECT_TRUE(spec_requests_nothing(deep));
+  std::string deeper = R"({"a":)" + std::string(64, '[') + std::string(64, ']') + "}";
+  EXPECT_FALSE(full_path_finds_nothing(deeper));
+  EXPECT_FALSE(spec_requests_nothing(deeper));
+}
+
+// Random documents from a grammar of spec-like pieces, then random byte edits of real specs: whenever the
+// fast path says "nothing", the full path must say so too; and it must say "nothing" often.
+TEST(SpecFastPath, RandomSpecsNeverDisagreeWithTheFullPath) {
+  std::mt19937 rng(2025 + ::testing::UnitTest::GetInstance()->random_seed());
+  auto pick = [&](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
+  const std::vector<std::string> strings = {R"("A=1")",
+                                            R"("ASCEND_VISIBLE_DEVICES=0")",
+                                            R"("ASCEND_VISIBLE_DEVICES")",
+                                            R"("ASCEND\u005fVISIBLE_DEVICES=1")",
+                                            R"("x\"y")",
+                                            R"("\ud83d\ude00")",
+                                            R"("é")",
+                                            R"("/var/run/ascend-container-devices/0")",
+                                            R"("/dev/null")",
+                                            R"("bind")",
+                                            R"("\/var\/run\/ascend-container-devices\/3")",
+                                            R"("ASCEND_RUNTIME_OPTIONS=NODRV")",
+                                            R"("")"};
+  const std::vector<std::string> scalars = {"1", "-2", "1.5", "1e400", "true", "false", "null", "0"};
+  std::function<std::string(int)> any = [&](int depth) -> std::string {
+    int k = static_cast<int>(rng() % (depth > 3 ? 2 : 5));
+    if (k == 0) return pick(strings);
+    if (k == 1) return pick(scalars);
+    if (k == 2) {
+      std::string a = "[";
+      for (int i = 0, n = static_cast<int>(rng() % 4); i < n; ++i) a += (i ? "," : "") + any(depth + 1);
+      return a + "]";
+    }
+    const std::vector<std::string> keys = {
+        "\"process\"", "\"env\"",   "\"mounts\"",       "\"destination\"", "\"source\"",
+        "\"hooks\"",   "\"linux\"", "\"devices\"",      "\"major\"",       "\"path\"",
+        "\"root\"",    "\"args\"",  "\"capabilities\"", "\"bounding\"",    "\"x\""};
+    std::string o = "{";
+    for (int i = 0, n = static_cast<int>(rng() % 4); i < n; ++i)
+      o += (i ? "," : "") + pick(keys) + ":" + any(depth + 1);
+    return o + "}";
+  };
+  int nothing = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string text;
+    if (i % 2 == 0) {
+      text = any(0);
+    } else {
+      // A spec with a random env and mounts.
+      std::string env;
+      for (int e = 0, n = static_cast<int>(rng() % 4); e < n; ++e) env += (e ? "," : "") + pick(strings);
+      text = runc_spec(env, rng() % 2 ? ""
+                                      : R"(,"mounts":[{"destination":)" + pick(strings) + R"(,"source":)" +
+                                            pick(strings) + "}]");
+    }
+    bool fast = spec_requests_nothing(text);
+    nothing += fast ? 1 : 0;
+    if (fast) {
+      ASSERT_TRUE(full_path_finds_nothing(text)) << text;
+    }
+  }
+  EXPECT_GT(nothing, 1000);
+  // Byte edits (delete, insert, flip) of a real spec that asks for nothing.
+  const std::string base = runc_spec(kPath + R"(,"HOME=/root","URL=a\u0026b")");
+  const std::string alphabet =
+      "{}[]\":,\\u0123456789abcdefABCDEF-+.eE \n\tASCEND_VISIBLE_DEVICES=/\x01\xC3\xA9\xFF";
+  int edited_nothing = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string text = base;
+    for (int e = 0, n = 1 + static_cast<int>(rng() % 3); e < n; ++e) {
+      std::size_t at = rng() % text.size();
+      switch (rng() % 3) {
+        case 0:
+          text.erase(at, 1 + rng() % 3);
+          break;
+        case 1:
+          text.insert(at, 1, alphabet[rng() % alphabet.size()]);
+          break;
+        default:
+          text[at] = alphabet[rng() % alphabet.size()];
+          break;
+      }
+      if (text.empty()) text = "{";
+    }
+    bool fast = spec_requests_nothing(text);
+    edited_nothing += fast ? 1 : 0;
+    if (fast) {
+      ASSERT_TRUE(full_path_finds_nothing(text)) << text;
+    }
+  }
+  EXPECT_GT(edited_nothing, 500);
+}
+
+}  // namespace
+}  // namespace ascend::hook
