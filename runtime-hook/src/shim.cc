@@ -284,7 +284,7 @@ Result<bool> prepare_bundle(const RuntimeArgs& args, const Config& config) {
     edit.retarget_mounts.emplace_back(fmt::format("{}/{}", kMarkerDir, vnpu->phy_id),
                                       fmt::format("{}/{}", kMarkerDir, vnpu->id));
   }
-  ASCEND_ASSIGN(std::string edited, apply_spec_edit(text, edit), spec_path);
+  ASCEND_ASSIGN(std::string edited, apply_spec_edit_tree(std::move(spec), edit), spec_path);
   // No fsync: a bundle does not outlive a crash (the engine re-creates it), and runc reads it right away.
   ASCEND_CHECK(atomic_replace(spec_path, edited, 0644, Durability::kEphemeral), "write the container's spec");
   if (guard)

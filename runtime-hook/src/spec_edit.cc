@@ -66,7 +66,10 @@ SpecEdit make_spec_edit(const InjectionPlan& plan, std::vector<BindMount> mounts
 
 Result<std::string> apply_spec_edit(std::string_view spec_text, const SpecEdit& edit) {
   ASCEND_ASSIGN(ordered_json spec, parse_spec(spec_text), "");
+  return apply_spec_edit_tree(std::move(spec), edit);
+}
 
+Result<std::string> apply_spec_edit_tree(ordered_json spec, const SpecEdit& edit) {
   if (!edit.drop_env.empty() || !edit.add_env.empty()) {
     ASCEND_ASSIGN(std::vector<std::string> env, spec_env(spec), "");
     std::vector<std::string> drop = edit.drop_env;
