@@ -103,6 +103,13 @@ Status validate(const Config& c) {
       return Error::invalid("--ranktable-dir must be an absolute path (got '" + c.ranktable_dir + "')");
     }
   }
+  if (c.metrics_only) {
+    if (c.metrics_addr.empty()) return Error::invalid("--metrics-only needs --metrics-addr host:port");
+    if (!c.scheduler_url.empty() || !c.kubeconfig.empty() || !c.kube_api.empty())
+      return Error::invalid(
+          "--metrics-only serves /metrics alone: it cannot go with --scheduler-url, --kubeconfig or "
+          "--kube-api");
+  }
   return validate_kube(c);
 }
 

@@ -76,7 +76,7 @@ Result<std::optional<kube::Config>> kube_config(const Config& cfg) {
   f.api_url = cfg.kube_api;
   f.token_file = cfg.kube_token_file;
   f.ca_file = cfg.kube_ca_file;
-  if (cfg.no_kube) return std::optional<kube::Config>();
+  if (cfg.no_kube || cfg.metrics_only) return std::optional<kube::Config>();
   return kube::resolve_config(f);
 }
 
@@ -110,6 +110,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config cfg, npu::DeviceQuery& que
     spdlog::info("serving /metrics on port {}", d->metrics_server_->port());
   }
   for (const auto& r : d->plugin_->resources()) {
+    if (d->cfg_.metrics_only) break;  // no kubelet: nothing to serve it
     d->endpoints_.push_back(
         std::make_unique<Endpoint>(*d->plugin_, r, d->cfg_.kubelet_socket_dir, d->metrics_.get()));
   }
@@ -143,6 +144,16 @@ void Daemon::reconcile_pod_resources() {
   plugin_->reconcile(*in_use, cfg_.promise_grace);
 }
 
+Status Daemon::run_metrics_only() {
+  ASCEND_CHECK(plugin_->watch(), "");  // the driver check: the labels follow a reloaded driver
+  spdlog::info("--metrics-only: serving /metrics alone (no kubelet, no plugin sockets)");
+  pollfd fd = {stop_fd_.get(), POLLIN, 0};
+  while (::poll(&fd, 1, -1) < 0) {
+    if (errno != EINTR) return Error::from_errno(errno, "poll");
+  }
+  return {};
+}
+
 void Daemon::collect_vnpus() {
   if (!plugin_->driver_lost().empty()) return;
   npu::ContainerProbe probe;
@@ -163,6 +174,7 @@ void Daemon::collect_vnpus() {
 }
 
 Status Daemon::run() {
+  if (cfg_.metrics_only) return run_metrics_only();
   const std::string& dir = cfg_.kubelet_socket_dir;
   const std::string kubelet = dir + (dir.ends_with('/') ? "" : "/") + kKubeletSocketName;
   ASCEND_CHECK(make_dirs(dir), "create the device-plugins folder");

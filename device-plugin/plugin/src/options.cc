@@ -92,6 +92,9 @@ Options::Options(CLI::App& app)
       ->check(parsed_by(parse_vnpu_mode, "MODE"))
       ->capture_default_str();
   app.add_option("--metrics-addr", cfg_.metrics_addr, "serve /metrics on host:port (default: off)");
+  app.add_flag(
+      "--metrics-only", cfg_.metrics_only,
+      "serve only /metrics, for a host without a kubelet: no plugin sockets, scheduler or API server");
   app.add_option(
          "--pod-resources-socket", cfg_.pod_resources_socket,
          "kubelet pod-resources socket (which allocations ended: dynamic vNPUs; chips and rank tables "

@@ -66,6 +66,8 @@ Driver: every --health-interval the plugin asks the driver for its devices; when
   driver answers again the devices follow it (its new device nodes and majors included).
 vNPU gc: every --vnpu-gc-interval, dynamic vNPUs whose container is gone are destroyed (as ascend-ctk vnpu
   gc); this needs the host's pid namespace and runc's state folders, else nothing is destroyed.
+Metrics (--metrics-addr): the plugin's own and the node's NPUs under MindCluster NPU Exporter's names, with
+  the pod labels of the kubelet's pod-resources; --metrics-only serves them alone on a host with no kubelet.
 Signals: SIGTERM or SIGINT removes the sockets (the kubelet then drops the resources) and exits 0.
 Exit codes: 0 clean stop, 1 failure (one line on stderr says why), 2 bad usage (a flag or a combination of
   flags, or the --config file: unreadable, malformed, an unknown key or a bad value).)";

@@ -8,12 +8,16 @@
 #include <httplib.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <sstream>
 #include <thread>
 
 #include "ascend/npu/emulator.h"
 #include "ascend/npu/profiles.h"
+#include "ascend/npu/workload.h"
+#include "ascend/plugin/config.h"
 #include "ascend/plugin/daemon.h"
+#include "ascend/plugin/options.h"
 #include "fake_kubelet.h"
 #include "run_command.h"
 #include "test_dir.h"
@@ -158,6 +162,48 @@ TEST_F(MetricsE2E, LoadOnAPodsChipShowsWithItsLabelsAndAFaultInItsHealthAndError
   body = scrape(port);
   EXPECT_NE(sample(body, "npu_chip_info_utilization", 1).find("pod_name=\"\""), std::string::npos) << body;
   EXPECT_EQ(body.find("npu_container_info"), std::string::npos);
+}
+
+// --metrics-only: a host with no kubelet at all. /metrics answers with the chips and no pod labels; no
+// plugin socket is made.
+TEST(MetricsOnly, ServesTheMetricsWithoutAKubelet) {
+  TempDir tmp;
+  npu::Emulator emu(tmp / "host");
+  npu::LoadOptions opts;
+  opts.majors = npu::DeviceMajors{240, 241, 242, 243, 244};
+  opts.npu_smi_binary = std::string(ASCEND_BIN_DIR) + "/npu-smi";
+  opts.make_nodes = false;
+  ASSERT_TRUE(emu.load(*npu::builtin_profile("atlas800t-a2"), opts).ok());
+  auto cfg = parse_options({"--metrics-only", "--metrics-addr", "127.0.0.1:0", "--host-root", tmp / "host",
+                            "--kubelet-socket-dir", tmp / "device-plugins", "--pod-resources-socket",
+                            tmp / "none.sock"});
+  ASSERT_TRUE(cfg.ok()) << cfg.error().message();
+  ASSERT_TRUE(validate(*cfg).ok());
+  auto query = ascend::testing::open_test_query(tmp / "host");
+  ASSERT_TRUE(query);
+  auto d = Daemon::create(*cfg, *query);
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  Status st;
+  std::thread runner([&] { st = (*d)->run(); });
+  ASSERT_TRUE(emu.set_workload(npu::Workload{6, 40, 0, 0, 0}).ok());
+  const std::string body = scrape((*d)->metrics_port());
+  (*d)->stop();
+  runner.join();
+  EXPECT_TRUE(st.ok()) << st.error().message();
+  EXPECT_NE(body.find("\nmachine_npu_nums 8\n"), std::string::npos) << body;
+  EXPECT_EQ(value_of(sample(body, "npu_chip_info_utilization", 6)), "40") << body;
+  EXPECT_NE(sample(body, "npu_chip_info_utilization", 6).find("pod_name=\"\""), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(tmp / "device-plugins/ascend-Ascend910.sock"));
+}
+
+TEST(MetricsOnly, NeedsAnAddressAndNoKubernetesPeers) {
+  Config c;
+  c.metrics_only = true;
+  EXPECT_EQ(validate(c).error().message(), "--metrics-only needs --metrics-addr host:port");
+  c.metrics_addr = ":9101";
+  EXPECT_TRUE(validate(c).ok());
+  c.scheduler_url = "http://127.0.0.1:8888";
+  EXPECT_EQ(validate(c).error().code(), EINVAL);
 }
 
 }  // namespace

@@ -40,6 +40,9 @@ struct Config {
   AllocateMode allocate_mode = AllocateMode::kRuntime;
   VnpuMode vnpu = VnpuMode::kOff;
   std::string metrics_addr;  // "host:port"; empty: no /metrics
+  // Serve /metrics only (--metrics-only): for a host that runs no kubelet. No plugin sockets, no
+  // registration, no scheduler, no API server; the NPU metrics carry no pod labels.
+  bool metrics_only = false;
   // The kubelet's pod-resources socket, used in dynamic vNPU mode to learn which promises ended; empty or
   // absent: promises end only when the kubelet hands their ids out again.
   std::string pod_resources_socket = kDefaultPodResourcesSocket;

@@ -11,6 +11,8 @@
 // With --scheduler-url, run() also keeps a Reporter that sends the node's inventory to the scheduler, and
 // reads the kubelet's pod-resources list to learn which handed-out chips are free again.
 //
+// With --metrics-only, run() serves /metrics alone (no sockets, no registration) until stop().
+//
 // With an API server (--kubeconfig, --kube-api, or in a cluster; not --no-kube), run() also keeps a
 // KubePublisher that writes the node's chips to MindCluster's device ConfigMap and labels the Node.
 //
@@ -64,6 +66,8 @@ class Daemon {
  private:
   Daemon() = default;
   void reconcile_pod_resources();
+  // --metrics-only: the driver check and /metrics, until stop().
+  Status run_metrics_only();
   // One `vnpu gc` pass (vnpu_gc.h), logged.
   void collect_vnpus();
 
