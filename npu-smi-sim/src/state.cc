@@ -97,7 +97,7 @@ DeviceSnapshot to_snapshot(const HostState& s) {
     c.hccs_domain = domains[i];
     // What the emulated libdcmi.so reports of the chip (dcmi_get_device_chip_info, _die_v2).
     c.chip_version = smi::kChipVersion;
-    c.vdie_id = smi::vdie_id(c);
+    c.vdie_id = smi::vdie_id(c, s.family);
   }
   d.vnpu_mode = s.vnpu_mode;
   d.boot_id = s.boot_id;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "ascend/npu/backend.h"
+#include "ascend/npu/smi.h"
 #include "ascend/npu/workload.h"
 #include "emulator_fixture.h"
 
@@ -70,6 +71,35 @@ TEST_P(TelemetryBackends, DcmiAndTheEmulatorAgreeUnderLoadLinkDownAndFault) {
     std::vector<ChipTelemetry> from_snapshot;
     for (const auto& c : s->chips) from_snapshot.push_back(telemetry_of(c));
     EXPECT_EQ(from_snapshot, *a) << s->backend << ":\n" << describe(from_snapshot);
+  }
+}
+
+// A chip's VDIE id in the seam (NPU Exporter's vdie_id label) is what npu-smi -t board prints as "VDie ID"
+// ("Die ID" on a 310P, which prints no VDie line), its five words joined by '-', on both backends.
+TEST_P(TelemetryBackends, TheVdieIdIsTheOneNpuSmiPrints) {
+  EmulatedHost h(GetParam());
+  BackendOptions o;
+  o.root = h.root();
+  o.backend = Backend::kDcmi;
+  auto dcmi = open_device_query(o);
+  ASSERT_TRUE(dcmi.ok()) << dcmi.error().message();
+  auto a = h.emu().snapshot();
+  auto b = (*dcmi)->snapshot();
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (std::size_t i = 0; i < a->chips.size(); ++i) {
+    const Chip& c = a->chips[i];
+    auto out =
+        smi::run({"info", "-t", "board", "-i", std::to_string(c.card_id), "-c", std::to_string(c.chip_index)},
+                 h.root());
+    auto at = out.out.find("VDie ID");
+    if (at == std::string::npos) at = out.out.find("\tDie ID");
+    ASSERT_NE(at, std::string::npos) << out.out;
+    std::string words = out.out.substr(out.out.find(':', at) + 2);
+    words = words.substr(0, words.find('\n'));
+    for (char& ch : words) ch = ch == ' ' ? '-' : ch;
+    EXPECT_EQ(c.vdie_id, words) << "chip " << c.phy_id;
+    EXPECT_EQ(b->chips[i].vdie_id, words) << "chip " << c.phy_id;
+    EXPECT_EQ(c.chip_version, "V1");
   }
 }
 

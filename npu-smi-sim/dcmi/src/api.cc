@@ -367,9 +367,10 @@ int dcmi_get_device_temperature(int card_id, int device_id, int* temperature) {
 int dcmi_get_device_die_v2(int card_id, int device_id, enum dcmi_die_type input_type,
                            struct dcmi_die_id* die_id) {
   return on_device("dcmi_get_device_die_v2", card_id, device_id, die_id != nullptr,
-                   [&](const HostView&, const smi::Device& d) -> Status {
+                   [&](const HostView& h, const smi::Device& d) -> Status {
                      if (input_type != VDIE) return Error(EOPNOTSUPP, "only the VDIE id is reported");
-                     const auto words = smi::die_words(*d.chip, 'V');  // npu-smi -t board "VDie ID"
+                     // What npu-smi -t board -c prints as "VDie ID" ("Die ID" on 310P).
+                     const auto words = smi::die_words(*d.chip, smi::vdie_kind(h.state().family));
                      for (std::size_t k = 0; k < words.size(); ++k) die_id->soc_die[k] = words[k];
                      return {};
                    });

@@ -65,9 +65,13 @@ std::string die_id(const Chip& c, char kind) {
   return out;
 }
 
-std::string vdie_id(const Chip& c) {
+char vdie_kind(Family f) {
+  return f == Family::k310P ? 'D' : 'V';
+}
+
+std::string vdie_id(const Chip& c, Family f) {
   std::string out;
-  for (unsigned w : die_words(c, 'V')) out += fmt::sprintf(out.empty() ? "%08X" : "-%08X", w);
+  for (unsigned w : die_words(c, vdie_kind(f))) out += fmt::sprintf(out.empty() ? "%08X" : "-%08X", w);
   return out;
 }
 

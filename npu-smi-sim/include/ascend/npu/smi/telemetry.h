@@ -36,7 +36,10 @@ Clocks clocks(Family f);
 int mcu_temp(const Chip& c);                                  // 8 degrees below the chip (SAMPLE A: 46 / 38)
 std::string die_id(const Chip& c, char kind);                 // " XXXXXXXX" x 5, stable per chip
 std::array<unsigned, 5> die_words(const Chip& c, char kind);  // the same five words
-std::string vdie_id(const Chip& c);  // the VDIE words as NPU Exporter labels them: "XXXXXXXX-...-XXXXXXXX"
+// The VDIE id, as NPU Exporter labels it ("XXXXXXXX-...-XXXXXXXX") and DCMI's dcmi_get_device_die_v2 gives
+// its words: the "VDie ID" npu-smi -t board -c prints on the 910 families, the "Die ID" on the 310P.
+char vdie_kind(Family f);
+std::string vdie_id(const Chip& c, Family f);
 std::string power_text(const HostState& s, const Chip& c);  // "NA" (310P), "-" (die 1 of an A3), "93.6"
 int physical_chip_count(const HostState& s, int card_id);   // chips of the physical card
 
