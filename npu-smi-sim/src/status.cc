@@ -29,6 +29,14 @@ std::string format_status(const HostState& s, const std::string& root) {
     for (const auto& f : c.faults) {
       out += fmt::sprintf("      fault 0x%08X %s\n", f.code, std::string(to_string(f.severity)));
     }
+    if (!c.link_up) out += "      link down\n";
+    for (const auto& w : s.workloads) {
+      if (w.phy_id != c.phy_id) continue;
+      out += fmt::sprintf(
+          "      load-gen AICore %d%%, AICPU %d%%, +%lld MB%s\n", w.aicore_pct, w.aicpu_pct, w.hbm_mb,
+          w.until_ms == 0 ? std::string()
+                          : fmt::sprintf(", until %lld ms", static_cast<long long>(w.until_ms)));
+    }
   }
   return out;
 }

@@ -149,6 +149,11 @@ TEST(NpuSimLoadGen, RecordsTheWorkloadForOtherProcessesAndEndsItBySecondsOrStop)
   r = ascend::testing::run_command({kSim, "link", "--device", "5", "down", "--root", h.root()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(h.emu().read_state()->chip(5)->link_up);
+  // npu-sim status lists what runs and what is down under each chip.
+  r = ascend::testing::run_command({kSim, "status", "--root", h.root()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("      load-gen AICore 30%, AICPU 0%, +0 MB, until "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("      link down\n"), std::string::npos) << r.out;
   // Usage: a percentage out of range, --stop with a load, an unknown link state.
   EXPECT_EQ(
       ascend::testing::run_command({kSim, "load-gen", "--device", "1", "--util", "101", "--root", h.root()})
