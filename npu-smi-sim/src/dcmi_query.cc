@@ -542,9 +542,26 @@ Result<std::pair<DeviceSnapshot, bool>> DcmiDeviceQuery::poll() const {
   return std::pair(std::move(s), changed);
 }
 
+namespace {
+
+// The snapshot without what work moves at every poll on a real host (utilization, memory in use,
+// temperature, power): a subscriber hears of health, vNPU, mode and device changes, not of a degree more
+// (telemetry() is there for those values).
+DeviceSnapshot without_telemetry(DeviceSnapshot s) {
+  for (Chip& c : s.chips) {
+    c.aicore_usage_pct = c.aicpu_usage_pct = 0;
+    c.hbm_used_mb = c.mem_used_mb = c.hugepages_used = 0;
+    c.temp_c = 0;
+    c.power_w = 0;
+  }
+  return s;
+}
+
+}  // namespace
+
 bool DcmiDeviceQuery::record(const DeviceSnapshot& s, std::uint64_t seq) const {
   std::lock_guard<std::mutex> lock(last_mu_);
-  const bool changed = !last_ || !(*last_ == s);
+  const bool changed = !last_ || !(without_telemetry(*last_) == without_telemetry(s));
   if (seq > last_seq_) {
     last_ = s;
     last_seq_ = seq;

@@ -11,6 +11,7 @@
 
 #include "ascend/common/unique_fd.h"
 #include "ascend/npu/emulator.h"
+#include "ascend/npu/workload.h"
 
 namespace ascend::npu {
 
@@ -71,6 +72,7 @@ class Watcher final : public Subscription {
       if (s && (s->generation != last_ || !same_majors(s->majors, majors_))) {
         last_ = s->generation;
         majors_ = s->majors;
+        apply_workloads(*s, unix_now_ms());  // the chips as snapshot() shows them (workload.h)
         cb_(to_snapshot(*s));
       } else if (!s && last_ != 0) {
         last_ = 0;  // unloaded: report again once a host is back

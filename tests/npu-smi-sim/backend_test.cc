@@ -21,6 +21,7 @@
 
 #include "ascend/npu/backend.h"
 #include "ascend/npu/vnpu_gc.h"
+#include "ascend/npu/workload.h"
 #include "emulator_fixture.h"
 
 namespace ascend::npu {
@@ -328,6 +329,28 @@ TEST(BackendSubscribe, DcmiReportsAFaultWithinItsPollInterval) {
   }
   EXPECT_TRUE(faulted.load());
   sub->reset();  // joins the poller
+}
+
+// Work on a chip moves its telemetry at every poll of a busy real host: that alone is not a change (the
+// subscribers act on health, vNPUs and devices; telemetry() reads the values), while a fault still is.
+TEST(BackendSubscribe, DcmiDoesNotReportTelemetryAloneAsAChange) {
+  EmulatedHost host("atlas800t-a2");
+  auto dq = open_poller(host, std::chrono::milliseconds(100));
+  ASSERT_TRUE(dq.ok()) << dq.error().message();
+  std::atomic<int> calls{0};
+  auto sub = (*dq)->subscribe([&](const DeviceSnapshot&) { ++calls; });
+  ASSERT_TRUE(sub.ok()) << sub.error().message();
+  ASSERT_TRUE(host.emu().set_workload(Workload{2, 90, 5, 4096, 0}).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // five polls
+  EXPECT_EQ(calls.load(), 0);
+  auto t = (*dq)->telemetry();
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ((*t)[2].aicore_pct, 90);  // the values are there to read
+  ASSERT_TRUE(host.emu().set_fault(2, 0x80E18402, std::nullopt).ok());
+  for (int i = 0; i < 100 && calls.load() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(calls.load(), 1);
+  sub->reset();
 }
 
 // A fault cleared and raised again between two polls: both polls see the fault, but a caller that read the

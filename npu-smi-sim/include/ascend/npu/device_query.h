@@ -54,7 +54,9 @@ class DeviceQuery {
 
   // Calls `on_change` with the new snapshot after every change (health, vNPUs, mode), from a watcher thread:
   // within 100 ms for the emulator (it watches the state file), within the poll interval for DCMI (which has
-  // no notification; default 200 ms). The callback must not block for long.
+  // no notification; default 200 ms). Telemetry alone (utilization, memory in use, temperature, power) is
+  // not a change for DCMI, whose values move at every poll on a busy host; the emulator reports the change
+  // of its state file that starts or stops work. The callback must not block for long.
   using ChangeCallback = std::function<void(const DeviceSnapshot&)>;
   virtual Result<std::unique_ptr<Subscription>> subscribe(ChangeCallback on_change) const = 0;
 };
