@@ -88,7 +88,7 @@ struct Fault {
 Health severity_of_code(std::uint32_t code);
 
 // One device (a die on A3, a chip elsewhere). Telemetry fields are what npu-smi prints: the profile gives
-// the idle values, and the emulator applies the work running on the chip (`npu-sim load-gen`, telemetry.h)
+// the idle values, and the emulator applies the work running on the chip (`npu-sim load-gen`, workload.h)
 // whenever it answers a query, so that a snapshot shows the chip as it is now.
 struct Chip {
   int phy_id = 0;            // physical id: /dev/davinci<phy_id>
