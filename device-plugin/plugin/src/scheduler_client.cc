@@ -30,7 +30,23 @@ using nlohmann::json;
 // ---- JSON
 // ---------------------------------------------------------------------------------------------------
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ChipReport, phy_id, healthy, in_use)
+// The telemetry fields only when known (a scheduler before them reads the rest the same).
+void to_json(json& j, const ChipReport& c) {
+  j = {{"phy_id", c.phy_id}, {"healthy", c.healthy}, {"in_use", c.in_use}};
+  if (c.aicore_pct >= 0) j["aicore_pct"] = c.aicore_pct;
+  if (c.hbm_total_mb > 0 && c.hbm_used_mb >= 0) {
+    j["hbm_used_mb"] = c.hbm_used_mb;
+    j["hbm_total_mb"] = c.hbm_total_mb;
+  }
+}
+void from_json(const json& j, ChipReport& c) {
+  j.at("phy_id").get_to(c.phy_id);
+  j.at("healthy").get_to(c.healthy);
+  j.at("in_use").get_to(c.in_use);
+  c.aicore_pct = j.value("aicore_pct", -1);
+  c.hbm_used_mb = j.value("hbm_used_mb", -1LL);
+  c.hbm_total_mb = j.value("hbm_total_mb", -1LL);
+}
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(InventoryReport, resource, chips)
 
 // Bodies that only this file sees (a named namespace: the macros' functions are inline, and unused ones in an

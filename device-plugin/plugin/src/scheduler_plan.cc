@@ -13,7 +13,18 @@ InventoryReport inventory_report(const npu::DeviceSnapshot& host, const Resource
   InventoryReport out;
   out.resource = chips.name;
   for (const auto& e : device_table(host, chips, ledger)) {
-    out.chips.push_back({e.phy, is_healthy(e.health), !e.withheld.empty() || ledger.whole(e.phy)});
+    ChipReport r{e.phy, is_healthy(e.health), !e.withheld.empty() || ledger.whole(e.phy)};
+    auto c = std::find_if(host.chips.begin(), host.chips.end(),
+                          [&](const npu::Chip& x) { return x.phy_id == e.phy; });
+    if (c != host.chips.end()) {
+      const npu::ChipTelemetry t = npu::telemetry_of(*c);
+      r.aicore_pct = std::clamp(t.aicore_pct, 0, 100);
+      if (t.memory_total_mb > 0) {
+        r.hbm_total_mb = t.memory_total_mb;
+        r.hbm_used_mb = std::clamp(t.memory_used_mb, 0LL, t.memory_total_mb);
+      }
+    }
+    out.chips.push_back(r);
   }
   std::sort(out.chips.begin(), out.chips.end(),
             [](const ChipReport& a, const ChipReport& b) { return a.phy_id < b.phy_id; });

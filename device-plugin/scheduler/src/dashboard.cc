@@ -27,6 +27,9 @@ h1 { font-size: 1.3em; margin: 0 0 .3em 0; }
 .chip.unhealthy { background: repeating-linear-gradient(45deg, #e53935, #e53935 4px, #ffcdd2 4px, #ffcdd2 8px);
                   color: #fff; font-weight: bold; }
 .chip.unhealthy::after { content: "\2715"; position: absolute; right: 1px; top: -9px; font-size: 9px; color: #b71c1c; }
+.chip > .util { position: absolute; left: 0; bottom: 0; width: 4px; background: #1b5e20;
+                border-radius: 0 2px 0 3px; }
+.chip > .hbm { position: absolute; left: 0; top: 0; height: 3px; background: #0d47a1; border-radius: 3px 2px 0 0; }
 .chip.isolated { outline: 2px dashed #4a148c; outline-offset: -1px; }
 tr.job.Recovering td { background: #fff3e0; }
 tr.job.Failed td { background: #ffebee; }
@@ -69,6 +72,22 @@ function chipEl(c) {
                tip += ", job " + c.job + ", rank " + c.rank + ", pod " + c.pod; }
   else if (c.pod) { e.dataset.pod = c.pod; e.style.background = c.unhealthy ? "" : colour(c.pod); e.style.color = "#fff";
                     tip += ", pod " + c.pod; }
+  // The plugin's telemetry: AICore use as a bar up the left edge, on-chip memory in use across the top.
+  if (c.aicore_pct !== undefined) {
+    e.dataset.util = c.aicore_pct;
+    const u = el("div", "util");
+    u.style.height = c.aicore_pct + "%";
+    e.appendChild(u);
+    tip += ", AICore " + c.aicore_pct + "%";
+  }
+  if (c.hbm_total_mb !== undefined) {
+    const pct = Math.round(100 * c.hbm_used_mb / c.hbm_total_mb);
+    e.dataset.hbm = pct;
+    const h = el("div", "hbm");
+    h.style.width = pct + "%";
+    e.appendChild(h);
+    tip += ", HBM " + (c.hbm_used_mb / 1024).toFixed(1) + " / " + (c.hbm_total_mb / 1024).toFixed(1) + " GiB";
+  }
   e.title = tip;
   return e;
 }

@@ -710,6 +710,10 @@ Status Scheduler::put_inventory(const std::string& node, const Inventory& inv, C
   // A chip the plugin does not list is gone: not usable.
   unhealthy |= t.all() & ~seen;
   NodeState& s = nodes_[idx(n)];
+  s.load.assign(static_cast<std::size_t>(t.size), {});
+  for (const auto& c : inv.chips) {
+    s.load[idx(t.slot_of_phy(c.phy_id))] = {c.aicore_pct, c.hbm_used_mb, c.hbm_total_mb};
+  }
   if (!s.reported || s.busy != busy || s.unhealthy != unhealthy) ++changes_;
   s.busy = busy;
   s.unhealthy = unhealthy;

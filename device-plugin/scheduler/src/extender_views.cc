@@ -131,8 +131,15 @@ ordered_json Scheduler::cluster_view() const {
                                                     : "free";
       c["state"] = state;
       c["unhealthy"] = sick;
-      if ((st.isolated >> s & 1) != 0)
-        c["isolated"] = true;  // ManuallySeparateNPU: until an operator clears it
+      if ((st.isolated >> s & 1) != 0) c["isolated"] = true;  // ManuallySeparateNPU, until cleared
+      if (idx(s) < st.load.size()) {                          // the plugin's telemetry, when it sends it
+        const auto& l = st.load[idx(s)];
+        if (l.aicore_pct >= 0) c["aicore_pct"] = l.aicore_pct;
+        if (l.hbm_total_mb > 0 && l.hbm_used_mb >= 0) {
+          c["hbm_used_mb"] = l.hbm_used_mb;
+          c["hbm_total_mb"] = l.hbm_total_mb;
+        }
+      }
       if (o != owners.end()) {
         if (!o->second.job.empty()) c["job"] = o->second.job;
         c["pod"] = o->second.pod;

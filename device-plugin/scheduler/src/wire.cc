@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include <fmt/format.h>
+
 namespace ascend::scheduler {
 
 using nlohmann::json;
@@ -27,6 +29,16 @@ Result<bool> optional_bool(const json& obj, const char* key, const std::string& 
   if (v == nullptr || v->is_null()) return dflt;
   if (!v->is_boolean()) return Error::invalid(where + "." + key + ": not true or false");
   return v->get<bool>();
+}
+
+// An optional whole number within [lo, hi]; -1 when absent (or null).
+Result<long long> optional_count(const json& obj, const char* key, const std::string& where, long long lo,
+                                 long long hi) {
+  const json* v = find_field(obj, key);
+  if (v == nullptr || v->is_null()) return -1;
+  if (!v->is_number_integer() || v->get<long long>() < lo || v->get<long long>() > hi)
+    return Error::invalid(fmt::format("{}.{}: not a whole number {}-{}", where, key, lo, hi));
+  return v->get<long long>();
 }
 
 Error too_many(const std::string& field, std::size_t n, std::size_t max) {
@@ -163,6 +175,13 @@ Result<Inventory> parse_inventory(const json& body) {
     ASCEND_ASSIGN(r.phy_id, phy_id(*id, where + ".phy_id"), "");
     ASCEND_ASSIGN(r.healthy, optional_bool(c, "healthy", where, true), "");
     ASCEND_ASSIGN(r.in_use, optional_bool(c, "in_use", where, false), "");
+    // Telemetry for the dashboard (optional): AICore use in percent, on-chip memory in MB (at most 1 TiB).
+    ASCEND_ASSIGN(long long pct, optional_count(c, "aicore_pct", where, 0, 100), "");
+    r.aicore_pct = static_cast<int>(pct);
+    ASCEND_ASSIGN(r.hbm_used_mb, optional_count(c, "hbm_used_mb", where, 0, 1LL << 20), "");
+    ASCEND_ASSIGN(r.hbm_total_mb, optional_count(c, "hbm_total_mb", where, 0, 1LL << 20), "");
+    if (r.hbm_used_mb > r.hbm_total_mb && r.hbm_total_mb >= 0)
+      return Error::invalid(where + ".hbm_used_mb: more than hbm_total_mb");
     inv.chips.push_back(r);
   }
   return inv;

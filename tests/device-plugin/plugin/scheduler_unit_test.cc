@@ -233,7 +233,15 @@ TEST(SchedulerPlan, InventoryReportsHealthAndUse) {
                               {5, false, false},
                               {6, true, true},
                               {7, true, true}}};
-  EXPECT_EQ(inventory_report(s, kChips, ledger), want);
+  InventoryReport got = inventory_report(s, kChips, ledger);
+  // Each chip's load for the scheduler's dashboard: the profile's idle values (npu-smi-sim/profiles/
+  // atlas800t-a2.json, chip 0: 65536 MB of HBM, 3318 MB used; AICore 0 %); the rest compared without them.
+  ASSERT_EQ(got.chips.size(), 8u);
+  EXPECT_EQ(got.chips[0].aicore_pct, 0);
+  EXPECT_EQ(got.chips[0].hbm_total_mb, 65536);
+  EXPECT_EQ(got.chips[0].hbm_used_mb, 3318);
+  for (auto& c : got.chips) c.aicore_pct = -1, c.hbm_used_mb = -1, c.hbm_total_mb = -1;
+  EXPECT_EQ(got, want);
 }
 
 TEST(SchedulerPlan, ChipIdsAndPhysMapBothWays) {

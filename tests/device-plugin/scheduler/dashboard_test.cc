@@ -65,6 +65,9 @@ TEST(Dashboard, ShowsThePlacedJobsTpGroupsAndUnhealthyChipsInARealBrowser) {
   ASSERT_TRUE(f && f->status == 200);
   json inv = {{"chips", json::array()}};
   for (int p = 0; p < 8; ++p) inv["chips"].push_back({{"phy_id", p}, {"healthy", p != 1}});
+  // Telemetry of two chips (issue 26): chip 3 busy (AICore 63 %, HBM 16 of 32 GiB), chip 5 idle.
+  inv["chips"][3].update({{"aicore_pct", 63}, {"hbm_used_mb", 16384}, {"hbm_total_mb", 32768}});
+  inv["chips"][5].update({{"aicore_pct", 0}, {"hbm_used_mb", 0}, {"hbm_total_mb", 32768}});
   ASSERT_EQ(cli.Put("/v1/nodes/node-2", inv.dump(), "application/json")->status, 200);
 
   std::string artifacts = std::string(ASCEND_BIN_DIR) + "/../tests/artifacts";
@@ -83,6 +86,13 @@ TEST(Dashboard, ShowsThePlacedJobsTpGroupsAndUnhealthyChipsInARealBrowser) {
   // The job is placed, no pod bound yet: Pending.
   EXPECT_EQ(count(html, R"(<tr class="job Pending" data-job="default/train">)"), 1);
   EXPECT_EQ(count(html, R"(class="leaf" data-leaf="leaf-[01]")"), 2);
+  // The chips' telemetry: only where the plugin sent it; a bar of 63 % and a memory line of 50 %.
+  EXPECT_EQ(count(html, R"(data-util=")"), 2);
+  EXPECT_EQ(count(html, R"(data-phy="3" data-state="free" data-util="63" data-hbm="50")"), 1) << html;
+  EXPECT_EQ(count(html, R"(data-phy="5" data-state="free" data-util="0" data-hbm="0")"), 1);
+  EXPECT_EQ(count(html, R"(<div class="util" style="height: 63%;">)"), 1);
+  EXPECT_EQ(count(html, R"(<div class="hbm" style="width: 50%;">)"), 1);
+  EXPECT_NE(html.find("AICore 63%, HBM 16.0 / 32.0 GiB"), std::string::npos);
   EXPECT_NE(html.find("3 nodes, 7 chips free, 16 used, 1 unhealthy (0 isolated); 1 jobs, 0 recovering"),
             std::string::npos);
 

@@ -35,6 +35,9 @@ struct ChipReport {
   int phy_id = 0;
   bool healthy = true;  // the plugin's Healthy: health OK or Warning
   bool in_use = false;  // handed to a container, or holds vNPUs (not allocatable whole)
+  // Telemetry for the scheduler's dashboard, as the last device snapshot showed it; -1: not known (not sent).
+  int aicore_pct = -1;
+  long long hbm_used_mb = -1, hbm_total_mb = -1;
   bool operator==(const ChipReport&) const = default;
 };
 

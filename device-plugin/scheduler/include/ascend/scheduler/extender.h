@@ -110,6 +110,9 @@ struct ChipReport {
   int phy_id = 0;
   bool healthy = true;
   bool in_use = false;
+  // Telemetry for the views (issue 26); -1: not reported.
+  int aicore_pct = -1;
+  long long hbm_used_mb = -1, hbm_total_mb = -1;
 };
 struct Inventory {
   std::string resource;
@@ -297,6 +300,12 @@ class Scheduler {
     bool absent = false;              // not in the API server
     std::uint64_t reported_sick = 0;  // unusable by the last device ConfigMap (what put_health compares with)
     std::uint64_t isolated = 0;       // ManuallySeparateNPU in the last device ConfigMap
+    // The plugin's last telemetry per chip slot (views only: not saved, not a change of state).
+    struct Load {
+      int aicore_pct = -1;
+      long long hbm_used_mb = -1, hbm_total_mb = -1;
+    };
+    std::vector<Load> load;
     Clock::time_point reported_at{};
   };
   struct Seen {  // a pod that passed filter and is not bound yet
