@@ -135,8 +135,10 @@ class Churn : public ::testing::Test {
     // The emulated host on a tmpfs of its own: every committed change fsyncs the state file and its folder,
     // about 15 ms on the reference VM's disk, and the 20 000 commits would take 5 minutes of lock-holding
     // alone. What this test is about (lost updates, over-commit, leaks) does not depend on the disk.
+    // Its size leaves room for the tools the emulator copies in (npu-smi, libdcmi.so, ascend-dcmi-query: over
+    // 70 MB with the debug information of a RelWithDebInfo build); a tmpfs takes memory only as it fills.
     std::filesystem::create_directories(tmp_ / "host");
-    ASSERT_EQ(::mount("tmpfs", (tmp_ / "host").c_str(), "tmpfs", 0, "mode=0755,size=64m"), 0)
+    ASSERT_EQ(::mount("tmpfs", (tmp_ / "host").c_str(), "tmpfs", 0, "mode=0755,size=512m"), 0)
         << std::strerror(errno);
     host_ = std::make_unique<EmulatedHost>(tmp_ / "host", "atlas800-9000");
     ASSERT_TRUE(host_->ok()) << host_->error();
