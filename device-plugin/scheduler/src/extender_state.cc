@@ -14,11 +14,10 @@ namespace ascend::scheduler {
 using detail::idx;
 using nlohmann::json;
 
-namespace {
+using detail::faults_json;
+using detail::ms_of;
 
-long long ms_of(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
+namespace {
 
 Clock::time_point time_of(long long ms) {
   return Clock::time_point(std::chrono::milliseconds(ms));
@@ -73,15 +72,6 @@ struct Reader {
   }
 };
 
-json faults_json(const std::vector<FaultNote>& faults) {
-  json out = json::array();
-  for (const auto& f : faults) {
-    out.push_back(
-        {{"at_ms", ms_of(f.at)}, {"node", f.node}, {"chips", f.chips}, {"pod", f.pod}, {"why", f.why}});
-  }
-  return out;
-}
-
 Result<JobState> job_state(const std::string& s) {
   for (auto st : {JobState::kPending, JobState::kRunning, JobState::kRecovering, JobState::kFailed}) {
     if (to_string(st) == s) return st;
@@ -115,7 +105,7 @@ json Scheduler::job_entry(const JobRecord& j) const {
           {"state", to_string(j.state)},
           {"state_since_ms", ms_of(j.state_since)},
           {"state_why", j.state_why},
-          {"faults", faults_json(j.faults)},
+          {"faults", faults_json<json>(j.faults)},
           {"pods", j.spec.pods},
           {"tp", j.spec.tp},
           {"pp", j.spec.pp},

@@ -74,19 +74,11 @@ Result<ordered_json> Scheduler::status_of(const std::string& ns, const std::stri
   if (it == jobs_.end()) return Error::not_found("no job " + ns + "/" + job);
   const JobRecord& j = it->second;
   ordered_json v = job_view(j);
-  auto ms = [](Clock::time_point t) {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-  };
-  v["since_ms"] = ms(j.state_since);
+  v["since_ms"] = detail::ms_of(j.state_since);
   v["why"] = j.state_why;
   v["recovery"] = j.spec.recovery;
   v["max_restarts"] = j.spec.max_restarts;
-  ordered_json faults = ordered_json::array();
-  for (const auto& f : j.faults) {
-    faults.push_back(
-        {{"at_ms", ms(f.at)}, {"node", f.node}, {"chips", f.chips}, {"pod", f.pod}, {"why", f.why}});
-  }
-  v["faults"] = std::move(faults);
+  v["faults"] = detail::faults_json<ordered_json>(j.faults);
   return v;
 }
 

@@ -608,6 +608,17 @@ TEST(KubeRecovery, AnIsolatedChipStaysOutOfEveryPlacementUntilClearedWithTheCli)
   json cm = api.get(std::string("/api/v1/namespaces/") + deviceinfo::kNamespace + "/configmaps/" +
                     deviceinfo::configmap_name("node-1"));
   EXPECT_EQ(cm["data"][deviceinfo::kManuallySeparateKey], "Ascend910-5");
+  // The API server failing: one line naming the node, exit 1, nothing changed.
+  api.fail_next(500, 10);
+  {
+    IsolateOptions f = o;
+    f.clear = false;
+    f.targets = {"node-1/3"};
+    std::ostringstream fo, fe;
+    EXPECT_EQ(run_isolate(f, fo, fe), 1);
+    EXPECT_NE(fe.str().find("node-1: "), std::string::npos) << fe.str();
+  }
+  api.fail_next(500, 0);
   // Bad input: one clear line each, exit 2.
   for (const auto& [target, says] : std::vector<std::pair<std::string, std::string>>{
            {"node-1", "is not NODE/CHIP"},
