@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ascend/common/splitmix.h"
+
 namespace ascend::topology {
 
 std::string_view to_string(Recovery r) {
@@ -35,21 +37,7 @@ Status check(const Cluster& c, const FaultOptions& o) {
 
 namespace {
 
-// SplitMix64 (Steele, Lea & Flood 2014): a fixed, portable generator, one stream per chip.
-struct SplitMix {
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  // Exponential with the given mean: -mean ln(1 - U), U uniform in [0, 1) from 53 bits.
-  double exponential(double mean) {
-    double u = static_cast<double>(next() >> 11) * 0x1.0p-53;
-    return -mean * std::log1p(-u);
-  }
-};
+using SplitMix = SplitMix64;  // one stream per chip (ascend/common/splitmix.h)
 
 enum Kind { kEnd = 0, kRepair = 1, kFault = 2, kArrival = 3 };
 
