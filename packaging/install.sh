@@ -427,8 +427,8 @@ do_uninstall() {
   [[ -z $cdi_file ]] || rm -f "$cdi_file"
 
   step config
-  # The /dev/char links the runtime made for the systemd cgroup driver (README); udev's stay. Before the
-  # config goes: it names the host root.
+  # The /dev/char links the runtime made for the systemd cgroup driver (docs/runtime.md); udev's stay. Before
+  # the config goes: it names the host root.
   if [[ -x $ctk && -f $config_dir/config.yaml ]]; then
     "$ctk" --config "$config_dir/config.yaml" system remove-dev-char-symlinks >/dev/null ||
       say "could not remove the /dev/char links the runtime made (see ascend-ctk system --help)"

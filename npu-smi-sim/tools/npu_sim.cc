@@ -17,7 +17,7 @@ namespace {
 
 constexpr const char* kFooter = R"(
 Root: --root DIR, else $ASCEND_SIM_ROOT, else /.
-Profiles: 'npu-sim profiles' lists the built-in ones; or a YAML file (see README).
+Profiles: 'npu-sim profiles' lists the built-in ones; or a YAML file (see docs/npu-sim.md).
 Fault severity, when --severity is not given, comes from bits 27..24 of the code (0x8?......):
   0-3 Warning, 4-7 Alarm, 8-F Critical. Warning keeps a device usable; Alarm and Critical make it unhealthy.
 Exit codes: 0 success, 1 the operation failed (one line on stderr says why), 2 bad usage.)";
@@ -88,7 +88,8 @@ static int run_main(int argc, char** argv) {
   fclear->add_option("--device", device, "physical device id")->required();
 
   auto* loadgen = app.add_subcommand(
-      "load-gen", "make a device busy: its utilization, memory, temperature and power follow (see README)");
+      "load-gen",
+      "make a device busy: its utilization, memory, temperature and power follow (see docs/npu-sim.md)");
   int util = 0;
   int aicpu = 0;
   double hbm_gib = 0;

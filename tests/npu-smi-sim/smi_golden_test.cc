@@ -81,7 +81,7 @@ std::vector<Golden> cases() {
   };
   return {
       // SAMPLE M: -t power and -t temp of an idle 910B3 (25.5.1); the same layouts with NPU 0 busy, the
-      // values derived by hand from the load model (README).
+      // values derived by hand from the load model (docs/npu-sim.md, "Telemetry").
       {"m-power.txt", "m-910b3-25.5.1.yaml", {"info", "-t", "power", "-i", "0"}},
       {"m-temp.txt", "m-910b3-25.5.1.yaml", {"info", "-t", "temp", "-i", "0"}},
       {"m-power-load.txt",

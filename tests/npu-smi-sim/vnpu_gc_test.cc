@@ -92,7 +92,7 @@ TEST(Reboot, RestoresVnpusWithTheirOwnersAndStartsANewBoot) {
   EXPECT_EQ(after->majors.davinci, 300);
   EXPECT_EQ(after->majors.vdavinci, 304);
   EXPECT_EQ(after->chip(2)->health(), Health::kOk);  // a reboot clears faults
-  // Node 3's device IPs stay (README: device p of node n has 10.<100+p>.<n/254>.<n%254+1>).
+  // Node 3's device IPs stay (docs/npu-sim.md: device p of node n has 10.<100+p>.<n/254>.<n%254+1>).
   EXPECT_EQ(after->chip(0)->device_ip, "10.100.0.4");
   EXPECT_EQ(after->chip(7)->device_ip, "10.107.0.4");
 }

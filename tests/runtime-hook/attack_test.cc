@@ -82,7 +82,7 @@ void expect_same_host(const HostSnapshot& before, const HostSnapshot& after) {
   }
   for (const auto& [path, what] : after.files) {
     // The /dev/char/<major>:<minor> links (and their record) are the runtime's by design (systemd's cgroup
-    // driver needs them; README): the only thing a container start may add under the host root.
+    // driver needs them; docs/runtime.md): the only thing a container start may add under the host root.
     const bool record =
         path.ends_with("/host/run") || path.find("/host/run/ascend-docker-runtime") != std::string::npos;
     if (record || path.find("/host/dev/char") != std::string::npos) continue;

@@ -17,7 +17,7 @@
 //    with the container), the poststop hook destroys it. A start refused for capacity is tried again later
 //    and not counted. Container starts are the slow kind (runc), so they are a share that keeps the test
 //    within about 3 minutes, not half: 155 s on the shared 2-core reference VM, 220-280 s with builds
-//    beside it (README, "Churn, kills and a hostile kubelet").
+//    beside it (docs/development.md, "Churn, kills and a hostile kubelet").
 // The emulated host sits on a tmpfs of its own (SetUp says why). Root only (runc, device nodes, the mount).
 #include <gtest/gtest.h>
 #include <signal.h>

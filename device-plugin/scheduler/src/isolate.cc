@@ -1,8 +1,8 @@
 // ascend-scheduler isolate [--clear] NODE/CHIP...: an operator takes a chip out of service, or puts an
 // isolated one back, through the node's device ConfigMap (`ManuallySeparateNPU`, MindCluster's key, which the
-// device plugin reads back and follows: README "Fault-tolerant training"). Each node's ConfigMap is changed
-// with its resourceVersion as precondition (a concurrent write by the plugin is read again, never
-// overwritten).
+// device plugin reads back and follows: docs/device-plugin.md "Health and graded faults"). Each node's
+// ConfigMap is changed with its resourceVersion as precondition (a concurrent write by the plugin is read
+// again, never overwritten).
 #include <algorithm>
 #include <map>
 #include <set>

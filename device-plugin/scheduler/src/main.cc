@@ -14,7 +14,8 @@ Exit codes: 0 ok; 1 an output file could not be written (serve: cannot listen or
 server refused or failed), or an internal error; 2 bad input (the message names the file, line and field; isolate:
 no such node, ConfigMap or chip) or bad usage; 3 infeasible: the job does not fit, or no layout fits ({"error": ...} on stdout).
 Policies: topo (ours: whole-job, parallelism-aware), first-fit (first free chips in node order), volcano
-(Volcano's Ascend node-local affinity rules, one pod at a time). File formats and the cost model: README.)";
+(Volcano's Ascend node-local affinity rules, one pod at a time). File formats and the cost model:
+docs/scheduler.md.)";
 
 }  // namespace
 
@@ -137,10 +138,10 @@ static int run_main(int argc, char** argv) {
   sv->add_option("--token-file", so.token_file,
                  "bearer token required on --listen for everything but /healthz, /readyz and /metrics "
                  "(default: loopback peers only)");
-  sv->add_option(
-      "--kubeconfig", so.kubeconfig,
-      "API server from a kubeconfig file (its current context); the scheduler then watches pods, "
-      "Nodes and ConfigMaps there and keeps its records there (README: Records in the API server)");
+  sv->add_option("--kubeconfig", so.kubeconfig,
+                 "API server from a kubeconfig file (its current context); the scheduler then watches pods, "
+                 "Nodes and ConfigMaps there and keeps its records there (docs/scheduler.md: Records in the "
+                 "API server)");
   sv->add_option("--kube-api", so.kube_api, "API server URL (instead of --kubeconfig)");
   sv->add_option("--kube-token-file", so.kube_token_file, "bearer token for --kube-api");
   sv->add_option("--kube-ca-file", so.kube_ca_file, "CA bundle to verify an https --kube-api");

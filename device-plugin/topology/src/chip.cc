@@ -37,7 +37,8 @@ bool answers_to(const ChipSpec& c, const std::string& want) {
 }  // namespace
 
 const std::vector<ChipSpec>& builtin_chips() {
-  // Figures and their sources: README, "Chips". The 910 A1 and the 310P have no bf16 unit: their fp16 peak.
+  // Figures and their sources: docs/scheduler.md, "Chips". The 910 A1 and the 310P have no bf16 unit: their
+  // fp16 peak.
   static const std::vector<ChipSpec> kChips = {
       chip("910ProA", {"910", "910a", "910 a1", "ascend910a", "atlas800-9000"}, 32, 256, 8, "atlas800-9000"),
       chip("910B1", {}, 64, 414, 8, "atlas800t-a2"),

@@ -25,7 +25,7 @@ struct PlannedComm {
   CollectiveCost dp;  // one gradient bucket's all-reduce (reduce-scatter with ZeRO-1)
 };
 
-// The TP, PP and DP times of one step of layout `l` placed as `s` (README, "The step model").
+// The TP, PP and DP times of one step of layout `l` placed as `s` (docs/scheduler.md, "The step model").
 PlannedComm comm_time(const ModelShape& m, const TrainOptions& o, const Layout& l, const Spans& s,
                       const Interconnect& ic, const Bandwidth& fallback);
 

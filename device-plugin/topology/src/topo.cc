@@ -1,4 +1,4 @@
-// The topo policy (see README, "How topo places a job").
+// The topo policy (see docs/scheduler.md, "How topo places a job").
 //
 // 1. Units. A pod is atomic (one node). When a TP group spans g pods (tp = g x pod size) and fits a node,
 //    g pods form one unit, placed as one chip set; otherwise a unit is a pod.

@@ -405,7 +405,7 @@ TEST_F(SchedulerE2E, AllocateWithAReservationGivesTheJobEnvAndARankTableMount) {
 }
 
 // Whoever answers in the scheduler's place must not get code into the container (LD_PRELOAD, PATH) or
-// change its devices (ASCEND_*): only the launch env the README documents reaches it.
+// change its devices (ASCEND_*): only the launch env docs/device-plugin.md documents reaches it.
 TEST_F(SchedulerE2E, AllocateTakesOnlyTheDocumentedLaunchEnvFromTheScheduler) {
   ASSERT_GT(sched.start(), 0);
   const std::map<std::string, std::string> documented = {

@@ -73,8 +73,8 @@ TEST(Dashboard, ShowsThePlacedJobsTpGroupsAndUnhealthyChipsInARealBrowser) {
   std::string artifacts = std::string(ASCEND_BIN_DIR) + "/../tests/artifacts";
   std::filesystem::create_directories(artifacts);
   std::string profile = artifacts + "/chromium-profile";
-  // The page on the plugin listener from loopback, no token file: served (the README's "loopback peers need
-  // no token when no token file is set").
+  // The page on the plugin listener from loopback, no token file: served (docs/scheduler.md's "loopback peers
+  // need no token when no token file is set").
   std::string url = "http://127.0.0.1:" + std::to_string((*s)->port()) + "/";
   auto dom = ascend::testing::run_command(chromium(profile, {"--dump-dom", url}));
   ASSERT_EQ(dom.exit_code, 0) << dom.err;

@@ -109,7 +109,7 @@ TEST(Pod, CommBytesOverrideTheDefaultsPerDimension) {
   ASSERT_TRUE(p.job.has_value()) << p.job_error;
   EXPECT_EQ(p.job->comm.tp, 1.5e10);
   EXPECT_EQ(p.job->comm.dp, 3e9);
-  EXPECT_EQ(p.job->comm.pp, 0.25e9) << "the default (README) where the pod says nothing";
+  EXPECT_EQ(p.job->comm.pp, 0.25e9) << "the default (docs/scheduler.md) where the pod says nothing";
   for (const char* bad : {"tp=-1", "tp=x", "ep=1", "tp=1,tp=2", "tp"}) {
     pod["metadata"]["annotations"][kCommAnnotation] = bad;
     EXPECT_NE(read(pod).job_error.find(kCommAnnotation), std::string::npos) << bad;

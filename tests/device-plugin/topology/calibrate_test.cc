@@ -29,7 +29,7 @@ PlanRequest request() {
   return r;
 }
 
-// The hand-derived step times T = a/e + b c of three layouts with dp 1 (README, "The step model";
+// The hand-derived step times T = a/e + b c of three layouts with dp 1 (docs/scheduler.md, "The step model";
 // docs/planner-collectives.md), as coefficients a (of 1/e) and b (of c).
 struct Linear {
   Layout layout;

@@ -1,5 +1,5 @@
-// Node-level choice: one table per family rule (README, "Node-level choice"), plus properties over random
-// free sets.
+// Node-level choice: one table per family rule (docs/scheduler.md, "Node-level choice"), plus properties over
+// random free sets.
 #include "ascend/topology/choose.h"
 
 #include <gtest/gtest.h>

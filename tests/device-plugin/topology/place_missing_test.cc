@@ -1,7 +1,7 @@
 // place_missing(): the pods of a placed job that lost their chips, placed again around the pods that kept
 // theirs. Expected choices are worked out by hand from the cost model (cost.h: a ring's cost is set by its
-// slowest hop; README bandwidths hccs 56, leaf 25, spine 12.5 GB/s), and on small uniform clusters the
-// allocator is judged against an exhaustive search over the nodes the missing pods could take.
+// slowest hop; docs/scheduler.md bandwidths hccs 56, leaf 25, spine 12.5 GB/s), and on small uniform clusters
+// the allocator is judged against an exhaustive search over the nodes the missing pods could take.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -184,7 +184,7 @@ TEST_F(DcmiApiTest, AHostWithoutHccnConfHasNoDeviceIp) {
 }
 
 // Health as the reference defines it (0 normal, 1 minor, 2 major, 3 critical) against the severity that
-// npu-sim gives a fault (README: --severity, else bits 27..24 of the code) and that npu-smi prints.
+// npu-sim gives a fault (docs/npu-sim.md: --severity, else bits 27..24 of the code) and that npu-smi prints.
 TEST_F(DcmiApiTest, HealthFollowsFaultsInjectedWithNpuSim) {
   ASSERT_EQ(api_.init(), DCMI_OK);
   struct Case {

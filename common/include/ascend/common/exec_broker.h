@@ -7,7 +7,7 @@
 // still do through it is exactly this: run the one program the broker was started with, with the fixed
 // leading arguments and environment given at start, followed by arguments that `admit` accepts. It never
 // takes a program path, a library path or an environment entry from the caller, so code injected into the
-// hardened process cannot start anything else through it (README "Threat model", SECURITY.md).
+// hardened process cannot start anything else through it (SECURITY.md, "Threat model").
 //
 // The broker ends when its owner destroys this object or dies (the channel closes; PR_SET_PDEATHSIG as a
 // second guard). One owner, one request at a time: not thread-safe.

@@ -6,7 +6,7 @@
 //  - everything else (a request by chip name, a vNPU template to create, vNPU create and destroy) runs the
 //    dynamically linked helper `ascend-dcmi-query`, which opens the DCMI backend (backend.h) and answers in
 //    the seam's JSON (seam.h).
-// README "The device seam" gives the measured cost of both paths.
+// docs/performance.md ("Container start") gives the measured cost of both paths.
 #pragma once
 
 #include <chrono>

@@ -26,7 +26,7 @@ Result<Health> parse_health(std::string_view s);  // case-insensitive; accepts "
 enum class Link { kSelf, kSio, kHccs, kHccsSw, kPix, kPxb, kPhb, kSys, kNa };
 std::string_view to_string(Link l);  // "X", "SIO", "HCCS", "HCCS_SW", "PIX", "PXB", "PHB", "SYS", "NA"
 
-// The cost-model level of a link inside one node (see README, "The cost model").
+// The cost-model level of a link inside one node (see docs/scheduler.md, "The cost model").
 enum class LinkLevel { kSio, kHccs, kPcie };
 LinkLevel level_of(Link l);
 

@@ -69,10 +69,10 @@ struct RanktableHostPaths {
 Result<RanktableHostPaths> ranktable_host_paths(const std::string& dir, const Grant& grant);
 
 // The environment variables a scheduler grant may set in a container: the launch env that
-// `ascend-scheduler` documents for a job's pods (README, "Scheduler extender"; Scheduler::grant_of emits
-// exactly these). The one allow-list: any other name, LD_PRELOAD, PATH or ASCEND_RUNTIME_OPTIONS say,
-// would let whoever answers in the scheduler's place run code in, or change the devices of, every NPU
-// container, so it is dropped. Sorted.
+// `ascend-scheduler` documents for a job's pods (docs/device-plugin.md, "With the scheduler extender";
+// Scheduler::grant_of emits exactly these). The one allow-list: any other name, LD_PRELOAD, PATH or
+// ASCEND_RUNTIME_OPTIONS say, would let whoever answers in the scheduler's place run code in, or change the
+// devices of, every NPU container, so it is dropped. Sorted.
 inline constexpr std::array<std::string_view, 8> kLaunchEnv = {
     "ASCEND_JOB", "NNODES",     "NODE_RANK",       "NPROC_PER_NODE",
     "RANK_SIZE",  "RANK_START", "RANK_TABLE_FILE", "WORLD_SIZE",

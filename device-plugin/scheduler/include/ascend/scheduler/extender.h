@@ -202,7 +202,7 @@ class Scheduler {
   // pod holds exactly these chips there.
   Status return_allocation(const std::string& node, std::vector<int> chips, Clock::time_point now);
 
-  // Views (JSON of the README).
+  // Views (JSON of docs/scheduler.md).
   nlohmann::ordered_json cluster_view() const;
   Result<nlohmann::ordered_json> placement_of(const std::string& ns, const std::string& job) const;
   Result<nlohmann::ordered_json> ranktable_of(const std::string& ns, const std::string& job) const;

@@ -1,5 +1,5 @@
 // The records the scheduler keeps in the API server, and how it reads them back (pure; kube_sync.h does the
-// I/O). Names (README "Records in the API server"):
+// I/O). Names (docs/scheduler.md "Records in the API server"):
 // - pod annotations, written at bind BEFORE the Binding: `ascend.huawei.com/chips` (the physical chip ids on
 //   the node, "0,1,2,3") and, for a pod of a job, `ascend.huawei.com/rank-start` (its first rank);
 // - a ConfigMap `ascend-job-<job>` in the job's namespace, labelled `ascend.huawei.com/job=<job>`, with

@@ -43,7 +43,7 @@ struct JobRequest {
   int pp = 1;
   int dp = 1;
   topology::RankOrder order = topology::RankOrder::kTpDpPp;
-  topology::CommBytes comm;      // per rank and step; defaults when the pod does not say (see README)
+  topology::CommBytes comm;  // per rank and step; defaults when the pod does not say (see docs/scheduler.md)
   std::string recovery = "job";  // pod | job | none
   int max_restarts = 3;          // 0..100
 

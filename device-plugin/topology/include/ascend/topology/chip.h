@@ -1,7 +1,7 @@
 // Accelerators as data for the planner: peak bf16 throughput, HBM, chips per node, and the node whose
-// topology the placer uses. The built-in Ascend chips carry public figures (sources in the README, "Chips");
-// a chip file (`--chip FILE.yaml`) describes any other accelerator, so that published results on other
-// hardware can be compared. Pure values and functions; thread-safe.
+// topology the placer uses. The built-in Ascend chips carry public figures (sources in docs/scheduler.md,
+// "Chips"); a chip file (`--chip FILE.yaml`) describes any other accelerator, so that published results on
+// other hardware can be compared. Pure values and functions; thread-safe.
 #pragma once
 
 #include <string>

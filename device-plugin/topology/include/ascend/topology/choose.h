@@ -1,7 +1,7 @@
 // Node-level chip choice: which `size` chips of one host a container gets, given what is free. Pure
 // function of its inputs; thread-safe.
 //
-// Rules (see README, "Node-level choice"):
+// Rules (see docs/scheduler.md, "Node-level choice"):
 //  - Ascend 910 A1 (Atlas 800 9000): sizes 1, 2, 4, 8 inside HCCS rings {0-3}/{4-7} (8 = both rings);
 //    a ring with exactly the needed free chips first: 1 chip -> rings with 1, then 3, then 2, then 4 free;
 //    2 chips -> 2, then 4, then 3; 4 chips -> a fully free ring.

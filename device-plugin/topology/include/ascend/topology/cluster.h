@@ -29,7 +29,7 @@ enum class Level : std::uint8_t { kSio = 0, kHccs, kPcie, kLeaf, kSpine, kCore }
 inline constexpr int kLevelCount = 6;
 std::string_view to_string(Level l);
 
-// GB/s of each level (1 GB = 1e9 bytes). Defaults are the README's.
+// GB/s of each level (1 GB = 1e9 bytes). Defaults are those of docs/scheduler.md.
 struct Bandwidth {
   std::array<double, kLevelCount> gbps = {224, 56, 16, 25, 12.5, 6.25};
   double bytes_per_s(Level l) const { return gbps[static_cast<int>(l)] * 1e9; }
@@ -116,9 +116,9 @@ ProfileSource builtin_profiles();
 Result<Cluster> make_cluster(std::string name, const Bandwidth& bw, const std::vector<NodeSpec>& specs,
                              const ProfileSource& profiles);
 
-// The cluster file format (see README, "Cluster file"): `name`, optional `bandwidth_gbps`, `nodes`, and
-// optional `generate` entries expanded after the listed nodes. Unknown fields are rejected. Errors carry
-// the field path and, with a locator, the line.
+// The cluster file format (see docs/scheduler.md, "Cluster file"): `name`, optional `bandwidth_gbps`,
+// `nodes`, and optional `generate` entries expanded after the listed nodes. Unknown fields are rejected.
+// Errors carry the field path and, with a locator, the line.
 Result<Cluster> cluster_from_json(const nlohmann::json& j, const ProfileSource& profiles,
                                   const LineLocator& where = {});
 

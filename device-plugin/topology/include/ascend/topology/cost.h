@@ -1,7 +1,7 @@
-// The cost model every policy is judged by (see README, "The cost model"). Bandwidth between two chips is
-// the level they share; a ring of k ranks in rank order carrying B bytes costs
-// 2(k-1)/k * B / min_i bw(r_i, r_(i+1 mod k)) seconds; a pipeline pair costs B_pp / bw. cost.tp, .dp, .pp
-// are maxima over their groups/pairs and total is their sum. Pure functions; thread-safe.
+// The cost model every policy is judged by (see docs/scheduler.md, "The cost model"). Bandwidth between two
+// chips is the level they share; a ring of k ranks in rank order carrying B bytes costs 2(k-1)/k * B / min_i
+// bw(r_i, r_(i+1 mod k)) seconds; a pipeline pair costs B_pp / bw. cost.tp, .dp, .pp are maxima over their
+// groups/pairs and total is their sum. Pure functions; thread-safe.
 #pragma once
 
 #include <vector>

@@ -2,10 +2,10 @@
 // die to die (A3's SIO), chip to chip inside a domain (HCCS, NVLink), domain to domain inside a server
 // (PCIe, 910 A1 and 300I Duo), the server NIC, the leaf and the spine. Each level: links per chip, GB/s per
 // link (one direction), latency per hop and the fabric's shape. A chip file carries it under `interconnect`
-// (README, "The step model"); a level the file leaves out falls back to the cost model's single bandwidth of
-// that level with no latency. A level's `efficiency` is the fraction of its line rate the collective
-// library's protocol reaches (NCCL's ~20% overhead on NVLink, docs/planner-collectives.md). Pure values and
-// functions; thread-safe.
+// (docs/scheduler.md, "The step model"); a level the file leaves out falls back to the cost model's single
+// bandwidth of that level with no latency. A level's `efficiency` is the fraction of its line rate the
+// collective library's protocol reaches (NCCL's ~20% overhead on NVLink, docs/planner-collectives.md). Pure
+// values and functions; thread-safe.
 #pragma once
 
 #include <string_view>

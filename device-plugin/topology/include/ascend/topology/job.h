@@ -36,7 +36,7 @@ struct ModelSpec {
   int global_batch = 0;  // 0: one micro-batch per data-parallel rank and step
 };
 
-// The README's default volumes (bf16): m = global_batch/(b*dp) micro-batches per step,
+// The default volumes of docs/scheduler.md (bf16): m = global_batch/(b*dp) micro-batches per step,
 // tp = 8*b*s*h*(L/pp)*m, pp = 4*b*s*h*m, dp = 2*params/(tp*pp).
 CommBytes comm_from_model(const ModelSpec& m, int tp, int pp, int dp);
 
@@ -55,8 +55,8 @@ struct Job {
 // Checks npus = tp*pp*dp, positive sizes and npus_per_pod | npus (EINVAL naming the field).
 Status validate(const Job& j);
 
-// The job file format (see README, "Job file"). Unknown fields are rejected; comm_bytes keys override
-// the values derived from `model`; one of the two must be given.
+// The job file format (see docs/scheduler.md, "Job file"). Unknown fields are rejected; comm_bytes keys
+// override the values derived from `model`; one of the two must be given.
 Result<Job> job_from_json(const nlohmann::json& j, const LineLocator& where = {});
 
 // A job's position in each parallel dimension.

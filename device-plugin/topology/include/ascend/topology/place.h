@@ -1,6 +1,6 @@
 // Whole-job placement: which chip of which node each rank of a job gets. Three policies:
 //  - topo: ours. Places the whole job at once so that TP groups stay inside HCCS domains first and the
-//    cost model's total is smallest second (see README, "How topo places a job").
+//    cost model's total is smallest second (see docs/scheduler.md, "How topo places a job").
 //  - first-fit: each pod, in order, takes the lowest free chips of the first node with room.
 //  - volcano: each pod, in order, goes to the node with the best Volcano Ascend affinity score and takes the
 //    chips Volcano's node-local rules pick; no job-level awareness.
@@ -59,7 +59,7 @@ void release(ClusterState& state, const Placement& p);
 // Distinct nodes of a placement, in order of their first rank.
 std::vector<int> nodes_of(const Placement& p);
 
-// The placement JSON of the README: {"job", "policy", "ranks": [{"rank", "pod", "node", "device_id"}],
+// The placement JSON of docs/scheduler.md: {"job", "policy", "ranks": [{"rank", "pod", "node", "device_id"}],
 // "cost": {"tp", "pp", "dp", "total"}, "tp_groups_outside_hccs"}.
 nlohmann::ordered_json to_json(const Cluster& c, const Placement& p);
 

@@ -21,8 +21,8 @@
 
 namespace ascend::topology {
 
-// The fraction of peak the layers' kernels reach (README, "The step model": calibrated on the published
-// configurations in tests/fixtures/plan).
+// The fraction of peak the layers' kernels reach (docs/scheduler.md, "The step model": calibrated on the
+// published configurations in tests/fixtures/plan).
 inline constexpr double kDefaultEfficiency = 0.6;
 
 struct PlanRequest {
@@ -73,7 +73,8 @@ Result<PlanResult> plan(const PlanRequest& r);
 
 // The job `place` takes for an entry: its layout and the traffic volumes the plan used.
 Job job_of(const PlanResult& r, const PlanEntry& e, std::string name = "plan");
-// The job file (README, "Job file") for `job`, with a comment line of the plan's prediction for `e`.
+// The job file (docs/scheduler.md, "Job file") for `job`, with a comment line of the plan's prediction for
+// `e`.
 std::string to_job_yaml(const Job& job, const PlanResult& r, const PlanEntry& e);
 
 nlohmann::ordered_json to_json(const PlanResult& r);

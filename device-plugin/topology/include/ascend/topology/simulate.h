@@ -26,8 +26,9 @@ struct TraceJob {
   double step_compute_s = 0;
 };
 
-// The trace format (see README, "Trace file"): a list of entries, or {name, jobs: [...]}; every entry is a
-// job (the job file's fields) plus `arrival` and either `duration` or `steps` + `step_compute_s`.
+// The trace format (see docs/scheduler.md, "`simulate` and `plan`"): a list of entries, or {name, jobs:
+// [...]}; every entry is a job (the job file's fields) plus `arrival` and either `duration` or `steps` +
+// `step_compute_s`.
 Result<std::vector<TraceJob>> trace_from_json(const nlohmann::json& j, const LineLocator& where = {});
 
 struct SimOptions {

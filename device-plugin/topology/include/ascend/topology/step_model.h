@@ -1,7 +1,7 @@
 // The training-step model behind `plan`: per-NPU memory of a (tp, pp, dp, v) layout and its predicted step
 // time (compute, pipeline bubble, tensor-parallel collectives, pipeline sends, exposed data-parallel
-// gradient reduction). Every formula, its source and its assumptions are in the README ("The step model").
-// Pure functions of plain values; thread-safe.
+// gradient reduction). Every formula, its source and its assumptions are in docs/scheduler.md ("The step
+// model"). Pure functions of plain values; thread-safe.
 //
 // Symbols: P params, L layers, h hidden, a heads, s sequence, V vocabulary, b micro-batch, B global batch
 // (sequences per step), t/p/d tensor/pipeline/data parallel sizes, v virtual stages per pipeline rank,
