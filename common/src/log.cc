@@ -8,8 +8,18 @@
 #include <vector>
 
 #include "ascend/common/fs.h"
+#include "ascend/common/guarded.h"
 
 namespace ascend {
+
+namespace {
+
+// run_guarded's lines (guarded.h), through the default logger.
+void guarded_to_spdlog(std::string_view line, bool repeat) noexcept {
+  spdlog::log(repeat ? spdlog::level::debug : spdlog::level::err, "{}", line);
+}
+
+}  // namespace
 
 Status setup_logging(const LogOptions& opts) {
   auto level = spdlog::level::from_str(opts.level);
@@ -38,6 +48,7 @@ Status setup_logging(const LogOptions& opts) {
   logger->set_level(level);
   logger->flush_on(spdlog::level::warn);
   spdlog::set_default_logger(logger);
+  set_guarded_log(&guarded_to_spdlog);
   if (!warning.empty()) spdlog::warn("{}", warning);
   return {};
 }
