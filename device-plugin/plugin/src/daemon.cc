@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "ascend/common/fs.h"
+#include "ascend/common/guarded.h"
 #include "ascend/common/kube_client.h"
 #include "ascend/npu/vnpu_gc.h"
 #include "ascend/plugin/endpoint.h"
@@ -206,6 +207,7 @@ Status Daemon::run() {
   bool said_waiting = false;
   auto next_reconcile = std::chrono::steady_clock::now();
   auto next_gc = std::chrono::steady_clock::now();
+  std::string reconcile_failed, gc_failed;  // the last exceptions' texts
   while (true) {
     // A kubelet restart deletes our sockets: serve again.
     for (std::size_t i = 0; i < endpoints_.size(); ++i) {
@@ -245,12 +247,15 @@ Status Daemon::run() {
       spdlog::info("waiting for the kubelet: no {} yet", kubelet);
       said_waiting = true;
     }
+    // The periodic chores: one that throws is logged and runs again at its next time (guarded.h).
     if (std::chrono::steady_clock::now() >= next_reconcile) {
-      reconcile_pod_resources();
+      run_guarded(
+          "pod-resources reconcile", [this] { reconcile_pod_resources(); }, "carrying on", &reconcile_failed);
       next_reconcile = std::chrono::steady_clock::now() + cfg_.reconcile_every;
     }
     if (cfg_.vnpu_gc_interval.count() > 0 && std::chrono::steady_clock::now() >= next_gc) {
-      collect_vnpus();
+      run_guarded(
+          "vNPU gc", [this] { collect_vnpus(); }, "carrying on", &gc_failed);
       next_gc = std::chrono::steady_clock::now() + cfg_.vnpu_gc_interval;
     }
 

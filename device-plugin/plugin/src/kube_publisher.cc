@@ -8,6 +8,7 @@
 #include <exception>
 #include <iterator>
 
+#include "ascend/common/guarded.h"
 #include "ascend/common/kube_client.h"
 #include "ascend/plugin/inventory.h"
 #include "ascend/plugin/plugin.h"
@@ -327,6 +328,7 @@ Status KubePublisher::publish() {
 void KubePublisher::loop() {
   auto backoff = opts_.backoff_first;
   std::string last_failure;   // said once per distinct message
+  std::string threw;          // the last exception's text (guarded.h)
   std::uint64_t settled = 0;  // the plugin version the API server has (0: none yet)
   while (!stopping()) {
     const std::uint64_t seen = plugin_.version();
@@ -339,10 +341,13 @@ void KubePublisher::loop() {
       continue;
     }
     Status st;
-    try {
-      st = publish();
-    } catch (const std::exception& e) {  // a bug, not the API server: logged, and the thread carries on
-      st = Error(EIO, fmt::format("publishing to the API server threw: {}", e.what()));
+    // A bug, not the API server: logged, and retried after the backoff as a failure would be.
+    if (!run_guarded(
+            "API server publisher", [&] { st = publish(); }, "retrying", &threw)) {
+      count(&Stats::failures);
+      if (sleep(backoff)) break;
+      backoff = std::min(backoff * 2, opts_.backoff_max);
+      continue;
     }
     if (st.ok()) {
       if (!last_failure.empty()) spdlog::info("the API server has node {}'s chips again", node_);

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <utility>
 
+#include "ascend/common/guarded.h"
 #include "ascend/plugin/plugin.h"
 
 namespace ascend::plugin {
@@ -175,6 +176,15 @@ NpuExporter::Sources plugin_sources(const npu::DeviceQuery& query, const Plugin&
 NpuExporter::NpuExporter(Sources sources) : sources_(std::move(sources)) {}
 
 std::vector<MetricFamily> NpuExporter::Collect() const {
+  // Called on the metrics server's threads (civetweb's, a C library an exception must not cross): a scrape
+  // that throws is logged and answered without the NPU families; the next scrape carries on.
+  std::vector<MetricFamily> out;
+  run_guarded(
+      "metrics scrape", [&] { out = collect(); }, "answering without the NPU metrics");
+  return out;
+}
+
+std::vector<MetricFamily> NpuExporter::collect() const {
   const std::vector<ChipIdentity> chips = identities(sources_.host());
   auto telemetry = sources_.telemetry();
   if (!telemetry) {

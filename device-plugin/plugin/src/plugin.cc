@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "ascend/common/fs.h"
+#include "ascend/common/guarded.h"
 #include "ascend/plugin/metrics.h"
 #include "ascend/plugin/preferred.h"
 #include "ascend/plugin/scheduler_plan.h"
@@ -82,12 +83,15 @@ Status Plugin::watch() {
   subscription_ = std::move(sub);
   if (!health_.joinable()) {
     health_ = std::thread([this] {
+      std::string failed;  // the last exception's text (guarded.h)
       std::unique_lock lock(mu_);
       while (!stopping_) {
         cv_.wait_for(lock, cfg_.health_interval, [this] { return stopping_; });
         if (stopping_) break;
         lock.unlock();
-        check_driver();
+        // A check that throws is logged; the next one runs on time.
+        run_guarded(
+            "driver check", [this] { check_driver(); }, "the next check runs on time", &failed);
         lock.lock();
       }
     });
@@ -451,13 +455,8 @@ void Plugin::refresh_loop() {
     lock.unlock();
     // Nothing may end the refresh for good: a pass that throws (out of memory, a bug) is logged and the next
     // one runs on time.
-    try {
-      refresh_ranktables();
-      failed.clear();
-    } catch (const std::exception& e) {
-      if (failed != e.what()) spdlog::error("refreshing the rank tables failed: {}", e.what());
-      failed = e.what();
-    }
+    run_guarded(
+        "rank-table refresh", [this] { refresh_ranktables(); }, "the next pass runs on time", &failed);
     lock.lock();
   }
 }

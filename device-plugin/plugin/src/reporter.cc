@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "ascend/common/guarded.h"
 #include "ascend/plugin/plugin.h"
 
 namespace ascend::plugin {
@@ -48,7 +49,9 @@ void Reporter::loop() {
   auto backoff = opts_.backoff_first;
   bool away = false;         // the last attempt found the scheduler away (said once per outage)
   std::string last_refusal;  // said once per distinct message
-  while (!stopping()) {
+  std::string failed;        // the last exception's text (guarded.h)
+  // One pass: true when stopping.
+  auto pass = [&]() -> bool {
     const std::uint64_t seen = plugin_.version();
     InventoryReport now = plugin_.inventory();
     const auto since = Clock::now() - accepted_at;
@@ -57,7 +60,7 @@ void Reporter::loop() {
       // long a stop that raced with this loop (its wake_all came before the wait began) goes unnoticed.
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(opts_.resend_every - since);
       plugin_.wait_change(seen, std::clamp(left, std::chrono::milliseconds(1), kStopCheck));
-      continue;
+      return false;
     }
     Status st = api_.put_inventory(now);
     {
@@ -73,14 +76,14 @@ void Reporter::loop() {
       backoff = opts_.backoff_first;
       away = false;
       last_refusal.clear();
-      continue;
+      return false;
     }
     if (scheduler_unavailable(st.error())) {
       if (!away) spdlog::warn("{}; retrying", st.error().message());
       away = true;
-      if (sleep(backoff)) break;
+      if (sleep(backoff)) return true;
       backoff = std::min(backoff * 2, opts_.backoff_max);
-      continue;
+      return false;
     }
     // A refusal from a scheduler that is up (unknown node, bad token): trying again soon would not help.
     if (st.error().message() != last_refusal) {
@@ -91,7 +94,21 @@ void Reporter::loop() {
     away = false;
     backoff = opts_.backoff_first;
     accepted.reset();
-    if (sleep(opts_.resend_every)) break;
+    if (sleep(opts_.resend_every)) return true;
+    return false;
+  };
+  while (!stopping()) {
+    bool stop = false;
+    // A pass that throws (a bug, out of memory) is logged and retried after the backoff, as an absent
+    // scheduler would be.
+    if (run_guarded(
+            "inventory reporter", [&] { stop = pass(); }, "retrying", &failed)) {
+      if (stop) break;
+      continue;
+    }
+    accepted.reset();
+    if (sleep(backoff)) break;
+    backoff = std::min(backoff * 2, opts_.backoff_max);
   }
 }
 

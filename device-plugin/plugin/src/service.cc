@@ -3,8 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <optional>
+#include <thread>
 #include <utility>
 
+#include "ascend/common/guarded.h"
 #include "ascend/plugin/grpc_status.h"
 #include "ascend/plugin/plugin.h"
 
@@ -49,6 +52,19 @@ void to_proto(const ContainerAllocation& a, v1beta1::ContainerAllocateResponse* 
   for (const auto& c : a.cdi_devices) out->add_cdi_devices()->set_name(c);
 }
 
+// Runs a unary call's body: an exception escaping it (a bug, out of memory) is logged and answered INTERNAL
+// with one line, instead of reaching gRPC's thread (where it would end the process).
+template <typename Body>
+grpc::Status guarded_call(const std::string& call, google::protobuf::Message* resp, Body&& body) {
+  grpc::Status out;
+  std::string why;
+  if (run_guarded(
+          call, [&] { out = body(); }, "answering INTERNAL", &why))
+    return out;
+  if (resp != nullptr) resp->Clear();  // whatever the body had written is not an answer
+  return {grpc::StatusCode::INTERNAL, call + ": internal error: " + why};
+}
+
 }  // namespace
 
 // One ListAndWatch stream. Owned by a shared_ptr that the reactor holds on itself from Start() to OnDone();
@@ -65,7 +81,24 @@ class ListAndWatchReactor final : public grpc::ServerWriteReactor<v1beta1::ListA
   }
 
   // Writes the current list if it differs from the last one sent; finishes the stream once it is ending.
+  // Called from the service's watcher thread and from gRPC's callbacks: an exception (a bug, out of memory)
+  // ends this stream with INTERNAL and the reason, never the process; the kubelet opens a new one.
   void poke() {
+    std::string why;
+    if (run_guarded(
+            svc_.resource().name + ": ListAndWatch", [this] { poke_unguarded(); }, "ending the stream", &why))
+      return;
+    {
+      std::lock_guard lock(mu_);
+      if (finished_ || writing_) return;  // a write in flight finishes the stream from OnWriteDone
+      finished_ = true;
+      ending_ = true;
+    }
+    Finish(grpc::Status(grpc::StatusCode::INTERNAL, "internal error: " + why));
+  }
+
+ private:
+  void poke_unguarded() {
     std::unique_lock lock(mu_);
     if (finished_ || writing_) return;
     if (ending_ || svc_.stopping()) {
@@ -89,6 +122,7 @@ class ListAndWatchReactor final : public grpc::ServerWriteReactor<v1beta1::ListA
     StartWrite(&resp_);
   }
 
+ public:
   void OnWriteDone(bool ok) override {
     {
       std::lock_guard lock(mu_);
@@ -156,11 +190,23 @@ std::vector<std::shared_ptr<ListAndWatchReactor>> DevicePluginService::live_stre
 }
 
 void DevicePluginService::watch_loop() {
+  std::string failed;  // the last exception's text (guarded.h)
   while (!stopping_.load()) {
-    const std::uint64_t seen = plugin_.version();
-    for (auto& s : live_streams()) s->poke();
-    // A short wait bounds how long a stop that raced with this loop goes unnoticed.
-    plugin_.wait_change(seen, std::chrono::milliseconds(100));
+    std::optional<std::uint64_t> seen;
+    run_guarded(
+        res_.name + ": stream watcher",
+        [&] {
+          seen = plugin_.version();
+          for (auto& s : live_streams()) s->poke();
+        },
+        "carrying on", &failed);
+    // A short wait bounds how long a stop that raced with this loop goes unnoticed; a pass that threw before
+    // it read the version waits as long.
+    if (seen) {
+      plugin_.wait_change(*seen, std::chrono::milliseconds(100));
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
   }
 }
 
@@ -174,14 +220,31 @@ void DevicePluginService::stop_streams() {
 grpc::ServerUnaryReactor* DevicePluginService::GetDevicePluginOptions(grpc::CallbackServerContext* ctx,
                                                                       const v1beta1::Empty* /*req*/,
                                                                       v1beta1::DevicePluginOptions* resp) {
-  *resp = options();
   auto* r = ctx->DefaultReactor();
-  r->Finish(grpc::Status::OK);
+  r->Finish(guarded_call(res_.name + ": GetDevicePluginOptions", resp, [resp] {
+    *resp = options();
+    return grpc::Status::OK;
+  }));
   return r;
 }
 
 grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse>* DevicePluginService::ListAndWatch(
     grpc::CallbackServerContext* /*ctx*/, const v1beta1::Empty* /*req*/) {
+  grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse>* out = nullptr;
+  std::string why;
+  if (run_guarded(
+          res_.name + ": ListAndWatch", [&] { out = open_stream(); }, "refusing the stream", &why))
+    return out;
+  // A reactor that only finishes: the kubelet sees INTERNAL and the reason, and opens the stream again.
+  class Refused final : public grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse> {
+    void OnDone() override { delete this; }
+  };
+  auto* refused = new Refused();
+  refused->Finish({grpc::StatusCode::INTERNAL, res_.name + ": ListAndWatch: internal error: " + why});
+  return refused;
+}
+
+grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse>* DevicePluginService::open_stream() {
   spdlog::info("{}: kubelet opened ListAndWatch", res_.name);
   auto stream = std::make_shared<ListAndWatchReactor>(*this);
   {
@@ -195,6 +258,12 @@ grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse>* DevicePluginService::Li
 
 grpc::Status DevicePluginService::preferred(const v1beta1::PreferredAllocationRequest& req,
                                             v1beta1::PreferredAllocationResponse* resp) {
+  return guarded_call(res_.name + ": GetPreferredAllocation", resp,
+                      [&] { return preferred_body(req, resp); });
+}
+
+grpc::Status DevicePluginService::preferred_body(const v1beta1::PreferredAllocationRequest& req,
+                                                 v1beta1::PreferredAllocationResponse* resp) {
   std::vector<PreferredRequest> requests;
   for (const auto& cr : req.container_requests()) {
     requests.push_back({{cr.available_deviceids().begin(), cr.available_deviceids().end()},
@@ -223,6 +292,11 @@ grpc::ServerUnaryReactor* DevicePluginService::GetPreferredAllocation(
 
 grpc::Status DevicePluginService::allocate(const v1beta1::AllocateRequest& req,
                                            v1beta1::AllocateResponse* resp) {
+  return guarded_call(res_.name + ": Allocate", resp, [&] { return allocate_body(req, resp); });
+}
+
+grpc::Status DevicePluginService::allocate_body(const v1beta1::AllocateRequest& req,
+                                                v1beta1::AllocateResponse* resp) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::vector<std::string>> requests;
   for (const auto& cr : req.container_requests())
@@ -248,9 +322,10 @@ grpc::ServerUnaryReactor* DevicePluginService::Allocate(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* DevicePluginService::PreStartContainer(
     grpc::CallbackServerContext* ctx, const v1beta1::PreStartContainerRequest* /*req*/,
     v1beta1::PreStartContainerResponse* /*resp*/) {
-  // Options say pre_start_required = false; a kubelet that calls anyway gets a harmless no-op.
+  // Options say pre_start_required = false; a kubelet that calls anyway gets a harmless no-op (guarded as
+  // every handler is, should it ever do more).
   auto* r = ctx->DefaultReactor();
-  r->Finish(grpc::Status::OK);
+  r->Finish(guarded_call(res_.name + ": PreStartContainer", nullptr, [] { return grpc::Status::OK; }));
   return r;
 }
 

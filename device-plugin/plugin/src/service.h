@@ -56,7 +56,8 @@ class DevicePluginService final : public v1beta1::DevicePlugin::CallbackService 
   bool stopping() const { return stopping_.load(); }
 
   // The unary calls' bodies, without a gRPC context (the callbacks above answer with these; the fuzz
-  // targets call them directly with parsed messages).
+  // targets call them directly with parsed messages). An exception escaping the plugin is answered
+  // INTERNAL with one line (and logged), never thrown on into gRPC's thread.
   grpc::Status allocate(const v1beta1::AllocateRequest& req, v1beta1::AllocateResponse* resp);
   grpc::Status preferred(const v1beta1::PreferredAllocationRequest& req,
                          v1beta1::PreferredAllocationResponse* resp);
@@ -64,6 +65,10 @@ class DevicePluginService final : public v1beta1::DevicePlugin::CallbackService 
  private:
   // The open streams (expired ones pruned), kept alive while the caller holds them.
   std::vector<std::shared_ptr<ListAndWatchReactor>> live_streams();
+  grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse>* open_stream();
+  grpc::Status allocate_body(const v1beta1::AllocateRequest& req, v1beta1::AllocateResponse* resp);
+  grpc::Status preferred_body(const v1beta1::PreferredAllocationRequest& req,
+                              v1beta1::PreferredAllocationResponse* resp);
   void watch_loop();
 
   Plugin& plugin_;

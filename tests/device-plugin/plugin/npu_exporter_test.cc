@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 #include <prometheus/text_serializer.h>
 
+#include <atomic>
 #include <sstream>
+#include <stdexcept>
 
 #include "ascend/common/fs.h"
 #include "ascend/plugin/npu_exporter.h"
+#include "guarded_capture.h"
 
 namespace ascend::plugin {
 namespace {
@@ -76,6 +79,33 @@ TEST(NpuExporter, WithoutTelemetryOnlyTheChipCountIsAnswered) {
             "# HELP machine_npu_nums Amount of npu installed on the machine.\n"
             "# TYPE machine_npu_nums gauge\n"
             "machine_npu_nums 3\n");
+}
+
+// A scrape runs on the metrics server's threads (civetweb, C): a source that throws must not cross it. The
+// scrape is answered empty with one line logged, and the next scrape is whole.
+TEST(NpuExporter, AScrapeThatThrowsIsAnsweredEmptyAndTheNextIsWhole) {
+  ascend::testing::GuardedCapture cap;
+  std::atomic<int> reads{0};
+  NpuExporter::Sources s;
+  s.telemetry = [&]() -> Result<std::vector<npu::ChipTelemetry>> {
+    if (++reads == 1) throw std::runtime_error("telemetry bug");
+    return Error(EIO, "driver gone");
+  };
+  s.host = [] {
+    npu::DeviceSnapshot snap;
+    snap.chips.resize(2);
+    return snap;
+  };
+  NpuExporter exporter(s);
+  EXPECT_TRUE(exporter.Collect().empty());
+  EXPECT_EQ(cap.errors_with("metrics scrape: internal error: telemetry bug (please report it); answering "
+                            "without the NPU metrics")
+                .size(),
+            1U);
+  EXPECT_EQ(serialize(exporter.Collect()),
+            "# HELP machine_npu_nums Amount of npu installed on the machine.\n"
+            "# TYPE machine_npu_nums gauge\n"
+            "machine_npu_nums 2\n");
 }
 
 TEST(NpuExporter, IdentityNamesTheModelAsNpuExporterDoes) {

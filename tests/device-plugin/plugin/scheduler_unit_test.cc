@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <grpcpp/grpcpp.h>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 #include <yaml-cpp/yaml.h>
@@ -19,11 +21,14 @@
 #include "ascend/npu/emulator.h"
 #include "ascend/npu/profiles.h"
 #include "ascend/plugin/config.h"
+#include "ascend/plugin/endpoint.h"
 #include "ascend/plugin/options.h"
 #include "ascend/plugin/plugin.h"
 #include "ascend/plugin/reporter.h"
 #include "ascend/plugin/scheduler_client.h"
 #include "ascend/plugin/scheduler_plan.h"
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "guarded_capture.h"
 #include "test_dir.h"
 
 namespace ascend::plugin {
@@ -723,11 +728,13 @@ class RecordingScheduler final : public SchedulerApi {
   }
   Result<std::vector<Reservation>> reservations() override {
     std::lock_guard lock(mu_);
+    if (throw_from_calls) throw std::runtime_error("scheduler client bug");
     ++reservation_calls;
     return reservation_answer;
   }
   Result<Grant> allocation_taken(const std::vector<int>& chips) override {
     std::lock_guard lock(mu_);
+    if (throw_from_calls) throw std::runtime_error("scheduler client bug");
     taken.push_back(chips);
     auto it = grants.find(chips);
     if (it != grants.end()) return it->second;
@@ -766,6 +773,7 @@ class RecordingScheduler final : public SchedulerApi {
   }
 
   std::function<Status(int)> put_answer;  // by attempt number, 1-based
+  bool throw_from_calls = false;          // reservations() and allocation_taken() throw
   Result<std::vector<Reservation>> reservation_answer = std::vector<Reservation>{};
   std::map<std::vector<int>, Result<Grant>> grants;
   std::vector<std::vector<int>> taken;
@@ -1211,6 +1219,178 @@ TEST(Reporter, StopsPromptlyWhileWaiting) {
     reporter.reset();
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 300ms) << (away ? "in backoff" : "waiting for a change");
   }
+}
+
+// ---- no thread or handler of the plugin ends it (issue 24) ----------------------------------------------
+
+// A device query whose snapshot() throws while told to (a driver binding's bug), and whose host can change.
+class FlakyQuery final : public npu::DeviceQuery {
+ public:
+  explicit FlakyQuery(const npu::HostState& s) : s_(npu::to_snapshot(s)) {}
+  Result<npu::DeviceSnapshot> snapshot() const override {
+    std::lock_guard lock(mu_);
+    if (throws_ > 0) {
+      --throws_;
+      throw std::runtime_error("snapshot bug");
+    }
+    return s_;
+  }
+  void set(const npu::HostState& s, int throws) {
+    std::lock_guard lock(mu_);
+    s_ = npu::to_snapshot(s);
+    throws_ = throws;
+  }
+  std::string host_path(const std::string& p) const override { return "/host" + p; }
+  Result<npu::Vnpu> create_vnpu(int, const std::string&, std::optional<int>, const npu::VnpuOwner&) override {
+    return Error(ENOSYS, "flaky");
+  }
+  Status destroy_vnpu(int, std::optional<int>, const std::optional<npu::VnpuOwner>&) override {
+    return Error(ENOSYS, "flaky");
+  }
+  // Changes come only through the periodic driver check.
+  Result<std::unique_ptr<npu::Subscription>> subscribe(ChangeCallback) const override {
+    return std::make_unique<npu::Subscription>();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  npu::DeviceSnapshot s_;
+  mutable int throws_ = 0;
+};
+
+template <typename Pred>
+bool eventually(Pred pred, std::chrono::milliseconds timeout = 5s) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+TEST(NothingEndsThePlugin, ADriverCheckThatThrowsIsLoggedAndTheNextCheckAppliesTheHost) {
+  testing::GuardedCapture cap;
+  npu::HostState s = profile("atlas800t-a2");
+  FlakyQuery query(s);
+  Config cfg;
+  cfg.health_interval = 20ms;
+  auto plugin = Plugin::create(query, cfg, nullptr);
+  ASSERT_TRUE(plugin.ok()) << plugin.error().message();
+  s.chips[3].faults.push_back({0x80E18402, npu::Health::kCritical});  // SeparateNPU
+  query.set(s, 2);  // the next two checks throw; the third reads the fault
+  ASSERT_TRUE((*plugin)->watch().ok());
+  ASSERT_TRUE(cap.wait_for("driver check: internal error: snapshot bug (please report it)", 5s));
+  EXPECT_TRUE(eventually([&] { return !(*plugin)->inventory().chips[3].healthy; }))
+      << "the check after the throws applies the fault";
+  EXPECT_EQ(cap.errors_with("snapshot bug").size(), 1U) << "the same text twice is said once";
+  EXPECT_EQ((*plugin)->driver_lost(), "") << "a throw is not a lost driver";
+}
+
+TEST(NothingEndsThePlugin, ARankTableRefreshThatThrowsIsLoggedAndTheNextPassWrites) {
+  testing::GuardedCapture cap;
+  testing::TempDir tmp;
+  FlakyQuery query(profile("atlas800t-a2"));
+  RecordingScheduler sched;
+  Config cfg;
+  cfg.scheduler_url = "https://sched";
+  cfg.node_name = "node-1";
+  cfg.ranktable_dir = tmp / "ranktables";
+  cfg.ranktable_refresh = 20ms;
+  cfg.health_interval = 1h;
+  auto plugin = Plugin::create(query, cfg, nullptr, &sched);
+  ASSERT_TRUE(plugin.ok()) << plugin.error().message();
+  sched.grants.insert_or_assign(
+      {0}, Grant{"default", "train-0", "train", {}, "/etc/ascend/hccl.json", kTrainBefore.dump(4)});
+  ASSERT_TRUE((*plugin)->allocate(kChips, {chip_ids(kChips, {0})}).ok());
+  sched.tables.insert_or_assign("default/train", kTrainAfter.dump(4));
+  sched.during_table_call = [] { throw std::runtime_error("refresh bug"); };  // the first pass only
+  ASSERT_TRUE((*plugin)->watch().ok());
+  ASSERT_TRUE(cap.wait_for("rank-table refresh: internal error: refresh bug (please report it)", 5s));
+  const std::string file = tmp / "ranktables/default_train-0/hccl.json";
+  EXPECT_TRUE(eventually([&] {
+    auto got = read_file(file);
+    return got.ok() && json::parse(*got, nullptr, false) == kTrainAfter;
+  })) << "the pass after the throw writes the new table";
+}
+
+TEST(NothingEndsThePlugin, AReporterPassThatThrowsIsLoggedAndTheNextSends) {
+  testing::GuardedCapture cap;
+  FixedQuery query(profile("atlas800t-a2"));
+  Config cfg;
+  cfg.scheduler_url = "https://sched";
+  RecordingScheduler sched;
+  sched.put_answer = [](int n) -> Status {
+    if (n == 1) throw std::runtime_error("reporter bug");
+    return {};
+  };
+  auto plugin = Plugin::create(query, cfg, nullptr, &sched);
+  ASSERT_TRUE(plugin.ok());
+  Reporter reporter(**plugin, sched, {30s, 10ms, 100ms});
+  ASSERT_TRUE(sched.wait_puts(2, 5s)) << "the reporter carried on after the throw";
+  EXPECT_TRUE(eventually([&] { return reporter.stats().accepted == 1; }));
+  EXPECT_EQ(
+      cap.errors_with("inventory reporter: internal error: reporter bug (please report it); retrying").size(),
+      1U);
+}
+
+// The handlers through a real gRPC server on a unix socket, as the kubelet calls them: a plugin that throws
+// is answered INTERNAL with one line, and the next call is served.
+TEST(NothingEndsThePlugin, AHandlerThatThrowsAnswersInternalAndTheNextCallIsServed) {
+  testing::GuardedCapture cap;
+  testing::TempDir tmp;
+  FixedQuery query(profile("atlas800t-a2"));
+  RecordingScheduler sched;
+  Config cfg;
+  cfg.scheduler_url = "https://sched";
+  cfg.node_name = "node-1";
+  cfg.ranktable_dir = tmp / "ranktables";
+  auto plugin = Plugin::create(query, cfg, nullptr, &sched);
+  ASSERT_TRUE(plugin.ok()) << plugin.error().message();
+  Endpoint ep(**plugin, kChips, tmp.path(), nullptr);
+  ASSERT_TRUE(ep.start().ok());
+  auto stub = v1beta1::DevicePlugin::NewStub(
+      grpc::CreateChannel("unix://" + ep.socket_path(), grpc::InsecureChannelCredentials()));
+  auto allocate = [&](int phy) {
+    v1beta1::AllocateRequest req;
+    req.add_container_requests()->add_devices_ids(chip_ids(kChips, {phy}).at(0));
+    v1beta1::AllocateResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    grpc::Status st = stub->Allocate(&ctx, req, &resp);
+    return std::make_pair(st, resp.container_responses_size());
+  };
+  auto preferred = [&] {
+    v1beta1::PreferredAllocationRequest req;
+    auto* c = req.add_container_requests();
+    for (const auto& id : chip_ids(kChips, {0, 1, 2, 3})) c->add_available_deviceids(id);
+    c->set_allocation_size(2);
+    v1beta1::PreferredAllocationResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    return stub->GetPreferredAllocation(&ctx, req, &resp);
+  };
+
+  sched.throw_from_calls = true;
+  auto [st, n] = allocate(1);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_EQ(st.error_message(), "huawei.com/Ascend910: Allocate: internal error: scheduler client bug");
+  EXPECT_EQ(n, 0);
+  grpc::Status pst = preferred();
+  EXPECT_EQ(pst.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_EQ(pst.error_message(),
+            "huawei.com/Ascend910: GetPreferredAllocation: internal error: scheduler client bug");
+  EXPECT_EQ(cap.errors_with("huawei.com/Ascend910: Allocate: internal error: scheduler client bug (please "
+                            "report it); answering INTERNAL")
+                .size(),
+            1U);
+  EXPECT_EQ(cap.errors_with("GetPreferredAllocation: internal error").size(), 1U);
+
+  sched.throw_from_calls = false;
+  auto [st2, n2] = allocate(2);
+  EXPECT_TRUE(st2.ok()) << st2.error_message();
+  EXPECT_EQ(n2, 1);
+  EXPECT_TRUE(preferred().ok());
+  ep.stop();
 }
 
 }  // namespace

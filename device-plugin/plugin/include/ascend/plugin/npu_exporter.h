@@ -88,9 +88,11 @@ class NpuExporter final : public prometheus::Collectable {
 
   // One telemetry read and one holders read per call. When the telemetry cannot be read (the driver is
   // gone), only machine_npu_nums is answered.
+  // A scrape that throws (a source's bug) is logged and answered empty (guarded.h).
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
+  std::vector<prometheus::MetricFamily> collect() const;
   Sources sources_;
 };
 
