@@ -381,7 +381,8 @@ TEST(SchedulerPlan, RankTableMountPointIsTheFolderOfTheContainerPath) {
   EXPECT_NE(e.error().message().find("/etc/ascend"), std::string::npos) << e.error().message();
 }
 
-// The launch env, as the README lists it for the scheduler's grants ("Scheduler extender").
+// The launch env, as docs/device-plugin.md lists it for the scheduler's grants ("With the scheduler
+// extender").
 const std::set<std::string> kDocumentedLaunchEnv = {"ASCEND_JOB", "RANK_TABLE_FILE", "RANK_SIZE",
                                                     "WORLD_SIZE", "RANK_START",      "NODE_RANK",
                                                     "NNODES",     "NPROC_PER_NODE"};

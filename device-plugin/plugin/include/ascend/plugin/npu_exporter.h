@@ -24,7 +24,7 @@
 // collector_for_network.go, common_utils.go and collector/common/metrics_collector.go (names, HELP texts,
 // labels, health and link codes); its API reference "Prometheus Metrics接口"
 // (hiascend.com/document/detail/zh/mindcluster/600/clustersched/reference/api/dlug_api_004.html: units,
-// label values). Where this differs from it, and why: README "Metrics".
+// label values). Where this differs from it, and why: docs/device-plugin.md "Metrics: NPU Exporter's names".
 //
 // The values come from the device seam only (DeviceQuery::telemetry, and the snapshot for the labels), so
 // that the DCMI backend serves a real host; the pod labels from the kubelet's pod-resources API
