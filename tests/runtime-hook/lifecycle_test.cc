@@ -1,11 +1,11 @@
 // Device lifecycle when things go wrong (issue 14), end to end with real runc: the shim SIGKILLed between
-// the vNPU's creation and config.json (its compiled-in test switch ASCEND_RUNTIME_ABORT_AT), the container's
-// runc init killed between create and start, a running container's vNPU kept by gc, 200 rounds of random
-// kills (50 under the sanitizers), a simulated reboot, and the /dev/char links (made at start, the vNPU's
-// removed by gc, ours removed by uninstall, udev's kept). Root only. Runs on both backends of the device seam
-// (ASCEND_TEST_BACKEND, tests/common/test_backend.h): the runtime's `backend:`, and every question of what
-// the host holds (vNPUs, their owners, device numbers), is asked of that backend; with DCMI the owners are
-// the DCMI backend's owner file's, not the emulator's state.
+// the vNPU's creation and config.json (the test switch ASCEND_RUNTIME_ABORT_AT of its test build), the
+// container's runc init killed between create and start, a running container's vNPU kept by gc, 200 rounds of
+// random kills (50 under the sanitizers), a simulated reboot, and the /dev/char links (made at start, the
+// vNPU's removed by gc, ours removed by uninstall, udev's kept). Root only. Runs on both backends of the
+// device seam (ASCEND_TEST_BACKEND, tests/common/test_backend.h): the runtime's `backend:`, and every
+// question of what the host holds (vNPUs, their owners, device numbers), is asked of that backend; with DCMI
+// the owners are the DCMI backend's owner file's, not the emulator's state.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -110,13 +110,14 @@ class Lifecycle : public ::testing::Test {
     return env;
   }
 
-  // `ascend-docker-runtime create` of container `id`; `abort_at` names the shim's test switch step.
+  // `ascend-docker-runtime create` of container `id`; `abort_at` names the shim's test switch step (only
+  // its test build, ascend-docker-runtime-testkill, has the switch).
   Output create(const std::string& bundle_dir, const std::string& id, const std::string& abort_at = "") {
     created_.push_back(id);
     RunOptions opts;
     if (!abort_at.empty()) opts.env = env_with("ASCEND_RUNTIME_ABORT_AT=" + abort_at);
-    return run({bin("ascend-docker-runtime"), "--config", config_, "--root", state_root(), "create",
-                "--bundle", bundle_dir, id},
+    const char* shim = abort_at.empty() ? "ascend-docker-runtime" : "ascend-docker-runtime-testkill";
+    return run({bin(shim), "--config", config_, "--root", state_root(), "create", "--bundle", bundle_dir, id},
                opts);
   }
 

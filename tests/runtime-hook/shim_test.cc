@@ -1,4 +1,5 @@
-// The shim's command-line parsing (runc's argv passes through untouched) and the configuration file.
+// The shim's command-line parsing (runc's argv passes through untouched), the configuration file, and the
+// test switch that only the shim's test build has.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,8 +11,22 @@
 namespace ascend::hook {
 namespace {
 
+using testing::slurp;
 using testing::spit;
 using testing::TempDir;
+
+// The kill switch of the lifecycle tests (shim.h) is compiled into their build of the shim only: the
+// shipped binary holds neither the variable's name nor a path that reads it. The test build holds the
+// name, which shows that the search would find it.
+TEST(TestSwitch, OnlyTheTestBuildOfTheShimKnowsAscendRuntimeAbortAt) {
+  const std::string name = "ASCEND_RUNTIME_ABORT_AT";
+  const std::string shipped = slurp(testing::bin("ascend-docker-runtime"));
+  const std::string testkill = slurp(testing::bin("ascend-docker-runtime-testkill"));
+  ASSERT_GT(shipped.size(), 100000U) << "the shipped shim was read";
+  ASSERT_GT(testkill.size(), 100000U) << "its test build was read";
+  EXPECT_EQ(shipped.find(name), std::string::npos) << "the shipped shim names the test switch";
+  EXPECT_NE(testkill.find(name), std::string::npos) << "the test build lacks the switch";
+}
 
 TEST(RuntimeArgs, PassesEverythingThroughButTheShimsOwnConfig) {
   struct Case {

@@ -28,11 +28,11 @@ struct RuntimeArgs {
 // $XDG_RUNTIME_DIR/runc (rootless), as runc itself chooses.
 std::string runc_state_root(const RuntimeArgs& args);
 
-// A test hook, compiled in: ASCEND_RUNTIME_ABORT_AT=<step> makes the shim SIGKILL itself on reaching <step>,
-// as a crash or an OOM kill would, so that tests can prove what cleans up after it. Steps:
-// "vnpu-created" (the dynamic vNPU exists, config.json not yet written) and "spec-written" (config.json
-// written, runc not yet started).
-inline constexpr const char* kAbortAtEnv = "ASCEND_RUNTIME_ABORT_AT";
+// A test switch, compiled only into the test build of the shim (ascend-docker-runtime-testkill, built with
+// ASCEND_TEST_HOOKS=1; the shipped binary has no such code path): ASCEND_RUNTIME_ABORT_AT=<step> makes the
+// shim SIGKILL itself on reaching <step>, as a crash or an OOM kill would, so that tests can prove what
+// cleans up after it. Steps: "vnpu-created" (the dynamic vNPU exists, config.json not yet written) and
+// "spec-written" (config.json written, runc not yet started).
 
 // Parses runc's command line (after argv[0]): global options, the verb, and the verb's --bundle. Pure.
 Result<RuntimeArgs> parse_runtime_args(const std::vector<std::string>& args);
