@@ -33,6 +33,7 @@
 #include <utility>
 
 #include "ascend/common/fs.h"
+#include "ascend/common/guarded.h"
 #include "ascend/npu/backend.h"
 #include "ascend/npu/profiles.h"
 #include "dcmi_interface_api.h"
@@ -827,8 +828,15 @@ class PollSubscription final : public Subscription {
             const auto now = std::chrono::steady_clock::now();
             next = next + every > now ? next + every : now + every;  // an overrun skips, never piles up
             lock.unlock();
-            auto p = dq.poll();
-            if (p && p->second) cb(p->first);
+            // A poll that throws (the subscriber's callback, a bug, out of memory) is logged; the next one
+            // runs on time.
+            run_guarded(
+                "DCMI poll",
+                [&] {
+                  auto p = dq.poll();
+                  if (p && p->second) cb(p->first);
+                },
+                "the next poll runs on time", &failed_);
             lock.lock();
           }
         }) {}
@@ -845,6 +853,7 @@ class PollSubscription final : public Subscription {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+  std::string failed_;  // the last exception's text (guarded.h); the thread's own
   std::thread thread_;  // last: started once the members above exist
 };
 

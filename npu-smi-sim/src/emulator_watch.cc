@@ -9,6 +9,7 @@
 #include <atomic>
 #include <thread>
 
+#include "ascend/common/guarded.h"
 #include "ascend/common/unique_fd.h"
 #include "ascend/npu/emulator.h"
 #include "ascend/npu/workload.h"
@@ -58,25 +59,32 @@ class Watcher final : public Subscription {
           if ((ev->mask & IN_IGNORED) != 0) wd_ = -1;
         }
       }
-      arm();  // the folder may have been (re)created by a load
-      // Re-read only when the file changed (a rename gives a new inode); a parse per poll would be waste.
-      struct stat st {};
-      FileId id{};
-      if (::stat(emu_.state_path().c_str(), &st) == 0) {
-        id = {st.st_ino, st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_size};
-      }
-      if (id == seen_) continue;
-      seen_ = id;
-      auto s = emu_.read_state();
-      // A reload between two polls restarts the generation: the majors tell that host from the old one.
-      if (s && (s->generation != last_ || !same_majors(s->majors, majors_))) {
-        last_ = s->generation;
-        majors_ = s->majors;
-        apply_workloads(*s, unix_now_ms());  // the chips as snapshot() shows them (workload.h)
-        cb_(to_snapshot(*s));
-      } else if (!s && last_ != 0) {
-        last_ = 0;  // unloaded: report again once a host is back
-      }
+      // A pass that throws (the subscriber's callback, a bug) is logged; the next poll carries on.
+      run_guarded(
+          "emulator watch", [this] { check(); }, "carrying on", &failed_);
+    }
+  }
+
+  // One poll's work: re-arms the watch, re-reads a changed state file and reports a new generation.
+  void check() {
+    arm();  // the folder may have been (re)created by a load
+    // Re-read only when the file changed (a rename gives a new inode); a parse per poll would be waste.
+    struct stat st {};
+    FileId id{};
+    if (::stat(emu_.state_path().c_str(), &st) == 0) {
+      id = {st.st_ino, st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_size};
+    }
+    if (id == seen_) return;
+    seen_ = id;
+    auto s = emu_.read_state();
+    // A reload between two polls restarts the generation: the majors tell that host from the old one.
+    if (s && (s->generation != last_ || !same_majors(s->majors, majors_))) {
+      last_ = s->generation;
+      majors_ = s->majors;
+      apply_workloads(*s, unix_now_ms());  // the chips as snapshot() shows them (workload.h)
+      cb_(to_snapshot(*s));
+    } else if (!s && last_ != 0) {
+      last_ = 0;  // unloaded: report again once a host is back
     }
   }
 
@@ -101,6 +109,7 @@ class Watcher final : public Subscription {
   int wd_ = -1;
   std::uint64_t last_ = 0;
   DeviceMajors majors_;
+  std::string failed_;  // the last exception's text (guarded.h)
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };

@@ -17,12 +17,14 @@
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <thread>
 
 #include "ascend/npu/backend.h"
 #include "ascend/npu/vnpu_gc.h"
 #include "ascend/npu/workload.h"
 #include "emulator_fixture.h"
+#include "guarded_capture.h"
 
 namespace ascend::npu {
 namespace {
@@ -390,6 +392,52 @@ TEST(BackendSubscribe, DcmiReportsAFaultAgainWhenAReaderSawItClearedBetweenTwoPo
       << "the second fault was never reported";
   lock.unlock();
   sub->reset();
+}
+
+// The subscription's thread (the emulator's watch, the DCMI poll) outlives a subscriber that throws: one line
+// is logged, naming the thread, and the next change is reported.
+TEST(BackendSubscribe, ACallbackThatThrowsIsLoggedAndTheNextChangeIsReported) {
+  struct Case {
+    Backend backend;
+    const char* thread;
+  };
+  for (const Case c : {Case{Backend::kEmulator, "emulator watch"}, Case{Backend::kDcmi, "DCMI poll"}}) {
+    SCOPED_TRACE(c.thread);
+    ascend::testing::GuardedCapture cap;
+    ::unsetenv("ASCEND_SIM_ROOT");
+    EmulatedHost host("atlas800t-a2");
+    BackendOptions o;
+    o.backend = c.backend;
+    o.root = host.root();
+    o.poll_interval = std::chrono::milliseconds(50);
+    auto dq = open_device_query(o);
+    ASSERT_TRUE(dq.ok()) << dq.error().message();
+    std::mutex mu;
+    std::condition_variable cv;
+    int calls = 0;
+    bool chip4_failed = false;
+    auto sub = (*dq)->subscribe([&](const DeviceSnapshot& s) {
+      std::lock_guard<std::mutex> lock(mu);
+      ++calls;
+      cv.notify_all();
+      if (calls == 1) throw std::runtime_error("subscriber bug");
+      if (s.chip(4) != nullptr && s.chip(4)->health() == Health::kCritical) chip4_failed = true;
+    });
+    ASSERT_TRUE(sub.ok()) << sub.error().message();
+    ASSERT_TRUE(host.emu().set_fault(3, 0x80E01801, Health::kCritical).ok());
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(5), [&] { return calls >= 1; }));
+    }
+    ASSERT_TRUE(cap.wait_for(std::string(c.thread) + ": internal error: subscriber bug (please report it)",
+                             std::chrono::seconds(5)));
+    ASSERT_TRUE(host.emu().set_fault(4, 0x80E01801, Health::kCritical).ok());
+    std::unique_lock<std::mutex> lock(mu);
+    EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(5), [&] { return chip4_failed; }))
+        << "the change after the throw was reported";
+    lock.unlock();
+    sub->reset();
+  }
 }
 
 }  // namespace
