@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "ascend/common/guarded.h"
 #include "ascend/deviceinfo/deviceinfo.h"
 #include "ascend/scheduler/kube_records.h"
 
@@ -451,6 +452,7 @@ void KubeSync::Impl::pod_event(const std::string& ns, const std::string& pod, co
 }
 
 void KubeSync::Impl::send_events() {
+  std::string failed;  // the last exception's text (guarded.h)
   std::unique_lock l(ev_mu);
   while (true) {
     ev_cv.wait(l, [&] { return stopping || !events.empty(); });
@@ -458,16 +460,18 @@ void KubeSync::Impl::send_events() {
     kube::Client::EventArgs e = std::move(events.front());
     events.pop_front();
     l.unlock();
-    try {
-      auto st = client->event(e);
-      if (st.ok()) {
-        count(&Stats::events_sent);
-      } else {
-        spdlog::debug("event {} on {}/{}: {}", e.reason, e.ns, e.name, st.error().message());
-      }
-    } catch (const std::exception& ex) {
-      spdlog::error("event sender: {}", ex.what());
-    }
+    // An Event that throws is dropped (logged); the next one is sent.
+    run_guarded(
+        "event sender",
+        [&] {
+          auto st = client->event(e);
+          if (st.ok()) {
+            count(&Stats::events_sent);
+          } else {
+            spdlog::debug("event {} on {}/{}: {}", e.reason, e.ns, e.name, st.error().message());
+          }
+        },
+        "dropping the Event", &failed);
     l.lock();
   }
 }
@@ -524,10 +528,14 @@ void KubeSync::start() {
   m.devices->start();
   m.pods->start();
   m.syncer = std::thread([&m] {
-    try {
-      m.initial_sync();
-    } catch (const std::exception& e) {
-      spdlog::error("initial sync with the API server: {}", e.what());
+    // A sync that throws (a bug, out of memory) is logged and tried again: the cache is not ready until one
+    // has run.
+    std::string failed;
+    while (!m.stopping &&
+           !run_guarded(
+               "initial sync with the API server", [&m] { m.initial_sync(); }, "trying again", &failed)) {
+      std::unique_lock l(m.ev_mu);
+      m.ev_cv.wait_for(l, std::chrono::seconds(1), [&m] { return m.stopping.load(); });
     }
   });
   m.sender = std::thread([&m] { m.send_events(); });

@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "ascend/common/guarded.h"
 #include "ascend/common/kube_client.h"
 #include "ascend/common/log.h"
 #include "ascend/scheduler/commands.h"
@@ -64,7 +65,12 @@ int run_serve(const ServeCommand& o, std::ostream& err) {
   std::thread waiter([&srv, set] {
     int sig = 0;
     sigwait(&set, &sig);
-    srv.stop();
+    // A stop that throws would leave the server running deaf to signals: exit with the reason instead.
+    if (!run_guarded(
+            "signal thread", [&srv] { srv.stop(); }, "exiting")) {
+      spdlog::shutdown();  // flushes the log
+      ::_exit(kExitIo);
+    }
   });
   auto host_of = [](const std::string& listen) { return listen.substr(0, listen.rfind(':')); };
   // The two lines a supervisor or test reads to learn the ports (with HOST:0): the plugins' first.

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "ascend/common/fs.h"
+#include "ascend/common/guarded.h"
 #include "ascend/common/json_depth.h"
 #include "ascend/scheduler/extender.h"
 #include "ascend/scheduler/kube_records.h"
@@ -382,11 +383,10 @@ struct Server::Impl final : SchedulerAccess {
   httplib::Server::Handler wrap(const char* verb, Handler h) {
     return [this, verb, h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
       auto t0 = std::chrono::steady_clock::now();
-      try {
-        h(req, res);
-      } catch (const std::exception& e) {
-        reply_error(res, 500, std::string("internal error: ") + e.what());
-      }
+      std::string why;
+      if (!run_guarded(
+              std::string("HTTP ") + verb, [&] { h(req, res); }, "answering 500", &why))
+        reply_error(res, 500, "internal error: " + why);
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       latency_of[verb]->Observe(secs);
       std::string cls = std::to_string(res.status / 100) + "xx";
@@ -424,6 +424,7 @@ struct Server::Impl final : SchedulerAccess {
   void on_job(const httplib::Request& req, httplib::Response& res);
   std::string metrics_text();
   void expire_loop();
+  void expire_pass();
 };
 
 void Server::Impl::on_filter(const httplib::Request& req, httplib::Response& res) {
@@ -781,7 +782,21 @@ void Server::Impl::routes() {
   }
 }
 
+void Server::Impl::expire_pass() {
+  if (opts.test_hooks.expiry_pass) opts.test_hooks.expiry_pass();
+  std::vector<std::string> jobs_expired;
+  {
+    std::unique_lock lock(mu);
+    if (int n = sched.expire(std::chrono::system_clock::now(), &jobs_expired); n > 0) {
+      spdlog::info("{} reservation(s) expired unbound", n);
+    }
+    persist_or_log(lock);
+  }
+  for (const auto& k : jobs_expired) sync_job(k.substr(0, k.find('/')), k.substr(k.find('/') + 1));
+}
+
 void Server::Impl::expire_loop() {
+  std::string failed;  // the last exception's text (guarded.h)
   auto every =
       std::clamp(opts.reservation_ttl / 4, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
   std::unique_lock stop_lock(stop_mu);
@@ -789,15 +804,9 @@ void Server::Impl::expire_loop() {
     stop_cv.wait_for(stop_lock, every);
     if (stopping) break;
     stop_lock.unlock();
-    std::vector<std::string> jobs_expired;
-    {
-      std::unique_lock lock(mu);
-      if (int n = sched.expire(std::chrono::system_clock::now(), &jobs_expired); n > 0) {
-        spdlog::info("{} reservation(s) expired unbound", n);
-      }
-      persist_or_log(lock);
-    }
-    for (const auto& k : jobs_expired) sync_job(k.substr(0, k.find('/')), k.substr(k.find('/') + 1));
+    // A pass that throws (a bug, out of memory) is logged; the next one runs on time.
+    run_guarded(
+        "reservation expiry", [this] { expire_pass(); }, "the next pass runs on time", &failed);
     stop_lock.lock();
   }
 }
@@ -939,14 +948,24 @@ Status Server::run() {
   }
   if (impl_->kube) impl_->kube->start();
   impl_->expirer = std::thread([this] { impl_->expire_loop(); });
-  // One listener per thread; when either ends (stop(), or an error), the other is stopped too.
-  bool ext_ok = true;
-  std::thread ext_thread([this, &ext_ok] {
-    ext_ok = impl_->ext->listen_after_bind();
+  // One listener per thread; when either ends (stop(), or an error), the other is stopped too. A listener
+  // that throws cannot carry on: it is logged and the server stops with an error (the daemon exits non-zero).
+  bool ext_ok = false;
+  bool ext_threw = false;
+  std::thread ext_thread([this, &ext_ok, &ext_threw] {
+    ext_threw = !run_guarded(
+        "extender listener",
+        [&] {
+          if (impl_->opts.test_hooks.extender_listener) impl_->opts.test_hooks.extender_listener();
+          ext_ok = impl_->ext->listen_after_bind();
+        },
+        "stopping the scheduler");
     impl_->ext_done = true;
     stop_listener(*impl_->http, impl_->serving, impl_->http_done);
   });
-  bool ok = impl_->http->listen_after_bind();
+  bool ok = false;
+  const bool http_threw = !run_guarded(
+      "plugin listener", [&] { ok = impl_->http->listen_after_bind(); }, "stopping the scheduler");
   impl_->http_done = true;
   stop_listener(*impl_->ext, impl_->serving, impl_->ext_done);
   ext_thread.join();
@@ -960,6 +979,9 @@ Status Server::run() {
   impl_->serving = false;
   std::unique_lock lock(impl_->mu);
   ASCEND_CHECK(impl_->persist(lock), "");
+  if (http_threw || ext_threw)
+    return Error(EIO, fmt::format("the {} listener's thread threw (logged above)",
+                                  http_threw ? "plugin" : "extender"));
   if (!ok || !ext_ok) return Error(EIO, "the HTTP server stopped with an error");
   return ok_status();
 }

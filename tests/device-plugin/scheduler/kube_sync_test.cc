@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -20,9 +21,11 @@
 #include "ascend/deviceinfo/deviceinfo.h"
 #include "ascend/scheduler/commands.h"
 #include "ascend/scheduler/kube_records.h"
+#include "ascend/scheduler/kube_sync.h"
 #include "ascend/scheduler/server.h"
 #include "extender_util.h"
 #include "fake_apiserver.h"
+#include "guarded_capture.h"
 
 namespace ascend::scheduler {
 namespace {
@@ -762,6 +765,45 @@ TEST(KubeSync, TheViewFollowsTheApiServerThroughCutWatchesGoneHistoryARestartAnd
   EXPECT_TRUE(wait_for([&] { return s.view()["nodes"][1].value("absent", false); }));
   api.create("/api/v1/nodes", {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "node-1"}}}});
   EXPECT_TRUE(wait_for([&] { return !s.view()["nodes"][1].value("absent", false); }));
+}
+
+// The scheduler's state through SchedulerAccess; the first `throws` calls throw (a bug in a transition).
+class FlakyAccess final : public SchedulerAccess {
+ public:
+  explicit FlakyAccess(int throws) : sched_(testing::small_cluster(kNodes)), throws_(throws) {}
+  void with(const std::function<void(Scheduler&)>& f) override {
+    std::lock_guard lock(mu_);
+    if (throws_ > 0) {
+      --throws_;
+      throw std::runtime_error("access bug");
+    }
+    f(sched_);
+  }
+
+ private:
+  std::mutex mu_;
+  Scheduler sched_;
+  int throws_;
+};
+
+// The initial sync runs on its own thread: one that throws is logged and tried again, and the cache becomes
+// ready once a sync has run.
+TEST(KubeSync, AnInitialSyncThatThrowsIsLoggedAndTriedAgainUntilTheCacheIsReady) {
+  ascend::testing::GuardedCapture cap;
+  FakeApiServer api;
+  // Nothing in the API server: no informer's handler asks for the scheduler, the initial sync is the first.
+  FlakyAccess access(1);
+  kube::Config cfg;
+  cfg.server = api.url();
+  KubeSync sync(std::make_shared<kube::Client>(cfg), access, {"test"});
+  sync.start();
+  EXPECT_TRUE(sync.wait_synced(10s)) << "a later sync ran";
+  EXPECT_EQ(
+      cap.errors_with("initial sync with the API server: internal error: access bug (please report it); "
+                      "trying again")
+          .size(),
+      1U);
+  sync.stop();
 }
 
 TEST(KubeSync, ANewSchedulerWithNoStateRebuildsTheSameView) {

@@ -12,12 +12,14 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "ascend/scheduler/server.h"
 #include "extender_util.h"
+#include "guarded_capture.h"
 #include "run_command.h"
 
 namespace ascend::scheduler {
@@ -298,6 +300,53 @@ TEST(Serve, ReservationsExpireWhenNeverBound) {
   }
   EXPECT_EQ(s.get("/v1/cluster")["chips"]["free"], 16);
   EXPECT_TRUE(s.get("/v1/cluster")["jobs"].empty());
+}
+
+// The expirer outlives a pass that throws: one line, and the next pass expires the reservation on time.
+TEST(Serve, AnExpiryPassThatThrowsIsLoggedAndTheNextPassExpires) {
+  ascend::testing::GuardedCapture cap;
+  auto passes = std::make_shared<std::atomic<int>>(0);
+  ServeOptions o;
+  o.reservation_ttl = std::chrono::milliseconds(300);
+  o.test_hooks.expiry_pass = [passes] {
+    if (++*passes <= 3) throw std::runtime_error("expiry bug");
+  };
+  Running s(o, 2);
+  ASSERT_TRUE(s.server) << s.error;
+  s.post("/filter", s.names_args(job_pod("t", 0, 8, "tp=8,dp=2"), node_names(2)));
+  EXPECT_EQ(s.get("/v1/cluster")["chips"]["free"], 0);
+  for (int i = 0; i < 100 && s.get("/v1/cluster")["chips"]["free"] != 16; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(s.get("/v1/cluster")["chips"]["free"], 16) << "a later pass expired the reservation";
+  EXPECT_GT(passes->load(), 3);
+  EXPECT_EQ(
+      cap.errors_with("reservation expiry: internal error: expiry bug (please report it); the next pass "
+                      "runs on time")
+          .size(),
+      1U)
+      << "the same text three times is said once";
+}
+
+// A listener's thread that throws cannot carry on: the server stops with the reason (serve exits non-zero).
+TEST(Serve, AListenerThreadThatThrowsStopsTheServerWithTheReason) {
+  ascend::testing::GuardedCapture cap;
+  ServeOptions o;
+  o.listen = "127.0.0.1:0";
+  o.extender_listen = "127.0.0.1:0";
+  o.test_hooks.extender_listener = [] { throw std::runtime_error("listener bug"); };
+  auto s = Server::create(o, testing::small_cluster(2), nullptr);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = (*s)->run();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().message(), "the extender listener's thread threw (logged above)");
+  EXPECT_EQ(
+      cap.errors_with("extender listener: internal error: listener bug (please report it); stopping the "
+                      "scheduler")
+          .size(),
+      1U);
 }
 
 TEST(Serve, ATokenGuardsThePluginAndReleaseEndpoints) {

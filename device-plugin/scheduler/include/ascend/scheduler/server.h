@@ -23,6 +23,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -58,6 +59,13 @@ struct ServeOptions {
   std::chrono::milliseconds reservation_ttl = std::chrono::minutes(5);
   std::size_t max_body = kDefaultMaxBody;
   int threads = 0;  // 0: the HTTP library's default
+  // Tests only: run at the start of each reservation-expiry pass, and at the start of the extender
+  // listener's thread, so that a test can make them throw (guarded.h).
+  struct TestHooks {
+    std::function<void()> expiry_pass;
+    std::function<void()> extender_listener;
+  };
+  TestHooks test_hooks;
 };
 
 // Creates the Binding object in the API server (the one side effect of bind besides recording it).
