@@ -9,6 +9,7 @@
 #include <random>
 #include <thread>
 
+#include "ascend/common/guarded.h"
 #include "ascend/common/json_depth.h"
 #include "ascend/common/kube_client.h"
 
@@ -121,6 +122,8 @@ struct Informer::Impl {
         backoff(o.backoff_min, o.backoff_max) {}
 
   void run();
+  // One list (when `need_list`) and one watch; true when stopping.
+  bool pass(bool& need_list);
   bool pause(std::chrono::milliseconds d);
   void set_synced(bool s);
   void count(std::uint64_t Stats::*field, std::uint64_t n = 1);
@@ -359,26 +362,42 @@ bool Informer::Impl::pause(std::chrono::milliseconds d) {
 
 void Informer::Impl::run() {
   bool need_list = true;
+  std::string failed;  // the last exception's text (guarded.h)
   while (!stopping) {
-    if (need_list) {
-      if (Status s = list(); !s) {
-        if (stopping) return;
-        count(&Stats::errors);
-        const auto d = backoff.next();
-        spdlog::warn("informer {}: {}; retrying in {} ms", name, s.error().message(), d.count());
-        pause(d);
-        continue;
-      }
-      need_list = false;
+    // A pass that throws (a bug, out of memory) is logged; the informer lists again after the backoff.
+    bool stop = false;
+    if (run_guarded(
+            "informer " + name, [&] { stop = pass(need_list); }, "re-listing", &failed)) {
+      if (stop) return;
+      continue;
     }
-    const WatchEnd end = watch();
-    if (end == WatchEnd::kStopped) return;
-    if (end == WatchEnd::kRelistNow || end == WatchEnd::kRelistLater) {
-      need_list = true;
-      set_synced(false);
-    }
-    if (end == WatchEnd::kFailed || end == WatchEnd::kRelistLater) pause(backoff.next());
+    need_list = true;
+    set_synced(false);
+    count(&Stats::errors);
+    pause(backoff.next());
   }
+}
+
+bool Informer::Impl::pass(bool& need_list) {
+  if (need_list) {
+    if (Status s = list(); !s) {
+      if (stopping) return true;
+      count(&Stats::errors);
+      const auto d = backoff.next();
+      spdlog::warn("informer {}: {}; retrying in {} ms", name, s.error().message(), d.count());
+      pause(d);
+      return false;
+    }
+    need_list = false;
+  }
+  const WatchEnd end = watch();
+  if (end == WatchEnd::kStopped) return true;
+  if (end == WatchEnd::kRelistNow || end == WatchEnd::kRelistLater) {
+    need_list = true;
+    set_synced(false);
+  }
+  if (end == WatchEnd::kFailed || end == WatchEnd::kRelistLater) pause(backoff.next());
+  return false;
 }
 
 // ---- the public face ------------------------------------------------------------------------------------
