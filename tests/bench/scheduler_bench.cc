@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,8 +38,10 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "ascend/common/json_depth.h"
 #include "ascend/scheduler/extender.h"
 #include "ascend/scheduler/server.h"
+#include "ascend/scheduler/wire.h"
 #include "ascend/topology/cluster.h"
 #include "splitmix.h"
 
@@ -178,6 +181,84 @@ void filter_prioritize_5000() {
                 s.max);
   }
   std::printf("  request body with 5000 names: %zu bytes\n", variants[0].body.size());
+}
+
+// Where a /filter + /prioritize pair of 5000 nodes spends its time, in process and without HTTP, each phase
+// for both calls: reading the body into ExtenderArgs, the scheduler's own work, writing the answers. Reading
+// and writing are measured both ways: through nlohmann trees (json::parse + parse_extender_args; the
+// answers' trees and dump(), as the server did before) and the way the server does now
+// (read_extender_args_fast: simdjson, no tree of the names; filter_result_text / priorities_text). The work
+// is the floor neither way can go under. Same bodies and cluster as filter_prioritize_5000.
+void phases_5000() {
+  namespace sc = ascend::scheduler;
+  auto c = cluster_of(5000, 30);
+  auto names = names_of(c);
+  Scheduler sched(c);
+  auto now = std::chrono::system_clock::now();
+  {
+    json job0 = pod("train-0", 8, "train", "tp=8,pp=4,dp=2", 8);
+    auto args = sc::parse_extender_args(json({{"Pod", job0}, {"NodeNames", names}}));
+    (void)sched.filter(args->pod, args->node_names, now);
+  }
+  struct Variant {
+    const char* name;
+    std::string body;
+  };
+  std::vector<Variant> variants = {
+      {"plain pod", json({{"Pod", pod("solo", 4)}, {"NodeNames", names}}).dump()},
+      {"job pod",
+       json({{"Pod", pod("train-3", 8, "train", "tp=8,pp=4,dp=2", 8)}, {"NodeNames", names}}).dump()},
+  };
+  auto ms = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  std::printf(
+      "filter + prioritize phases, 5000 nodes, in process (p50 of 200; each phase for both calls):\n");
+  std::printf("  %-10s %14s %14s %10s %14s %14s\n", "", "read: trees", "read: direct", "work", "write: trees",
+              "write: direct");
+  for (auto& v : variants) {
+    std::vector<double> read_tree, read_fast, work, write_tree, write_fast;
+    for (int rep = 0; rep < 200; ++rep) {
+      auto t0 = Clock::now();
+      std::optional<sc::ExtenderArgs> a1, a2;
+      for (int call = 0; call < 2; ++call) {
+        if (ascend::json_nests_deeper_than(v.body, 128)) std::exit(1);
+        auto a = sc::parse_extender_args(json::parse(v.body), 5000);
+        if (!a.ok()) std::exit(1);
+        (call == 0 ? a1 : a2) = std::move(*a);
+      }
+      auto t1 = Clock::now();
+      for (int call = 0; call < 2; ++call) {
+        if (ascend::json_nests_deeper_than(v.body, 128)) std::exit(1);
+        auto a = sc::read_extender_args_fast(v.body, 5000);
+        if (!a || a->node_names != a1->node_names) {
+          std::fprintf(stderr, "the direct read disagrees with the tree\n");
+          std::exit(1);
+        }
+      }
+      auto t2 = Clock::now();
+      auto r = sched.filter(a1->pod, a1->node_names, now);
+      auto scores = sched.prioritize(a2->pod, a2->node_names);
+      auto t3 = Clock::now();
+      std::string f = sc::filter_result_json(*a1, r).dump();
+      std::string p = sc::priorities_json(scores).dump();
+      auto t4 = Clock::now();
+      std::string f2 = sc::filter_result_text(*a1, r);
+      std::string p2 = sc::priorities_text(scores);
+      auto t5 = Clock::now();
+      if (f2 != f || p2 != p) {
+        std::fprintf(stderr, "the direct answers differ from the trees' dump\n");
+        std::exit(1);
+      }
+      read_tree.push_back(ms(t0, t1));
+      read_fast.push_back(ms(t1, t2));
+      work.push_back(ms(t2, t3));
+      write_tree.push_back(ms(t3, t4));
+      write_fast.push_back(ms(t4, t5));
+    }
+    std::printf("  %-10s %11.2f ms %11.2f ms %7.2f ms %11.2f ms %11.2f ms\n", v.name, stats(read_tree).p50,
+                stats(read_fast).p50, stats(work).p50, stats(write_tree).p50, stats(write_fast).p50);
+  }
 }
 
 void first_filter_1024() {
@@ -388,6 +469,7 @@ int main(int argc, char** argv) {
   }
   spdlog::set_level(spdlog::level::warn);
   filter_prioritize_5000();
+  phases_5000();
   filter_while_cluster_polled();
   first_filter_1024();
   sustained_one_core();

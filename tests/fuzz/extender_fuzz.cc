@@ -10,6 +10,7 @@
 // same.
 #include <algorithm>
 #include <charconv>
+#include <optional>
 
 #include "ascend/scheduler/extender.h"
 #include "ascend/scheduler/wire.h"
@@ -82,14 +83,32 @@ void run(scheduler::Scheduler& s, const std::string& verb, const std::string& ar
   json body;
   bool needs_body = verb == "filter" || verb == "prioritize" || verb == "bind" || verb == "inventory" ||
                     verb == "allocations" || verb == "return";
+  std::optional<scheduler::ExtenderArgs> fast;
   if (needs_body) {
     if (too_deep(body_text)) return;
+    if (verb == "filter" || verb == "prioritize")
+      fast = scheduler::read_extender_args_fast(body_text, s.cluster().nodes.size());
     body = json::parse(body_text, nullptr, false);
+    fuzz::check(!fast || !body.is_discarded(), "the fast reader took a body that is not JSON");
     if (body.is_discarded()) return;
   }
   if (verb == "filter" || verb == "prioritize") {
     auto args = scheduler::parse_extender_args(body, s.cluster().nodes.size());
+    fuzz::check(!fast || args.ok(), "the fast reader took a body the long way refuses");
     if (!args.ok()) return;
+    if (fast) {
+      // The server takes the fast reader's answer when it has one: it must be the long way's.
+      const auto &a = args->pod, &b = fast->pod;
+      fuzz::check(fast->node_names == args->node_names && !fast->full_nodes && a.ns == b.ns &&
+                      a.name == b.name && a.uid == b.uid && a.resource == b.resource && a.chips == b.chips &&
+                      a.vnpu_resource == b.vnpu_resource && a.index == b.index &&
+                      a.job_error == b.job_error && a.job.has_value() == b.job.has_value() &&
+                      (!a.job ||
+                       (a.job->name == b.job->name && a.job->pods == b.job->pods && a.job->tp == b.job->tp &&
+                        a.job->pp == b.job->pp && a.job->dp == b.job->dp && a.job->order == b.job->order &&
+                        a.job->recovery == b.job->recovery && a.job->max_restarts == b.job->max_restarts)),
+                  "the fast reader and the long way read different ExtenderArgs");
+    }
     const auto& names = args->node_names;
     // What parsing promises (issue 31): no list longer than the cluster, no name outside Kubernetes' limits.
     fuzz::check(names.size() <= s.cluster().nodes.size(), "a node list longer than the cluster was accepted");
@@ -108,12 +127,14 @@ void run(scheduler::Scheduler& s, const std::string& verb, const std::string& ar
       fuzz::check(s.seen_count() <= s.seen_cap(), "more pods remembered than the cap");
       for (const auto& p : r.passed)
         fuzz::check(candidate(p), "filter passed a node it was not offered: " + p);
-      (void)scheduler::filter_result_json(*args, r).dump();
+      fuzz::check(scheduler::filter_result_text(*args, r) == scheduler::filter_result_json(*args, r).dump(),
+                  "the filter answer's text is not the tree's dump");
     } else {
       auto scores = s.prioritize(args->pod, names);
       for (const auto& sc : scores)
         fuzz::check(candidate(sc.host), "a score for a node not offered: " + sc.host);
-      (void)scheduler::priorities_json(scores).dump();
+      fuzz::check(scheduler::priorities_text(scores) == scheduler::priorities_json(scores).dump(),
+                  "the prioritize answer's text is not the tree's dump");
     }
   } else if (verb == "bind") {
     auto b = scheduler::parse_binding_args(body);

@@ -202,7 +202,7 @@ void Scheduler::unhold(const Slot& s) {
   nodes_[idx(s.node)].held &= ~mask_of(s.node, s.phys);
 }
 
-std::string Scheduler::resource_of(int node) const {
+const std::string& Scheduler::resource_of(int node) const {
   return cluster_->type_of(node).host.resource_name;
 }
 
@@ -226,12 +226,23 @@ Result<std::vector<int>> Scheduler::choose_on(int node, const std::string& resou
     if (!parts.empty()) why += ")";
     return Error(ENOSPC, why + "; the pod needs " + std::to_string(chips));
   }
+  return remembered_choice(node, chips, free);
+}
+
+const Result<std::vector<int>>& Scheduler::remembered_choice(int node, int chips, std::uint64_t free) const {
   ChoiceKey key{cluster_->nodes[idx(node)].type, chips, free};
   if (auto it = choices_.find(key); it != choices_.end()) return it->second;
   if (choices_.size() >= 65536) choices_.clear();
-  auto c = topology::choose(cluster_->type_of(node).host, phys_of(node, free), {}, chips);
-  choices_.emplace(key, c);
-  return c;
+  return choices_.emplace(key, topology::choose(cluster_->type_of(node).host, phys_of(node, free), {}, chips))
+      .first->second;
+}
+
+const std::vector<int>* Scheduler::fits_on(int node, const std::string& resource, int chips) const {
+  if (resource_of(node) != resource) return nullptr;
+  std::uint64_t free = free_mask(node);
+  if (std::popcount(free) < chips) return nullptr;
+  const auto& c = remembered_choice(node, chips, free);
+  return c.ok() ? &*c : nullptr;
 }
 
 // ---- filter -------------------------------------------------------------------------------------------
@@ -248,22 +259,28 @@ FilterResult Scheduler::filter(const PodInfo& pod, const std::vector<std::string
 
 FilterResult Scheduler::filter_plain(const PodInfo& pod, const std::vector<std::string>& nodes) const {
   FilterResult r;
+  if (pod.resource.empty()) {  // vNPUs or nothing of ours: the kubelet and the device plugin decide
+    r.passed = nodes;
+    return r;
+  }
+  const auto bound = pods_.find(pod.key());
+  r.passed.reserve(nodes.size());
   for (const auto& name : nodes) {
     int n = node_index(name);
-    if (pod.resource.empty()) {  // vNPUs or nothing of ours: the kubelet and the device plugin decide
-      r.passed.push_back(name);
-      continue;
-    }
     if (n < 0) {
       r.unresolvable[name] = "node " + name + " is not in the scheduler's cluster file";
       continue;
     }
-    if (auto it = pods_.find(pod.key()); it != pods_.end()) {  // already bound: only its node
-      if (it->second.slot.node == n) {
+    if (bound != pods_.end()) {  // already bound: only its node
+      if (bound->second.slot.node == n) {
         r.passed.push_back(name);
       } else {
-        r.unresolvable[name] = "pod is bound to " + cluster_->nodes[idx(it->second.slot.node)].name;
+        r.unresolvable[name] = "pod is bound to " + cluster_->nodes[idx(bound->second.slot.node)].name;
       }
+      continue;
+    }
+    if (fits_on(n, pod.resource, pod.chips) != nullptr) {
+      r.passed.push_back(name);
       continue;
     }
     auto c = choose_on(n, pod.resource, pod.chips);
@@ -472,8 +489,7 @@ std::vector<NodeScore> Scheduler::prioritize(const PodInfo& pod,
     if (pod.job) {
       s.score = name == reserved ? 10 : 0;
     } else if (n >= 0 && !pod.resource.empty()) {
-      auto c = choose_on(n, pod.resource, pod.chips);
-      if (c.ok()) {
+      if (const auto* c = fits_on(n, pod.resource, pod.chips); c != nullptr) {
         // Fewer whole HCCS domains (or cards) broken, and fewer chips left free (best fit), score higher.
         const auto& t = cluster_->type_of(n);
         std::uint64_t before = free_mask(n);

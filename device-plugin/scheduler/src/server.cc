@@ -49,6 +49,13 @@ void reply(httplib::Response& res, int status, const J& body) {
   res.set_content(body.dump() + "\n", "application/json");
 }
 
+// An answer already written as JSON text.
+void reply_text(httplib::Response& res, int status, std::string body) {
+  res.status = status;
+  body += '\n';
+  res.set_content(body, "application/json");
+}
+
 void reply_error(httplib::Response& res, int status, const std::string& why) {
   reply(res, status, json{{"error", why}});
 }
@@ -408,6 +415,22 @@ struct Server::Impl final : SchedulerAccess {
     return true;
   }
 
+  // The ExtenderArgs of a /filter or /prioritize: read straight from the text when it can be (wire.h), else
+  // the long way, which gives the exact error; on failure answers 400 and returns nullopt.
+  std::optional<ExtenderArgs> extender_args(const httplib::Request& req, httplib::Response& res) const {
+    if (!too_deep(req.body)) {
+      if (auto fast = read_extender_args_fast(req.body, node_count)) return fast;
+    }
+    json body;
+    if (!body_json(req, res, body)) return std::nullopt;
+    auto args = parse_extender_args(body, node_count);
+    if (!args.ok()) {
+      reply_error(res, 400, args.error().message());
+      return std::nullopt;
+    }
+    return std::move(*args);
+  }
+
   bool ready() const {
     return serving && http->is_running() && ext->is_running() && !http_done && !ext_done &&
            (!kube || kube->synced());
@@ -428,10 +451,8 @@ struct Server::Impl final : SchedulerAccess {
 };
 
 void Server::Impl::on_filter(const httplib::Request& req, httplib::Response& res) {
-  json body;
-  if (!body_json(req, res, body)) return;
-  auto args = parse_extender_args(body, node_count);
-  if (!args.ok()) return reply_error(res, 400, args.error().message());
+  auto args = extender_args(req, res);
+  if (!args) return;
   if (kube && (!args->pod.resource.empty() || args->pod.job) &&
       !kube->pod_exists(args->pod.ns, args->pod.name, args->pod.uid)) {
     // A pod the API server does not have reserves nothing (whoever reaches the extender listener).
@@ -439,7 +460,7 @@ void Server::Impl::on_filter(const httplib::Request& req, httplib::Response& res
     FilterResult none;
     for (const auto& n : args->node_names)
       none.unresolvable[n] = "pod " + args->pod.key() + " is not in the API server";
-    return reply(res, 200, filter_result_json(*args, none));
+    return reply_text(res, 200, filter_result_text(*args, none));
   }
   FilterResult r;
   bool placed = false;
@@ -469,7 +490,7 @@ void Server::Impl::on_filter(const httplib::Request& req, httplib::Response& res
       if (!args->pod.resource.empty() || args->pod.job) tell_refused(args->pod, why);
     }
   }
-  reply(res, 200, filter_result_json(*args, r));
+  reply_text(res, 200, filter_result_text(*args, r));
 }
 
 void Server::Impl::tell_placed(const PodInfo& pod) {
@@ -504,16 +525,14 @@ void Server::Impl::tell_refused(const PodInfo& pod, const std::string& why) {
 }
 
 void Server::Impl::on_prioritize(const httplib::Request& req, httplib::Response& res) {
-  json body;
-  if (!body_json(req, res, body)) return;
-  auto args = parse_extender_args(body, node_count);
-  if (!args.ok()) return reply_error(res, 400, args.error().message());
+  auto args = extender_args(req, res);
+  if (!args) return;
   std::vector<NodeScore> scores;
   {
     std::lock_guard lock(mu);
     scores = sched.prioritize(args->pod, args->node_names);
   }
-  reply(res, 200, priorities_json(scores));
+  reply_text(res, 200, priorities_text(scores));
 }
 
 void Server::Impl::on_bind(const httplib::Request& req, httplib::Response& res) {

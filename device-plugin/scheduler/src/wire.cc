@@ -1,5 +1,7 @@
 #include "ascend/scheduler/wire.h"
 
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -116,6 +118,85 @@ json filter_result_json(const ExtenderArgs& args, const FilterResult& r) {
   out["FailedNodes"] = r.failed;
   out["FailedAndUnresolvableNodes"] = r.unresolvable;
   out["Error"] = "";
+  return out;
+}
+
+namespace {
+
+// A JSON string as nlohmann's dump() writes it: plain printable ASCII is copied; anything else goes through
+// nlohmann's own serialiser (escapes, UTF-8 checks and all).
+void append_string(std::string& out, const std::string& s) {
+  bool plain =
+      std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
+  if (plain) {
+    out += '"';
+    out += s;
+    out += '"';
+  } else {
+    out += json(s).dump();
+  }
+}
+
+void append_map(std::string& out, const std::map<std::string, std::string>& m) {
+  out += '{';
+  bool first = true;
+  const std::string* last_reason = nullptr;
+  std::string last_text;
+  for (const auto& [k, v] : m) {
+    if (!first) out += ',';
+    first = false;
+    append_string(out, k);
+    out += ':';
+    // A job pod's failed nodes share one reason: its text is made once.
+    if (last_reason == nullptr || *last_reason != v) {
+      last_text.clear();
+      append_string(last_text, v);
+      last_reason = &v;
+    }
+    out += last_text;
+  }
+  out += '}';
+}
+
+}  // namespace
+
+std::string filter_result_text(const ExtenderArgs& args, const FilterResult& r) {
+  if (args.full_nodes) return filter_result_json(args, r).dump();
+  // nlohmann's object keys are sorted: Error, FailedAndUnresolvableNodes, FailedNodes, NodeNames, Nodes.
+  std::string out;
+  std::size_t size = 128;
+  for (const auto& n : r.passed) size += n.size() + 3;
+  for (const auto* m : {&r.failed, &r.unresolvable}) {
+    for (const auto& [k, v] : *m) size += k.size() + 4;
+    if (!m->empty()) size += m->begin()->second.size() * m->size();
+  }
+  out.reserve(size);
+  out += R"({"Error":"","FailedAndUnresolvableNodes":)";
+  append_map(out, r.unresolvable);
+  out += R"(,"FailedNodes":)";
+  append_map(out, r.failed);
+  out += R"(,"NodeNames":[)";
+  for (std::size_t i = 0; i < r.passed.size(); ++i) {
+    if (i > 0) out += ',';
+    append_string(out, r.passed[i]);
+  }
+  out += R"(],"Nodes":null})";
+  return out;
+}
+
+std::string priorities_text(const std::vector<NodeScore>& scores) {
+  std::string out;
+  out.reserve(scores.size() * 32 + 2);
+  out += '[';
+  for (std::size_t i = 0; i < scores.size(); ++i) {
+    if (i > 0) out += ',';
+    out += R"({"Host":)";
+    append_string(out, scores[i].host);
+    out += R"(,"Score":)";
+    out += std::to_string(scores[i].score);
+    out += '}';
+  }
+  out += ']';
   return out;
 }
 

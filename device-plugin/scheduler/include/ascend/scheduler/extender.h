@@ -339,7 +339,11 @@ class Scheduler {
   Result<JobRecord> place_job(const PodInfo& pod, const std::vector<int>& candidates, Clock::time_point now);
   // The node-level choice for a pod without a job, or why not.
   Result<std::vector<int>> choose_on(int node, const std::string& resource, int chips) const;
-  std::string resource_of(int node) const;
+  // The same choice when the pod fits (a pointer into the memo, valid until the next choice), else null
+  // (choose_on says why): no copy and no message, for the loops over every node of a request.
+  const std::vector<int>* fits_on(int node, const std::string& resource, int chips) const;
+  const Result<std::vector<int>>& remembered_choice(int node, int chips, std::uint64_t free) const;
+  const std::string& resource_of(int node) const;
   Grant grant_of(const JobRecord& j, int index) const;
   void forget_if_done(const std::string& job_key);
   nlohmann::ordered_json job_view(const JobRecord& j) const;

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <limits>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -27,8 +29,19 @@ struct ExtenderArgs {
 Result<ExtenderArgs> parse_extender_args(const nlohmann::json& body,
                                          std::size_t max_nodes = std::numeric_limits<std::size_t>::max());
 
+// The same ExtenderArgs straight from the request's text (extender_read.cc: simdjson, no tree of the node
+// names): for a body that parses and reads without error, exactly what parse_extender_args of
+// json::parse(text) gives; nullopt for anything else (invalid JSON, any error, full Node objects, a Pod with
+// a fractional number), which the caller then reads the long way for its exact answer or error.
+std::optional<ExtenderArgs> read_extender_args_fast(
+    std::string_view text, std::size_t max_nodes = std::numeric_limits<std::size_t>::max());
+
 // ExtenderFilterResult: passed nodes in the form they came in (Nodes or NodeNames).
 nlohmann::json filter_result_json(const ExtenderArgs& args, const FilterResult& r);
+// The same answers as text, byte for byte what filter_result_json(...).dump() and priorities_json(...).dump()
+// give, written without building the tree (5 000 nodes: a map entry per failed node, then its copy).
+std::string filter_result_text(const ExtenderArgs& args, const FilterResult& r);
+std::string priorities_text(const std::vector<NodeScore>& scores);
 // An ExtenderFilterResult carrying only an error.
 nlohmann::json filter_error_json(const std::string& error);
 // HostPriorityList: [{"Host": ..., "Score": ...}].

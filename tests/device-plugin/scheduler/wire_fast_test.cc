@@ -1,0 +1,259 @@
+// The extender's direct reading and writing (read_extender_args_fast, filter_result_text, priorities_text)
+// against the trees they replace: for every body the fast reader answers, nlohmann's parser +
+// parse_extender_args give the same ExtenderArgs; every answer's text is byte for byte nlohmann's dump() of
+// the tree. The hand cases' expectations come from the protocol (Go field names, any letter case, an exact
+// match first; a repeated key's last value, as nlohmann and Go's decoder keep).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ascend/scheduler/wire.h"
+
+namespace ascend::scheduler {
+namespace {
+
+using nlohmann::json;
+
+std::string describe(const PodInfo& p) {
+  std::string s = p.ns + "|" + p.name + "|" + p.uid + "|" + p.resource + "|" + std::to_string(p.chips) + "|" +
+                  p.vnpu_resource + "|" + std::to_string(p.index) + "|" + p.job_error;
+  if (p.job) {
+    const auto& j = *p.job;
+    s += "|job " + j.name + " " + std::to_string(j.pods) + " " + std::to_string(j.tp) + " " +
+         std::to_string(j.pp) + " " + std::to_string(j.dp) + " " + std::to_string(static_cast<int>(j.order)) +
+         " " + std::to_string(j.comm.tp) + " " + std::to_string(j.comm.pp) + " " + std::to_string(j.comm.dp) +
+         " " + j.recovery + " " + std::to_string(j.max_restarts);
+  }
+  return s;
+}
+
+// The long way, as the server takes it when the fast reader declines.
+std::optional<ExtenderArgs> long_way(const std::string& text, std::size_t max_nodes) {
+  json body = json::parse(text, nullptr, false);
+  if (body.is_discarded()) return std::nullopt;
+  auto a = parse_extender_args(body, max_nodes);
+  if (!a.ok()) return std::nullopt;
+  return std::move(*a);
+}
+
+// When the fast reader answers, the long way answers the same.
+void expect_agrees(const std::string& text, std::size_t max_nodes = 1000) {
+  auto fast = read_extender_args_fast(text, max_nodes);
+  if (!fast) return;
+  auto slow = long_way(text, max_nodes);
+  ASSERT_TRUE(slow.has_value()) << "the fast reader took a body the long way refuses: " << text;
+  EXPECT_EQ(describe(fast->pod), describe(slow->pod)) << text;
+  EXPECT_EQ(fast->node_names, slow->node_names) << text;
+  EXPECT_EQ(fast->full_nodes, slow->full_nodes) << text;
+}
+
+const char* const kPod =
+    R"({"metadata":{"name":"p-3","namespace":"ml","uid":"0b6e-11","annotations":{"ascend.huawei.com/job":"train",)"
+    R"("ascend.huawei.com/job-pods":"4","ascend.huawei.com/parallel":"tp=8,dp=4"}},)"
+    R"("spec":{"terminationGracePeriodSeconds":30,"priority":-5,"containers":[{"name":"m","resources":)"
+    R"({"limits":{"huawei.com/Ascend910":"8"},"requests":{"huawei.com/Ascend910":8}}}]}})";
+
+TEST(ExtenderReadFast, ReadsWhatKubeSchedulerSends) {
+  std::string body = std::string(R"({"Pod":)") + kPod + R"(,"NodeNames":["node-0","node-1.rack-2"]})";
+  auto a = read_extender_args_fast(body, 10);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->node_names, (std::vector<std::string>{"node-0", "node-1.rack-2"}));
+  EXPECT_FALSE(a->full_nodes);
+  EXPECT_EQ(a->pod.ns, "ml");
+  EXPECT_EQ(a->pod.name, "p-3");
+  EXPECT_EQ(a->pod.chips, 8);
+  ASSERT_TRUE(a->pod.job.has_value());
+  EXPECT_EQ(a->pod.job->name, "train");
+  EXPECT_EQ(a->pod.job->tp, 8);
+  EXPECT_EQ(a->pod.index, 3);
+  expect_agrees(body);
+}
+
+TEST(ExtenderReadFast, FieldNamesInAnyCaseAnExactMatchFirstTheLastOfARepeatedKey) {
+  std::string pod = kPod;
+  auto names = [&](const std::string& body) {
+    auto a = read_extender_args_fast(body, 10);
+    expect_agrees(body);
+    return a ? a->node_names : std::vector<std::string>{"(declined)"};
+  };
+  EXPECT_EQ(names(R"({"pod":)" + pod + R"(,"nodenames":["a"]})"), std::vector<std::string>{"a"});
+  EXPECT_EQ(names(R"({"POD":)" + pod + R"(,"NODENAMES":["a"]})"), std::vector<std::string>{"a"});
+  EXPECT_EQ(names(R"({"Pod":)" + pod + R"(,"NodeNames":["a"],"NodeNames":["b"]})"),
+            std::vector<std::string>{"b"});
+  EXPECT_EQ(names(R"({"Pod":)" + pod + R"(,"NodeNames":["b"],"nodenames":["a"]})"),
+            std::vector<std::string>{"b"});
+  EXPECT_EQ(names(R"({"Pod":)" + pod + R"(,"nodenames":["a"],"NodeNames":["b"]})"),
+            std::vector<std::string>{"b"});
+  EXPECT_EQ(names(R"({"Pod":)" + pod + R"(,"NodeNames":[],"Nodes":null,"Other":[1,{"x":2.5}]})"),
+            std::vector<std::string>{});
+}
+
+TEST(ExtenderReadFast, LeavesEveryErrorAndOddityToTheLongWay) {
+  const std::string pod = kPod;
+  const std::vector<std::string> declined = {
+      "",
+      "[]",
+      R"({"Pod":)" + pod + R"(,"NodeNames":["a"])",                        // cut short
+      R"({"Pod":)" + pod + R"(,"NodeNames":["a"]} x)",                     // trailing text
+      R"({"Pod":)" + pod + R"(,"NodeNames":["a","Bad_Name"]})",            // not a DNS-1123 name
+      R"({"Pod":)" + pod + R"(,"NodeNames":["a",7]})",                     // not a string
+      R"({"Pod":)" + pod + R"(,"NodeNames":"a"})",                         // not an array
+      R"({"Pod":)" + pod + R"(,"NodeNames":null})",                        // no nodes at all
+      R"({"Pod":)" + pod + R"(})",                                         // no nodes at all
+      R"({"NodeNames":["a"]})",                                            // no pod
+      R"({"Pod":null,"NodeNames":["a"]})",                                 // no pod
+      R"({"Pod":{"metadata":{}},"NodeNames":["a"]})",                      // a pod without a name
+      R"({"Pod":)" + pod + R"(,"Nodes":{"items":[]},"NodeNames":["a"]})",  // full Node objects
+      R"({"Pod":{"metadata":{"name":"p"},"x":1.5},"NodeNames":["a"]})",    // a fraction in the pod
+      "{\"Pod\":" + pod + ",\"NodeNames\":[\"a\xff\"]}",                   // not UTF-8
+  };
+  for (const auto& body : declined) {
+    EXPECT_FALSE(read_extender_args_fast(body, 10).has_value()) << body;
+  }
+  // simdjson reads -0 as the integer 0 (nlohmann: a signed 0): the same count to the pod's reader.
+  expect_agrees(R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"resources":{"limits":)"
+                R"({"huawei.com/Ascend910":-0}}}]}},"NodeNames":["a"]})");
+  // More names than the cluster has: declined, and the long way says so.
+  std::string three = R"({"Pod":)" + pod + R"(,"NodeNames":["a","b","c"]})";
+  EXPECT_FALSE(read_extender_args_fast(three, 2).has_value());
+  EXPECT_TRUE(read_extender_args_fast(three, 3).has_value());
+}
+
+// Random bodies from realistic and odd parts: whenever the fast reader answers, the long way answers the
+// same; both ways often enough that the comparison means something.
+TEST(ExtenderReadFast, RandomBodiesNeverDisagreeWithTheLongWay) {
+  const std::vector<std::string> keys = {"Pod",   "pod",   "POD",   "NodeNames", "nodenames", "nodeNames",
+                                         "Nodes", "nodes", "Other", "Pod ",      "NodeNames"};
+  const std::vector<std::string> pods = {
+      kPod,
+      R"({"metadata":{"name":"solo"},"spec":{"containers":[{"resources":{"limits":{"huawei.com/Ascend910":"4"}}}]}})",
+      R"({"metadata":{"name":"v","namespace":"a"},"spec":{"containers":[{"resources":{"limits":{"huawei.com/Ascend910-2c":"1"}}}]}})",
+      R"({"metadata":{"name":"n","labels":{"k":"v"},"generation":18446744073709551615}})",
+      R"({"metadata":{"name":"n","generation":18446744073709551616}})",
+      R"({"metadata":{"name":"n","x":[true,false,null,-1,0,1e2]}})",
+      R"({"metadata":{"name":"\u0070od"}})",
+      R"({"metadata":{"name":"p","name":"q"}})",
+      R"({"metadata":{"name":"UPPER"}})",
+      R"({"metadata":{"name":"p"},"spec":{"containers":[{"resources":{"limits":{"huawei.com/Ascend910":"x"}}}]}})",
+      "null",
+      "[]",
+      "\"pod\"",
+  };
+  const std::vector<std::string> names = {"node-0", "a.b", "n-1", "x", "Bad", "-n", "n-", "a..b", "é", ""};
+  const std::vector<std::string> values = {"[]", "null", "\"a\"", "{}", "[1]", "[\"a\",null]"};
+  std::mt19937 rng(31);
+  auto pick = [&](const std::vector<std::string>& v) -> const std::string& { return v[rng() % v.size()]; };
+  int taken = 0;
+  int declined = 0;
+  auto name_list = [&] {
+    std::string list = "[";
+    int n = static_cast<int>(rng() % 5);
+    for (int k = 0; k < n; ++k) {
+      if (k > 0) list += ",";
+      // Mostly good names: a list is taken only when all its names are.
+      list += "\"" + (rng() % 8 == 0 ? pick(names) : names[rng() % 4]) + "\"";
+    }
+    return list + "]";
+  };
+  for (int i = 0; i < 6000; ++i) {
+    // A pod and a name list under some spelling of their keys, and up to two more members of any kind, in
+    // any order.
+    std::vector<std::string> members = {"\"" + keys[rng() % 3] + "\":" + pick(pods),
+                                        "\"" + keys[3 + rng() % 3] + "\":" + name_list()};
+    for (int m = 0, extra = static_cast<int>(rng() % 3); m < extra; ++m) {
+      std::string member = "\"" + pick(keys) + "\":";
+      switch (rng() % 3) {
+        case 0:
+          member += pick(pods);
+          break;
+        case 1:
+          member += name_list();
+          break;
+        default:
+          member += pick(values);
+      }
+      members.push_back(member);
+    }
+    std::shuffle(members.begin(), members.end(), rng);
+    std::string body = "{";
+    for (std::size_t m = 0; m < members.size(); ++m) body += (m > 0 ? "," : "") + members[m];
+    body += "}";
+    if (rng() % 10 == 0) body.insert(rng() % body.size(), 1, "{}[],:\" x"[rng() % 9]);  // a stray character
+    if (read_extender_args_fast(body, 3)) {
+      ++taken;
+    } else {
+      ++declined;
+    }
+    expect_agrees(body, 3);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_GT(taken, 200);
+  EXPECT_GT(declined, 200);
+}
+
+// ---- answers ----
+
+std::string odd(std::mt19937& rng) {
+  const std::vector<std::string> parts = {"node-1", "a\"b", "back\\slash", "tab\there", "nl\n", "\x01", "é",
+                                          "日本",   "/",    "~",           " ",         "\x7f", ""};
+  std::string s;
+  int n = 1 + static_cast<int>(rng() % 3);
+  for (int i = 0; i < n; ++i) s += parts[rng() % parts.size()];
+  return s;
+}
+
+TEST(ExtenderAnswerText, IsByteForByteTheTreesDump) {
+  std::mt19937 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    ExtenderArgs args;
+    FilterResult r;
+    std::vector<NodeScore> scores;
+    int n = static_cast<int>(rng() % 6);
+    std::string shared = odd(rng);
+    for (int k = 0; k < n; ++k) {
+      r.passed.push_back(odd(rng));
+      r.failed[odd(rng)] = rng() % 2 ? shared : odd(rng);
+      r.unresolvable[odd(rng)] = rng() % 2 ? shared : odd(rng);
+      scores.push_back({odd(rng), static_cast<int>(rng() % 21) - 10});
+    }
+    ASSERT_EQ(filter_result_text(args, r), filter_result_json(args, r).dump());
+    ASSERT_EQ(priorities_text(scores), priorities_json(scores).dump());
+  }
+  // The answer kube-scheduler reads, written out by hand from k8s.io/kube-scheduler/extender/v1's field
+  // names.
+  ExtenderArgs args;
+  FilterResult r;
+  r.passed = {"n-1"};
+  r.failed = {{"n-2", "2 of 8 chips free"}};
+  r.unresolvable = {{"n-3", "x"}};
+  EXPECT_EQ(
+      filter_result_text(args, r),
+      R"({"Error":"","FailedAndUnresolvableNodes":{"n-3":"x"},"FailedNodes":{"n-2":"2 of 8 chips free"},)"
+      R"("NodeNames":["n-1"],"Nodes":null})");
+  EXPECT_EQ(priorities_text({{"n-1", 10}, {"n-2", 0}}),
+            R"([{"Host":"n-1","Score":10},{"Host":"n-2","Score":0}])");
+  EXPECT_EQ(priorities_text({}), "[]");
+}
+
+TEST(ExtenderAnswerText, FullNodeObjectsAndBadUtf8AsTheTree) {
+  ExtenderArgs args;
+  args.full_nodes = true;
+  args.node_names = {"n-1", "n-2"};
+  args.nodes = {json{{"metadata", {{"name", "n-1"}}}}, json{{"metadata", {{"name", "n-2"}}}}};
+  FilterResult r;
+  r.passed = {"n-2"};
+  EXPECT_EQ(filter_result_text(args, r), filter_result_json(args, r).dump());
+  // nlohmann refuses to write invalid UTF-8; so does the direct writer (the server answers 500 either way).
+  FilterResult bad;
+  bad.failed["n-1"] = "\xff";
+  EXPECT_THROW((void)filter_result_text(ExtenderArgs{}, bad), json::type_error);
+  EXPECT_THROW((void)filter_result_json(ExtenderArgs{}, bad).dump(), json::type_error);
+}
+
+}  // namespace
+}  // namespace ascend::scheduler
