@@ -12,6 +12,8 @@
 #include <sstream>
 #include <thread>
 
+#include "grpc_allocate.h"
+
 extern char** environ;
 
 namespace ascend::loop {
@@ -232,12 +234,8 @@ Admitted Loop::admit(const std::string& node, int chips) {
   // The kubelet falls back to its own choice when the plugin has no preference.
   std::vector<std::string> ids = a.preferred;
   if (static_cast<int>(ids.size()) != chips) ids.assign(a.offered.begin(), a.offered.begin() + chips);
-  v1beta1::AllocateRequest req;
-  auto* cr = req.add_container_requests();
-  for (const auto& id : ids) cr->add_devices_ids(id);
-  grpc::ClientContext ctx;
   v1beta1::AllocateResponse resp;
-  auto s = stub->Allocate(&ctx, req, &resp);
+  auto s = ascend::testing::send_allocate(*stub, ascend::testing::allocate_request({ids}), &resp);
   if (!s.ok()) {
     a.error = s.error_message();
     return a;

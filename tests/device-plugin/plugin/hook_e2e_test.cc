@@ -13,6 +13,7 @@
 #include "ascend/npu/emulator.h"
 #include "ascend/plugin/daemon.h"
 #include "fake_kubelet.h"
+#include "grpc_allocate.h"
 #include "support.h"
 #include "test_query.h"
 
@@ -80,16 +81,10 @@ class PluginHookE2E : public ::testing::Test {
 
   v1beta1::ContainerAllocateResponse allocate(const std::string& endpoint,
                                               const std::vector<std::string>& ids) {
-    auto stub = kubelet_->plugin(endpoint);
-    v1beta1::AllocateRequest req;
-    auto* cr = req.add_container_requests();
-    for (const auto& id : ids) cr->add_devices_ids(id);
-    grpc::ClientContext ctx;
-    v1beta1::AllocateResponse resp;
-    auto s = stub->Allocate(&ctx, req, &resp);
+    grpc::Status s;
+    auto resp = ascend::testing::allocate(*kubelet_->plugin(endpoint), {ids}, &s);
     EXPECT_TRUE(s.ok()) << s.error_message();
-    return resp.container_responses_size() > 0 ? resp.container_responses(0)
-                                               : v1beta1::ContainerAllocateResponse{};
+    return ascend::testing::first_container(resp);
   }
 
   std::map<std::string, std::string> expected_nodes(const std::vector<int>& ids, bool is_virtual) const {

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "fake_kubelet.h"
+#include "grpc_allocate.h"
 #include "test_backend.h"
 #include "test_dir.h"
 
@@ -131,16 +132,11 @@ class HostileKubelet : public ::testing::Test {
   bool alive() const { return ::waitpid(pid_, nullptr, WNOHANG) == 0; }
 
   grpc::Status allocate(const v1beta1::AllocateRequest& req, v1beta1::AllocateResponse* resp = nullptr) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 30s);
     v1beta1::AllocateResponse ignored;
-    return stub_->Allocate(&ctx, req, resp != nullptr ? resp : &ignored);
+    return testing::send_allocate(*stub_, req, resp != nullptr ? resp : &ignored, 30s);
   }
   static v1beta1::AllocateRequest request(const std::vector<std::string>& ids) {
-    v1beta1::AllocateRequest req;
-    auto* c = req.add_container_requests();
-    for (const auto& id : ids) c->add_devices_ids(id);
-    return req;
+    return testing::allocate_request({ids});
   }
 
   // The plugin still serves: a valid Allocate is answered and a new stream gets the eight chips.

@@ -21,6 +21,7 @@
 #include "ascend/plugin/daemon.h"
 #include "ascend/plugin/plugin.h"
 #include "fake_kubelet.h"
+#include "grpc_allocate.h"
 #include "test_dir.h"
 #include "test_query.h"
 
@@ -121,17 +122,7 @@ class LifecycleE2E : public ::testing::Test {
 
   v1beta1::AllocateResponse allocate(const std::string& endpoint,
                                      const std::vector<std::vector<std::string>>& ids, grpc::Status* status) {
-    auto stub = kubelet->plugin(endpoint);
-    v1beta1::AllocateRequest req;
-    for (const auto& c : ids) {
-      auto* cr = req.add_container_requests();
-      for (const auto& id : c) cr->add_devices_ids(id);
-    }
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
-    v1beta1::AllocateResponse resp;
-    *status = stub->Allocate(&ctx, req, &resp);
-    return resp;
+    return testing::allocate(*kubelet->plugin(endpoint), ids, status, 5s);
   }
 
   std::vector<std::string> preferred(const std::string& endpoint, const std::vector<std::string>& available,

@@ -31,6 +31,7 @@
 #include "ascend/plugin/scheduler_client.h"
 #include "fake_kubelet.h"
 #include "fake_scheduler.h"
+#include "grpc_allocate.h"
 #include "run_command.h"
 #include "test_dir.h"
 #include "test_query.h"
@@ -154,16 +155,7 @@ class SchedulerE2E : public ::testing::Test {
   }
 
   v1beta1::ContainerAllocateResponse allocate(const std::vector<int>& phys, grpc::Status* status) {
-    auto stub = kubelet->plugin(kEndpoint);
-    v1beta1::AllocateRequest req;
-    auto* cr = req.add_container_requests();
-    for (const auto& id : ids(phys)) cr->add_devices_ids(id);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
-    v1beta1::AllocateResponse resp;
-    *status = stub->Allocate(&ctx, req, &resp);
-    return resp.container_responses_size() > 0 ? resp.container_responses(0)
-                                               : v1beta1::ContainerAllocateResponse{};
+    return testing::first_container(testing::allocate(*kubelet->plugin(kEndpoint), {ids(phys)}, status, 5s));
   }
 
   std::vector<std::string> preferred(const std::vector<int>& available, int size,

@@ -28,6 +28,7 @@
 #include "ascend/plugin/scheduler_client.h"
 #include "ascend/plugin/scheduler_plan.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "grpc_allocate.h"
 #include "guarded_capture.h"
 #include "test_dir.h"
 
@@ -1352,12 +1353,9 @@ TEST(NothingEndsThePlugin, AHandlerThatThrowsAnswersInternalAndTheNextCallIsServ
   auto stub = v1beta1::DevicePlugin::NewStub(
       grpc::CreateChannel("unix://" + ep.socket_path(), grpc::InsecureChannelCredentials()));
   auto allocate = [&](int phy) {
-    v1beta1::AllocateRequest req;
-    req.add_container_requests()->add_devices_ids(chip_ids(kChips, {phy}).at(0));
     v1beta1::AllocateResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
-    grpc::Status st = stub->Allocate(&ctx, req, &resp);
+    grpc::Status st = testing::send_allocate(
+        *stub, testing::allocate_request({{chip_ids(kChips, {phy}).at(0)}}), &resp, 5s);
     return std::make_pair(st, resp.container_responses_size());
   };
   auto preferred = [&] {
