@@ -22,7 +22,7 @@
 #include "ascend/plugin/daemon.h"
 #include "ascend/plugin/plugin.h"
 #include "fake_kubelet.h"
-#include "grpc_allocate.h"
+#include "plugin_fixture.h"
 #include "test_dir.h"
 #include "test_query.h"
 
@@ -55,73 +55,12 @@ bool exists(const std::string& p) {
   return ::lstat(p.c_str(), &st) == 0;
 }
 
-class PluginE2E : public ::testing::Test {
+class PluginE2E : public testing::PluginFixture {
  protected:
-  TempDir tmp;
-  std::string dir = tmp / "device-plugins";
-  std::string root = tmp / "host";
-  npu::Emulator emu{root};
-  std::unique_ptr<npu::DeviceQuery> query;  // what the plugin reads: the backend under test
-  std::unique_ptr<FakeKubelet> kubelet;
-  std::unique_ptr<Daemon> daemon;
-  std::thread runner;
-  Status run_status;
-
-  void load(const char* profile) {
-    auto p = npu::builtin_profile(profile);
-    ASSERT_TRUE(p.ok());
-    npu::LoadOptions opts;
-    opts.majors = npu::DeviceMajors{240, 241, 242, 243, 244};
-    opts.npu_smi_binary = std::string(ASCEND_BIN_DIR) + "/npu-smi";
-    opts.make_nodes = ::geteuid() == 0;
-    opts.force = true;
-    auto st = emu.load(*p, opts);
-    ASSERT_TRUE(st.ok()) << st.error().message();
-  }
-
-  void start_kubelet() {
-    if (!kubelet) kubelet = std::make_unique<FakeKubelet>(dir, tmp / "pod-resources.sock");
-    kubelet->start();
-  }
-
-  Config config() {
-    Config c;
-    c.kubelet_socket_dir = dir;
-    c.host_root = root;
-    c.pod_resources_socket = tmp / "pod-resources.sock";
-    return c;
-  }
-
-  void start_plugin(const Config& cfg) {
-    query = ascend::testing::open_test_query(root);
-    ASSERT_TRUE(query);
-    auto d = Daemon::create(cfg, *query);
-    ASSERT_TRUE(d.ok()) << d.error().message();
-    daemon = std::move(d).value();
-    runner = std::thread([this] { run_status = daemon->run(); });
-  }
-
   // The usual start: host loaded, kubelet up, plugin registered.
   void up(const char* profile, const Config& cfg, int registrations = 1) {
     load(profile);
-    start_kubelet();
-    start_plugin(cfg);
-    ASSERT_TRUE(kubelet->wait_registrations(registrations, 10s)) << "the plugin did not register";
-  }
-
-  void TearDown() override {
-    if (daemon) {
-      daemon->stop();
-      runner.join();
-      EXPECT_TRUE(run_status.ok()) << run_status.error().message();
-    }
-    daemon.reset();
-    kubelet.reset();
-  }
-
-  v1beta1::AllocateResponse allocate(const std::string& endpoint,
-                                     const std::vector<std::vector<std::string>>& ids, grpc::Status* status) {
-    return testing::allocate(*kubelet->plugin(endpoint), ids, status, 5s);
+    serve(cfg, registrations);
   }
 };
 

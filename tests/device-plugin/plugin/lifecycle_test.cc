@@ -21,7 +21,7 @@
 #include "ascend/plugin/daemon.h"
 #include "ascend/plugin/plugin.h"
 #include "fake_kubelet.h"
-#include "grpc_allocate.h"
+#include "plugin_fixture.h"
 #include "test_dir.h"
 #include "test_query.h"
 
@@ -64,65 +64,17 @@ class LogCapture {
   std::shared_ptr<spdlog::logger> old_;
 };
 
-class LifecycleE2E : public ::testing::Test {
+class LifecycleE2E : public testing::PluginFixture {
  protected:
-  TempDir tmp;
-  std::string dir = tmp / "device-plugins";
-  std::string root = tmp / "host";
-  npu::Emulator emu{root};
-  std::unique_ptr<npu::DeviceQuery> query;  // what the plugin reads: the backend under test
-  std::unique_ptr<FakeKubelet> kubelet;
-  std::unique_ptr<Daemon> daemon;
-  std::thread runner;
-  Status run_status;
-
-  void load(const char* profile, npu::DeviceMajors majors) {
-    auto p = npu::builtin_profile(profile);
-    ASSERT_TRUE(p.ok());
-    npu::LoadOptions opts;
-    opts.majors = majors;
-    opts.npu_smi_binary = std::string(ASCEND_BIN_DIR) + "/npu-smi";
-    opts.make_nodes = ::geteuid() == 0;
-    opts.force = true;
-    auto st = emu.load(*p, opts);
-    ASSERT_TRUE(st.ok()) << st.error().message();
-  }
-
-  Config config() {
-    Config c;
-    c.kubelet_socket_dir = dir;
-    c.host_root = root;
-    c.pod_resources_socket = tmp / "pod-resources.sock";
+  Config config() const {
+    Config c = PluginFixture::config();
     c.vnpu_gc_interval = 0s;
     return c;
   }
 
   void up(const Config& cfg, int registrations = 1) {
     load("atlas800t-a2", {240, 241, 242, 243, 244});
-    kubelet = std::make_unique<FakeKubelet>(dir, tmp / "pod-resources.sock");
-    kubelet->start();
-    query = ascend::testing::open_test_query(root);
-    ASSERT_TRUE(query);
-    auto d = Daemon::create(cfg, *query);
-    ASSERT_TRUE(d.ok()) << d.error().message();
-    daemon = std::move(d).value();
-    runner = std::thread([this] { run_status = daemon->run(); });
-    ASSERT_TRUE(kubelet->wait_registrations(registrations, 10s)) << "the plugin did not register";
-  }
-
-  void TearDown() override {
-    if (daemon) {
-      daemon->stop();
-      runner.join();
-      EXPECT_TRUE(run_status.ok()) << run_status.error().message();
-    }
-    daemon.reset();
-    kubelet.reset();
-  }
-
-  v1beta1::AllocateResponse allocate(const std::string& endpoint,
-                                     const std::vector<std::vector<std::string>>& ids, grpc::Status* status) {
-    return testing::allocate(*kubelet->plugin(endpoint), ids, status, 5s);
+    serve(cfg, registrations);
   }
 
   std::vector<std::string> preferred(const std::string& endpoint, const std::vector<std::string>& available,
@@ -340,12 +292,8 @@ TEST_F(LifecycleE2E, PeriodicGcDestroysOnlyVnpusWhoseContainerIsGone) {
   auto admin = query->create_vnpu(2, "vir05_1c_16g", std::nullopt, {});
   ASSERT_TRUE(gone.ok() && alive.ok() && admin.ok());
 
-  kubelet = std::make_unique<FakeKubelet>(dir, tmp / "pod-resources.sock");
-  kubelet->start();
-  auto d = Daemon::create(cfg, *query);
-  ASSERT_TRUE(d.ok()) << d.error().message();
-  daemon = std::move(d).value();
-  runner = std::thread([this] { run_status = daemon->run(); });
+  start_kubelet();
+  ASSERT_NO_FATAL_FAILURE(run_daemon(cfg));
 
   const auto deadline = std::chrono::steady_clock::now() + 5s;
   while (emu.snapshot()->vnpu(gone->id) != nullptr && std::chrono::steady_clock::now() < deadline)

@@ -19,6 +19,7 @@
 #include "ascend/plugin/daemon.h"
 #include "ascend/plugin/options.h"
 #include "fake_kubelet.h"
+#include "plugin_fixture.h"
 #include "run_command.h"
 #include "test_dir.h"
 #include "test_query.h"
@@ -55,55 +56,20 @@ std::string value_of(const std::string& line) {
   return line.substr(line.rfind(' ') + 1);
 }
 
-class MetricsE2E : public ::testing::Test {
+class MetricsE2E : public testing::PluginFixture {
  protected:
-  TempDir tmp;
-  std::string root = tmp / "host";
-  npu::Emulator emu{root};
-  std::unique_ptr<npu::DeviceQuery> query;
-  std::unique_ptr<FakeKubelet> kubelet;
-  std::unique_ptr<Daemon> daemon;
-  std::thread runner;
-  Status run_status;
-
   void SetUp() override {
-    auto p = npu::builtin_profile("atlas800t-a2");
-    ASSERT_TRUE(p.ok());
-    npu::LoadOptions opts;
-    opts.majors = npu::DeviceMajors{240, 241, 242, 243, 244};
-    opts.npu_smi_binary = std::string(ASCEND_BIN_DIR) + "/npu-smi";
-    opts.make_nodes = ::geteuid() == 0;
-    ASSERT_TRUE(emu.load(*p, opts).ok());
-    kubelet = std::make_unique<FakeKubelet>(tmp / "device-plugins", tmp / "pod-resources.sock");
+    ASSERT_NO_FATAL_FAILURE(load("atlas800t-a2", kMajors, /*force=*/false));
+    kubelet = std::make_unique<FakeKubelet>(dir, tmp / "pod-resources.sock");
     kubelet->set_pods({{"train",
                         "job-0",
                         "worker",
                         "huawei.com/Ascend910",
                         {"Ascend910-0", "Ascend910-1", "Ascend910-2", "Ascend910-3"}}});
-    kubelet->start();
-    Config cfg;
-    cfg.kubelet_socket_dir = tmp / "device-plugins";
-    cfg.host_root = root;
-    cfg.pod_resources_socket = tmp / "pod-resources.sock";
+    Config cfg = config();
     cfg.metrics_addr = "127.0.0.1:0";
     cfg.no_kube = true;
-    query = ascend::testing::open_test_query(root);
-    ASSERT_TRUE(query);
-    auto d = Daemon::create(cfg, *query);
-    ASSERT_TRUE(d.ok()) << d.error().message();
-    daemon = std::move(d).value();
-    runner = std::thread([this] { run_status = daemon->run(); });
-    ASSERT_TRUE(kubelet->wait_registrations(1, 10s)) << "the plugin did not register";
-  }
-
-  void TearDown() override {
-    if (daemon) {
-      daemon->stop();
-      runner.join();
-      EXPECT_TRUE(run_status.ok()) << run_status.error().message();
-    }
-    daemon.reset();
-    kubelet.reset();
+    serve(cfg);
   }
 
   void sim(std::vector<std::string> args) {

@@ -32,6 +32,7 @@
 #include "fake_kubelet.h"
 #include "fake_scheduler.h"
 #include "grpc_allocate.h"
+#include "plugin_fixture.h"
 #include "run_command.h"
 #include "test_dir.h"
 #include "test_query.h"
@@ -89,38 +90,18 @@ std::string scrape(int port) {
   return r && r->status == 200 ? r->body : "";
 }
 
-class SchedulerE2E : public ::testing::Test {
+class SchedulerE2E : public testing::PluginFixture {
  protected:
-  TempDir tmp;
-  std::string dir = tmp / "device-plugins";
-  std::string root = tmp / "host";
-  npu::Emulator emu{root};
-  std::unique_ptr<npu::DeviceQuery> query;  // what the plugin reads: the backend under test
   FakeScheduler sched;
-  std::unique_ptr<FakeKubelet> kubelet;
-  std::unique_ptr<Daemon> daemon;
-  std::thread runner;
-  Status run_status;
 
   void SetUp() override {
-    auto p = npu::builtin_profile("atlas800t-a2");
-    ASSERT_TRUE(p.ok());
-    npu::LoadOptions opts;
-    opts.majors = npu::DeviceMajors{240, 241, 242, 243, 244};
-    opts.npu_smi_binary = std::string(ASCEND_BIN_DIR) + "/npu-smi";
-    opts.make_nodes = ::geteuid() == 0;
-    opts.force = true;
-    auto st = emu.load(*p, opts);
-    ASSERT_TRUE(st.ok()) << st.error().message();
+    ASSERT_NO_FATAL_FAILURE(load("atlas800t-a2"));
     ASSERT_TRUE(atomic_replace(tmp / "token", std::string(kToken) + "\n").ok());
     sched.require_token(kToken);
   }
 
   Config config(const std::string& url) {
-    Config c;
-    c.kubelet_socket_dir = dir;
-    c.host_root = root;
-    c.pod_resources_socket = tmp / "pod-resources.sock";
+    Config c = PluginFixture::config();
     c.scheduler_url = url;
     c.node_name = "node-1";
     c.scheduler_token_file = tmp / "token";
@@ -129,29 +110,6 @@ class SchedulerE2E : public ::testing::Test {
     c.promise_grace = 300ms;
     c.ranktable_refresh = 100ms;
     return c;
-  }
-
-  // The kubelet up, the plugin registered with it.
-  void up(const Config& cfg) {
-    kubelet = std::make_unique<FakeKubelet>(dir, tmp / "pod-resources.sock");
-    kubelet->start();
-    query = ascend::testing::open_test_query(root);
-    ASSERT_TRUE(query);
-    auto d = Daemon::create(cfg, *query);
-    ASSERT_TRUE(d.ok()) << d.error().message();
-    daemon = std::move(d).value();
-    runner = std::thread([this] { run_status = daemon->run(); });
-    ASSERT_TRUE(kubelet->wait_registrations(1, 10s)) << "the plugin did not register";
-  }
-
-  void TearDown() override {
-    if (daemon) {
-      daemon->stop();
-      runner.join();
-      EXPECT_TRUE(run_status.ok()) << run_status.error().message();
-    }
-    daemon.reset();
-    kubelet.reset();
   }
 
   v1beta1::ContainerAllocateResponse allocate(const std::vector<int>& phys, grpc::Status* status) {
@@ -191,7 +149,7 @@ std::map<std::string, std::string> envs_of(const v1beta1::ContainerAllocateRespo
 
 TEST_F(SchedulerE2E, InventoryArrivesAtStartAndWithinOneSecondOfAFaultAndItsClearing) {
   ASSERT_GT(sched.start(), 0);
-  up(config(sched.url()));
+  serve(config(sched.url()));
   SchedulerRequest first;
   ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {})), 5s, &first));
   EXPECT_EQ(first.path, "/v1/nodes/node-1");
@@ -227,7 +185,7 @@ TEST_F(SchedulerE2E, InventoryArrivesAtStartAndWithinOneSecondOfAFaultAndItsClea
 // `npu-sim load-gen --util 80 --hbm 16` (80 %, 16384 MB more).
 TEST_F(SchedulerE2E, TheInventoryCarriesEachChipsLoadForTheDashboard) {
   ASSERT_GT(sched.start(), 0);
-  up(config(sched.url()));
+  serve(config(sched.url()));
   SchedulerRequest first;
   ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {})), 5s, &first));
   const json idle = first.json()["chips"][1];
@@ -254,7 +212,7 @@ TEST_F(SchedulerE2E, InventoryIsRetriedUntilTheSchedulerComesUpLate) {
   sched.stop();  // the port is known; nothing listens on it yet
   Config cfg = config(url);
   cfg.metrics_addr = "127.0.0.1:0";
-  up(cfg);
+  serve(cfg);
   std::this_thread::sleep_for(1500ms);
   const std::string body = scrape(daemon->metrics_port());
   EXPECT_NE(body.find("ascend_device_plugin_scheduler_errors_total{call=\"inventory\"}"), std::string::npos)
@@ -276,7 +234,7 @@ TEST_F(SchedulerE2E, ARefusedReportIsRetriedAtTheSlowRate) {
   sched.set_inventory_answer(404, "node node-1 is not in the cluster file");
   Config cfg = config(sched.url());
   cfg.report_every = 700ms;
-  up(cfg);
+  serve(cfg);
   ASSERT_TRUE(sched.wait_for([](const auto& r) { return r.method == "PUT"; }, 5s));
   std::this_thread::sleep_for(1000ms);
   const auto puts = sched.requests("PUT");
@@ -289,7 +247,7 @@ TEST_F(SchedulerE2E, ARefusedReportIsRetriedAtTheSlowRate) {
 
 TEST_F(SchedulerE2E, AllocatedChipsAreInUseUntilThePodResourcesNoLongerListThem) {
   ASSERT_GT(sched.start(), 0);
-  up(config(sched.url()));
+  serve(config(sched.url()));
   ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {})), 5s));
   kubelet->set_in_use({{"huawei.com/Ascend910", {"Ascend910-4", "Ascend910-5"}}});
   grpc::Status s;
@@ -311,7 +269,7 @@ TEST_F(SchedulerE2E, AllocatedChipsAreInUseUntilThePodResourcesNoLongerListThem)
 
 TEST_F(SchedulerE2E, PreferredReturnsTheReservationInsideAvailableElseTheNodeLevelChoice) {
   ASSERT_GT(sched.start(), 0);
-  up(config(sched.url()));
+  serve(config(sched.url()));
   const std::vector<int> all = {0, 1, 2, 3, 4, 5, 6, 7};
   const std::vector<int> no7 = {0, 1, 2, 3, 4, 5, 6};
   // The node-level choices, with no reservation.
@@ -359,7 +317,7 @@ TEST_F(SchedulerE2E, AllocateWithAReservationGivesTheJobEnvAndARankTableMount) {
                                {"ranktable", table}});
   sched.set_allocation_answer(
       {0}, 200, {{"namespace", "default"}, {"pod", "solo"}, {"job", ""}, {"env", json::object()}});
-  up(config(sched.url()));
+  serve(config(sched.url()));
 
   grpc::Status s;
   auto c = allocate({6, 4, 7, 5}, &s);
@@ -415,7 +373,7 @@ TEST_F(SchedulerE2E, AllocateTakesOnlyTheDocumentedLaunchEnvFromTheScheduler) {
   env["SOME_UNKNOWN_NAME"] = "x";
   sched.set_allocation_answer({0, 1, 2, 3, 4, 5, 6, 7}, 200,
                               {{"namespace", "default"}, {"pod", "train-1"}, {"job", "train"}, {"env", env}});
-  up(config(sched.url()));
+  serve(config(sched.url()));
   grpc::Status s;
   auto c = allocate({0, 1, 2, 3, 4, 5, 6, 7}, &s);
   ASSERT_TRUE(s.ok()) << "the Allocate succeeds without the dropped names: " << s.error_message();
@@ -436,7 +394,7 @@ TEST_F(SchedulerE2E, TheRankTableIsMode0640AndGoesWhenThePodsChipsAreFreed) {
                                {"env", {{"ASCEND_JOB", "train"}}},
                                {"ranktable_path", "/etc/ascend/hccl.json"},
                                {"ranktable", {{"version", "1.0"}}}});
-  up(config(sched.url()));
+  serve(config(sched.url()));
   kubelet->set_in_use({{"huawei.com/Ascend910", {"Ascend910-2", "Ascend910-3"}}});
   grpc::Status s;
   auto c = allocate({2, 3}, &s);
@@ -474,7 +432,7 @@ TEST_F(SchedulerE2E, TheRankTableTakesTheConfiguredGroup) {
   Config cfg = config(sched.url());
   constexpr int kGroup = 4242;  // any group but root's and the test's own
   cfg.ranktable_group = kGroup;
-  up(cfg);
+  serve(cfg);
   grpc::Status s;
   auto c = allocate({2, 3}, &s);
   ASSERT_TRUE(s.ok()) << s.error_message();
@@ -529,7 +487,7 @@ TEST_F(SchedulerE2E, ARankTableTheSchedulerRewritesReachesTheMountedFolderInPlac
                                {"ranktable_path", "/etc/ascend/hccl.json"},
                                {"ranktable", before}});
   sched.set_job_ranktable("ml", "train", before);
-  up(config(sched.url()));
+  serve(config(sched.url()));
   kubelet->set_in_use({{"huawei.com/Ascend910", {"Ascend910-2", "Ascend910-3"}}});  // the pod runs
   grpc::Status s;
   auto c = allocate({2, 3}, &s);
@@ -614,7 +572,7 @@ TEST_F(SchedulerE2E, TheJobRankTableCallReadsAtMostItsBoundAndSaysWhenTheJobIsGo
 
 TEST_F(SchedulerE2E, AllocateOfAPodTheSchedulerDoesNotKnowIsAnsweredAsToday) {
   ASSERT_GT(sched.start(), 0);
-  up(config(sched.url()));
+  serve(config(sched.url()));
   grpc::Status s;
   auto c = allocate({1, 0}, &s);  // the fake answers 404 for chips it has no answer for
   ASSERT_TRUE(s.ok()) << s.error_message();
@@ -632,7 +590,7 @@ TEST_F(SchedulerE2E, A409FailsTheAllocateWithTheSchedulersReason) {
   const std::string reason =
       "pod default/train-2 has chips 2,4 reserved on node-1, not 2,3 (chip 4 is unhealthy)";
   sched.set_allocation_answer({2, 3}, 409, {{"error", reason}});
-  up(config(sched.url()));
+  serve(config(sched.url()));
   ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {})), 5s));
   grpc::Status s;
   allocate({2, 3}, &s);
@@ -651,7 +609,7 @@ TEST_F(SchedulerE2E, A409FailsTheAllocateWithTheSchedulersReason) {
 TEST_F(SchedulerE2E, AnUnreachableSchedulerChangesNothing) {
   const int port = sched.start();
   sched.stop();  // connections to it are refused
-  up(config("http://127.0.0.1:" + std::to_string(port)));
+  serve(config("http://127.0.0.1:" + std::to_string(port)));
   auto w = kubelet->watch(kEndpoint);
   ASSERT_TRUE(w->wait_for([](const auto& r) { return r.devices_size() == 8; }, 5s));
   ASSERT_TRUE(emu.set_fault(6, 0x80E18402, npu::Health::kCritical).ok());
@@ -674,7 +632,7 @@ TEST_F(SchedulerE2E, AnUnreachableSchedulerChangesNothing) {
 
 TEST_F(SchedulerE2E, AHangingSchedulerDelaysOnlyTheCallThatWaitsForIt) {
   ASSERT_GT(sched.start(), 0);
-  up(config(sched.url()));
+  serve(config(sched.url()));
   ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {})), 5s));
   sched.set_delay(3s);
   auto w = kubelet->watch(kEndpoint);
@@ -710,7 +668,7 @@ TEST_F(SchedulerE2E, AWrongTokenIsRefusedAndNothingIsTaken) {
   sched.require_token("another-token");
   sched.set_allocation_answer(
       {0}, 200, {{"namespace", "default"}, {"pod", "p"}, {"job", "j"}, {"env", {{"ASCEND_JOB", "j"}}}});
-  up(config(sched.url()));
+  serve(config(sched.url()));
   ASSERT_TRUE(sched.wait_for([](const auto& r) { return r.method == "PUT"; }, 5s));
   grpc::Status s;
   auto c = allocate({0}, &s);
@@ -737,7 +695,7 @@ TEST_F(SchedulerE2E, HttpsIsVerifiedAgainstTheSchedulerCa) {
   ASSERT_EQ(sched.url().rfind("https://", 0), 0U);
   Config cfg = config(sched.url());
   cfg.scheduler_ca_file = tmp / "cert.pem";
-  up(cfg);
+  serve(cfg);
   SchedulerRequest got;
   ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {})), 5s, &got));
   EXPECT_EQ(got.authorization, std::string("Bearer ") + kToken);
@@ -749,7 +707,7 @@ TEST_F(SchedulerE2E, HttpsWithAnUnknownCaSendsNothing) {
                                    "-keyout", tmp / "key.pem", "-out", tmp / "cert.pem"});
   if (gen.exit_code != 0) GTEST_SKIP() << "openssl cannot make a test certificate: " << gen.err;
   ASSERT_GT(sched.start(0, tmp / "cert.pem", tmp / "key.pem"), 0);
-  up(config(sched.url()));  // no CA file: the system's CAs do not know this certificate
+  serve(config(sched.url()));  // no CA file: the system's CAs do not know this certificate
   std::this_thread::sleep_for(800ms);
   EXPECT_TRUE(sched.requests().empty()) << "the plugin sent its token to a server it could not verify";
   grpc::Status s;
