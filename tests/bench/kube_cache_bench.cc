@@ -42,6 +42,7 @@
 #include "ascend/scheduler/server.h"
 #include "ascend/topology/cluster.h"
 #include "fake_apiserver.h"
+#include "served_scheduler.h"
 
 namespace {
 
@@ -193,26 +194,17 @@ std::vector<PodPlan> packed(const ascend::topology::Cluster& c, int per_node) {
 class Running {
  public:
   Running(ascend::topology::Cluster c, const std::string& api_url) {
-    ascend::scheduler::ServeOptions o;
-    o.listen = "127.0.0.1:0";
-    o.extender_listen = "127.0.0.1:0";
-    o.instance = "bench";
-    ascend::kube::Config cfg;
-    cfg.server = api_url;
-    auto s = ascend::scheduler::Server::create(o, std::move(c), nullptr,
-                                               std::make_shared<ascend::kube::Client>(cfg));
+    auto s = ascend::testing::ServedScheduler::start(std::move(c), api_url);
     if (!s.ok()) die("Server::create: " + s.error().message());
-    server_ = std::move(*s);
-    thread_ = std::thread([this] { (void)server_->run(); });
-    http_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    served_ = std::move(*s);
+    http_ = std::make_unique<httplib::Client>("127.0.0.1", served_->port());
     http_->set_keep_alive(true);
     http_->set_tcp_nodelay(true);
     http_->set_read_timeout(60, 0);
   }
   ~Running() {
     http_.reset();  // first: the server's stop() waits for an idle keep-alive connection to time out (5 s)
-    server_->stop();
-    thread_.join();
+    served_.reset();
   }
   Running(const Running&) = delete;
   Running& operator=(const Running&) = delete;
@@ -247,8 +239,7 @@ class Running {
   }
 
  private:
-  std::unique_ptr<ascend::scheduler::Server> server_;
-  std::thread thread_;
+  std::unique_ptr<ascend::testing::ServedScheduler> served_;
   std::unique_ptr<httplib::Client> http_;
 };
 

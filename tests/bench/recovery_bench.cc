@@ -34,6 +34,7 @@
 #include "ascend/scheduler/server.h"
 #include "ascend/topology/cluster.h"
 #include "fake_apiserver.h"
+#include "served_scheduler.h"
 
 namespace {
 
@@ -114,19 +115,11 @@ void put_devices(FakeApiServer& api, const std::string& node, int bad) {
 class Scheduler {
  public:
   Scheduler(ascend::topology::Cluster c, const std::string& api_url) {
-    ascend::scheduler::ServeOptions o;
-    o.listen = "127.0.0.1:0";
-    o.extender_listen = "127.0.0.1:0";
-    o.instance = "bench";
-    ascend::kube::Config cfg;
-    cfg.server = api_url;
-    auto s = ascend::scheduler::Server::create(o, std::move(c), nullptr,
-                                               std::make_shared<ascend::kube::Client>(cfg));
+    auto s = ascend::testing::ServedScheduler::start(std::move(c), api_url);
     if (!s.ok()) die(s.error().message());
-    server_ = std::move(*s);
-    thread_ = std::thread([this] { (void)server_->run(); });
-    views_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
-    extender_ = std::make_unique<httplib::Client>("127.0.0.1", server_->extender_port());
+    served_ = std::move(*s);
+    views_ = std::make_unique<httplib::Client>("127.0.0.1", served_->port());
+    extender_ = std::make_unique<httplib::Client>("127.0.0.1", served_->extender_port());
     extender_->set_keep_alive(true);
     extender_->set_tcp_nodelay(true);  // as kube-scheduler's Go client
     auto until = Clock::now() + 30s;
@@ -137,10 +130,7 @@ class Scheduler {
     }
     die("the scheduler did not become ready");
   }
-  ~Scheduler() {
-    server_->stop();
-    thread_.join();
-  }
+  ~Scheduler() { served_.reset(); }  // the server stops before its clients close
   json post(const std::string& path, const json& body) {
     auto r = extender_->Post(path.c_str(), body.dump(), "application/json");
     if (!r || r->status != 200) die(path + ": " + (r ? r->body : httplib::to_string(r.error())));
@@ -164,8 +154,7 @@ class Scheduler {
   }
 
  private:
-  std::unique_ptr<ascend::scheduler::Server> server_;
-  std::thread thread_;
+  std::unique_ptr<ascend::testing::ServedScheduler> served_;
   std::unique_ptr<httplib::Client> views_, extender_;
 };
 
