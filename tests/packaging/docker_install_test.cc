@@ -1,4 +1,4 @@
-// The .run with a real dockerd, as a user would run it: a private daemon (support.h PrivateDockerd: its own
+// The .run with a real dockerd, as a user would run it: a private daemon (dockerd.h PrivateDockerd: its own
 // daemon.json, data root, socket and pid file), the package installed into scratch paths with
 // --reload-engine, `docker info` listing the runtime, a container with two chips, and an uninstall that
 // reloads the daemon without the runtime and leaves daemon.json byte for byte as it was. Root only; docker.io
@@ -14,7 +14,7 @@
 #include <set>
 #include <thread>
 
-#include "support.h"
+#include "dockerd.h"
 
 namespace ascend::hook {
 namespace {
@@ -24,18 +24,17 @@ using namespace testing;  // NOLINT(google-build-using-namespace): the test supp
 constexpr const char* kImage = "ascend-pkg-test/busybox:latest";
 constexpr const char* kOriginal = "{\"log-level\": \"warn\",\n \"runtimes\": {}}\n";
 
-class DockerInstallTest : public ::testing::Test {
+class DockerInstallTest : public DockerdTest {
  protected:
+  DockerInstallTest() : DockerdTest("pkg-docker") {}
+
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root (dockerd, the installer)";
-    if (!have_program("dockerd") || !have_program("docker"))
-      FAIL() << "docker.io is not installed (scripts/deps installs it)";
+    ASSERT_NO_FATAL_FAILURE(require_docker());
     ASSERT_EQ(::access(ASCEND_RUN, X_OK), 0) << ASCEND_RUN << " is not built (target run-package)";
-    host_ = std::make_unique<EmulatedHost>(tmp_ / "host");
-    ASSERT_TRUE(host_->ok()) << host_->error();
+    ASSERT_NO_FATAL_FAILURE(load_host());
     spit(tmp_ / "daemon.json", kOriginal);
-    dockerd_ = std::make_unique<PrivateDockerd>(tmp_.path(), tmp_ / "daemon.json", kImage);
-    ASSERT_TRUE(dockerd_->ok()) << dockerd_->error();
+    ASSERT_NO_FATAL_FAILURE(start_dockerd(tmp_ / "daemon.json", kImage));
   }
 
   static bool wait_for(const std::function<bool()>& ok) {
@@ -46,8 +45,6 @@ class DockerInstallTest : public ::testing::Test {
     return false;
   }
 
-  Output docker(const std::vector<std::string>& args) { return dockerd_->docker(args); }
-
   Output installer(std::vector<std::string> args) {
     std::vector<std::string> argv = {"env", "ASCEND_DOCKER_PIDFILE=" + (tmp_ / "docker.pid"), ASCEND_RUN};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -57,10 +54,6 @@ class DockerInstallTest : public ::testing::Test {
   bool runtime_listed() {
     return std::regex_search(docker({"info"}).out, std::regex("Runtimes:[^\n]*\\bascend\\b"));
   }
-
-  TempDir tmp_{"pkg-docker"};
-  std::unique_ptr<EmulatedHost> host_;
-  std::unique_ptr<PrivateDockerd> dockerd_;
 };
 
 TEST_F(DockerInstallTest, InstallRunTwoChipsUninstallByteIdentical) {

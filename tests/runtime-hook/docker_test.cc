@@ -1,4 +1,4 @@
-// End to end with real dockerd: a private daemon (support.h PrivateDockerd, with a daemon.json that registers
+// End to end with real dockerd: a private daemon (dockerd.h PrivateDockerd, with a daemon.json that registers
 // the runtime as `ascend`), a busybox-static image made with `docker import`, and the commands. Every
 // container, image and daemon the test starts is removed. Root only.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <set>
 #include <thread>
 
-#include "support.h"
+#include "dockerd.h"
 
 namespace ascend::hook {
 namespace {
@@ -18,30 +18,23 @@ using namespace testing;  // NOLINT(google-build-using-namespace): the test supp
 
 constexpr const char* kImage = "ascend-hook-test/busybox:latest";
 
-class DockerTest : public ::testing::Test {
+class DockerTest : public DockerdTest {
  protected:
+  DockerTest() : DockerdTest("docker") {}
+
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root (dockerd)";
-    if (!have_program("dockerd") || !have_program("docker"))
-      FAIL() << "docker.io is not installed (scripts/deps installs it)";
+    ASSERT_NO_FATAL_FAILURE(require_docker());
     if (::access("/bin/busybox", X_OK) != 0)
       FAIL() << "busybox-static is not installed (scripts/deps installs it)";
-    host_ = std::make_unique<EmulatedHost>(tmp_ / "host");
-    ASSERT_TRUE(host_->ok()) << host_->error();
+    ASSERT_NO_FATAL_FAILURE(load_host());
     std::string config = write_hook_config(tmp_.path(), tmp_ / "host");
     // The daemon.json is ascend-ctk's: the test proves that what it writes works with a real dockerd.
     auto conf = run({bin("ascend-ctk"), "runtime", "configure", "--runtime", "docker", "--file",
                      tmp_ / "daemon.json", "--runtime-arg=--config", "--runtime-arg=" + config});
     ASSERT_EQ(conf.exit_code, 0) << conf.err;
-    dockerd_ = std::make_unique<PrivateDockerd>(tmp_.path(), tmp_ / "daemon.json", kImage);
-    ASSERT_TRUE(dockerd_->ok()) << dockerd_->error();
+    ASSERT_NO_FATAL_FAILURE(start_dockerd(tmp_ / "daemon.json", kImage));
   }
-
-  Output docker(const std::vector<std::string>& args) { return dockerd_->docker(args); }
-
-  TempDir tmp_{"docker"};
-  std::unique_ptr<EmulatedHost> host_;
-  std::unique_ptr<PrivateDockerd> dockerd_;
 };
 
 TEST_F(DockerTest, RunWithTwoNpusShowsExactlyThoseInNpuSmi) {

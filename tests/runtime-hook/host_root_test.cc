@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "ascend/npu/emulator.h"
+#include "dockerd.h"
 #include "support.h"
 
 namespace ascend::hook {
@@ -136,8 +137,7 @@ INSTANTIATE_TEST_SUITE_P(Backend, HostAtRootBackend, ::testing::Values("auto", "
 
 // The issue's command, as a user runs it.
 TEST_P(HostAtRootBackend, DockerRunWithADynamicVnpuLeavesNoVnpuBehind) {
-  if (!have_program("dockerd") || !have_program("docker"))
-    FAIL() << "docker.io is not installed (scripts/deps installs it)";
+  ASSERT_NO_FATAL_FAILURE(require_docker());
   const std::string cfg = config(GetParam());
   auto conf = run({bin("ascend-ctk"), "runtime", "configure", "--runtime", "docker", "--file",
                    tmp_ / "daemon.json", "--runtime-arg=--config", "--runtime-arg=" + cfg});

@@ -87,30 +87,6 @@ std::string write_hook_config(const std::string& dir, const std::string& host_ro
                               const std::map<std::string, std::string>& extra_lists = {},
                               const std::string& injection = "spec", const std::string& extra_config = "");
 
-// A private dockerd under `dir` (its own data root, exec root, socket, pid file; `daemon_json` its config,
-// which registers the runtimes), whether or not another daemon runs, with a busybox-static image imported as
-// `image`. Every container, the image and the daemon are removed on destruction. Root only.
-class PrivateDockerd {
- public:
-  PrivateDockerd(std::string dir, const std::string& daemon_json, std::string image);
-  ~PrivateDockerd();
-  PrivateDockerd(const PrivateDockerd&) = delete;
-  PrivateDockerd& operator=(const PrivateDockerd&) = delete;
-  bool ok() const { return ok_; }
-  const std::string& error() const { return error_; }
-  const std::string& image() const { return image_; }
-  // `docker` with this daemon's socket and a private client config.
-  Output docker(const std::vector<std::string>& args);
-
- private:
-  std::string dir_;
-  std::string image_;
-  std::string sock_;
-  int pid_ = -1;
-  bool ok_ = false;
-  std::string error_;
-};
-
 // Copies busybox into <rootfs>/bin with a symlink per applet.
 void make_busybox_rootfs(const std::string& rootfs);
 
