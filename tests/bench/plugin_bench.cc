@@ -653,42 +653,35 @@ void BM_FaultToCallback(benchmark::State& state) {
 }
 BENCHMARK(BM_FaultToCallback)->Iterations(20)->UseManualTime()->Unit(benchmark::kMillisecond);
 
+// 10 000 blocking calls of `t` from 8 threads; false when one failed.
+bool call_10k(Target t, Stub& stub) {
+  std::vector<std::thread> pool;
+  pool.reserve(8);
+  std::atomic<int> failures{0};
+  for (int c = 0; c < 8; ++c) {
+    pool.emplace_back([&, c] {
+      CallSlot slot;
+      slot.init(c);
+      for (int i = 0; i < 10000 / 8; ++i) {
+        if (!slot.call_blocking(t, stub)) failures++;
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  return failures == 0;
+}
+
 void BM_RssAfter10kAllocate(benchmark::State& state) {
   auto stub = setup().stub();
   for (auto _ : state) {
     const double before = setup().rss_mb();
     const double cpu0 = setup().cpu_seconds();
-    std::vector<std::thread> pool;
-    pool.reserve(8);
-    std::atomic<int> failures{0};
-    for (int t = 0; t < 8; ++t) {
-      pool.emplace_back([&, t] {
-        CallSlot slot;
-        slot.init(t);
-        for (int i = 0; i < 10000 / 8; ++i) {
-          if (!slot.call_blocking(Target::kAllocate, *stub)) failures++;
-        }
-      });
-    }
-    for (auto& th : pool) th.join();
-    if (failures > 0) state.SkipWithError("a call failed");
+    if (!call_10k(Target::kAllocate, *stub)) state.SkipWithError("a call failed");
     g_value["cpu_us_per_call"] = (setup().cpu_seconds() - cpu0) * 1e6 / 10000;
     // The floor: the bench's own gRPC server of the same service on the same libraries (grpc++, protobuf,
     // OpenSSL, absl; the floor process is this bench, which maps the emulator and Google Benchmark too),
     // answering 10 000 calls of the one it serves (GetDevicePluginOptions) with no plugin behind them.
-    auto floor_stub = setup().floor_stub();
-    pool.clear();
-    for (int t = 0; t < 8; ++t) {
-      pool.emplace_back([&, t] {
-        CallSlot slot;
-        slot.init(t);
-        for (int i = 0; i < 10000 / 8; ++i) {
-          if (!slot.call_blocking(Target::kFloor, *floor_stub)) failures++;
-        }
-      });
-    }
-    for (auto& th : pool) th.join();
-    if (failures > 0) state.SkipWithError("a floor call failed");
+    if (!call_10k(Target::kFloor, *setup().floor_stub())) state.SkipWithError("a floor call failed");
     g_value["floor_rss_mb"] = setup().status_mb("VmRSS", true);
     g_value["floor_file_mb"] = setup().status_mb("RssFile", true);
     g_value["floor_anon_mb"] = setup().status_mb("RssAnon", true);
