@@ -4,8 +4,9 @@
 # Included before the components so that every target gets the flags.
 #
 # The shipped tools are linked -static, which ASan cannot be: in this tree
-#  - ascend-docker-runtime, ascend-docker-hook and ascend-ctk are linked dynamically, instrumented, so the
-#    root/e2e tests that run them (runc as the engine) check the shim and the hook under the sanitizers;
+#  - ascend-docker-runtime (and its test build ascend-docker-runtime-testkill), ascend-docker-hook and
+#    ascend-ctk are linked dynamically, instrumented, so the root/e2e tests that run them (runc as the
+#    engine) check the shim and the hook under the sanitizers;
 #  - npu-smi stays static and is not instrumented (built from uninstrumented copies of its two libraries):
 #    `npu-sim load` copies it into the emulated host and containers run it, where no sanitizer runtime
 #    exists; its code is checked in-process by the npu-smi unit and golden tests, which link the
@@ -31,7 +32,7 @@ endif()
 add_link_options(-fsanitize=address,undefined)
 
 function(ascend_sanitize_fixups)
-  foreach(tool ascend-docker-runtime ascend-docker-hook ascend-ctk)
+  foreach(tool ascend-docker-runtime ascend-docker-runtime-testkill ascend-docker-hook ascend-ctk)
     if(TARGET ${tool})
       get_target_property(opts ${tool} LINK_OPTIONS)
       list(REMOVE_ITEM opts -static)
