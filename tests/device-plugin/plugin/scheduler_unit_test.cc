@@ -698,7 +698,7 @@ TEST(SchedulerConfig, TheShippedDaemonSetWiresTheSchedulerOverTlsNodeNameRankTab
 // ---- the Plugin and the Reporter over a recording SchedulerApi ------------------------------------------
 
 // A device query over a fixed snapshot: the Plugin's tests change the state with on_host_change.
-class FixedQuery final : public npu::DeviceQuery {
+class FixedQuery : public npu::DeviceQuery {
  public:
   explicit FixedQuery(const npu::HostState& s) : s_(npu::to_snapshot(s)) {}
   Result<npu::DeviceSnapshot> snapshot() const override { return s_; }
@@ -713,7 +713,7 @@ class FixedQuery final : public npu::DeviceQuery {
     return Error(ENOSYS, "fixed");
   }
 
- private:
+ protected:
   npu::DeviceSnapshot s_;
 };
 
@@ -1226,9 +1226,9 @@ TEST(Reporter, StopsPromptlyWhileWaiting) {
 // ---- no thread or handler of the plugin ends it (issue 24) ----------------------------------------------
 
 // A device query whose snapshot() throws while told to (a driver binding's bug), and whose host can change.
-class FlakyQuery final : public npu::DeviceQuery {
+class FlakyQuery final : public FixedQuery {
  public:
-  explicit FlakyQuery(const npu::HostState& s) : s_(npu::to_snapshot(s)) {}
+  using FixedQuery::FixedQuery;
   Result<npu::DeviceSnapshot> snapshot() const override {
     std::lock_guard lock(mu_);
     if (throws_ > 0) {
@@ -1242,13 +1242,6 @@ class FlakyQuery final : public npu::DeviceQuery {
     s_ = npu::to_snapshot(s);
     throws_ = throws;
   }
-  std::string host_path(const std::string& p) const override { return "/host" + p; }
-  Result<npu::Vnpu> create_vnpu(int, const std::string&, std::optional<int>, const npu::VnpuOwner&) override {
-    return Error(ENOSYS, "flaky");
-  }
-  Status destroy_vnpu(int, std::optional<int>, const std::optional<npu::VnpuOwner>&) override {
-    return Error(ENOSYS, "flaky");
-  }
   // Changes come only through the periodic driver check.
   Result<std::unique_ptr<npu::Subscription>> subscribe(ChangeCallback) const override {
     return std::make_unique<npu::Subscription>();
@@ -1256,7 +1249,6 @@ class FlakyQuery final : public npu::DeviceQuery {
 
  private:
   mutable std::mutex mu_;
-  npu::DeviceSnapshot s_;
   mutable int throws_ = 0;
 };
 

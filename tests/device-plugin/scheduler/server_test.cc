@@ -288,6 +288,13 @@ TEST(Serve, ConcurrentPodsNeverShareAChip) {
   EXPECT_EQ(chips.size(), 32U);
 }
 
+// Waits (up to 2 s) until the cluster view counts `n` free chips: the expirer's pass has run.
+void wait_for_free_chips(Running& s, int n) {
+  for (int i = 0; i < 100 && s.get("/v1/cluster")["chips"]["free"] != n; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 TEST(Serve, ReservationsExpireWhenNeverBound) {
   ServeOptions o;
   o.reservation_ttl = std::chrono::milliseconds(300);
@@ -295,9 +302,7 @@ TEST(Serve, ReservationsExpireWhenNeverBound) {
   ASSERT_TRUE(s.server) << s.error;
   s.post("/filter", s.names_args(job_pod("t", 0, 8, "tp=8,dp=2"), node_names(2)));
   EXPECT_EQ(s.get("/v1/cluster")["chips"]["free"], 0);
-  for (int i = 0; i < 100 && s.get("/v1/cluster")["chips"]["free"] != 16; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  wait_for_free_chips(s, 16);
   EXPECT_EQ(s.get("/v1/cluster")["chips"]["free"], 16);
   EXPECT_TRUE(s.get("/v1/cluster")["jobs"].empty());
 }
@@ -315,9 +320,7 @@ TEST(Serve, AnExpiryPassThatThrowsIsLoggedAndTheNextPassExpires) {
   ASSERT_TRUE(s.server) << s.error;
   s.post("/filter", s.names_args(job_pod("t", 0, 8, "tp=8,dp=2"), node_names(2)));
   EXPECT_EQ(s.get("/v1/cluster")["chips"]["free"], 0);
-  for (int i = 0; i < 100 && s.get("/v1/cluster")["chips"]["free"] != 16; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  wait_for_free_chips(s, 16);
   EXPECT_EQ(s.get("/v1/cluster")["chips"]["free"], 16) << "a later pass expired the reservation";
   EXPECT_GT(passes->load(), 3);
   EXPECT_EQ(
