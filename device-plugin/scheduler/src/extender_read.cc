@@ -67,6 +67,9 @@ bool to_nlohmann(simdjson::dom::element e, json& out) {
 std::optional<ExtenderArgs> read_extender_args_fast(std::string_view text, std::size_t max_nodes) {
   // One parser per thread: it keeps its buffers between calls (the server answers on a pool of threads).
   thread_local simdjson::dom::parser parser;
+  // No text is no JSON; the check also keeps an empty view's null data() away from simdjson's copy (memcpy
+  // from a null pointer is undefined even for zero bytes; UBSan found it).
+  if (text.empty()) return std::nullopt;
   simdjson::dom::element doc;
   if (parser.parse(text.data(), text.size()).get(doc) != simdjson::SUCCESS) return std::nullopt;
   simdjson::dom::object top;
