@@ -23,6 +23,7 @@
 #include "ascend/common/fs.h"
 #include "ascend/common/guarded.h"
 #include "ascend/common/json_depth.h"
+#include "ascend/common/loop_clock.h"
 #include "ascend/scheduler/extender.h"
 #include "ascend/scheduler/kube_records.h"
 #include "ascend/scheduler/kube_sync.h"
@@ -223,6 +224,8 @@ struct Server::Impl final : SchedulerAccess {
   std::mutex persist_mu;
   std::atomic<std::uint64_t> written{0};
 
+  // The time of every transition and of the expiry loop's waits: real unless a test passes its own.
+  LoopClock& clock;
   std::mutex stop_mu;
   std::condition_variable stop_cv;
   bool stopping = false;
@@ -280,7 +283,8 @@ struct Server::Impl final : SchedulerAccess {
       : opts(std::move(o)),
         binder(std::move(b)),
         node_count(c.nodes.size()),
-        sched(std::move(c), opts.reservation_ttl) {
+        sched(std::move(c), opts.reservation_ttl),
+        clock(opts.clock != nullptr ? *opts.clock : real_loop_clock()) {
     static const prometheus::Histogram::BucketBoundaries kBuckets = {
         0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1};
     for (const char* v : kVerbs) latency_of[v] = &latency.Add({{"verb", v}}, kBuckets);
@@ -470,7 +474,7 @@ void Server::Impl::on_filter(const httplib::Request& req, httplib::Response& res
     auto before = sched.counts();
     const std::string job = args->pod.job ? args->pod.job->name : "";
     std::uint64_t v0 = job.empty() ? 0 : sched.job_version(args->pod.ns, job);
-    r = sched.filter(args->pod, args->node_names, std::chrono::system_clock::now());
+    r = sched.filter(args->pod, args->node_names, clock.wall());
     auto after = sched.counts();
     placed = after.placed != before.placed;
     job_moved = !job.empty() && sched.job_version(args->pod.ns, job) != v0;
@@ -551,7 +555,7 @@ void Server::Impl::on_bind(const httplib::Request& req, httplib::Response& res) 
   std::string job_key;
   {
     std::unique_lock lock(mu);
-    auto s = sched.bind(b->pod_namespace, b->pod_name, b->pod_uid, b->node, std::chrono::system_clock::now());
+    auto s = sched.bind(b->pod_namespace, b->pod_name, b->pod_uid, b->node, clock.wall());
     if (!s.ok()) return reply(res, 200, binding_result_json(s.error().message()));
     held = sched.held_by(b->pod_namespace, b->pod_name);
     job_key = sched.job_of(b->pod_namespace, b->pod_name);
@@ -562,7 +566,7 @@ void Server::Impl::on_bind(const httplib::Request& req, httplib::Response& res) 
     auto s = kube->bind(b->pod_namespace, b->pod_name, b->pod_uid, b->node, held->chips, held->rank_start);
     if (!s.ok()) {
       std::unique_lock lock(mu);
-      sched.unbind(b->pod_namespace, b->pod_name, std::chrono::system_clock::now());
+      sched.unbind(b->pod_namespace, b->pod_name, clock.wall());
       persist_or_log(lock);
       lock.unlock();
       if (!job_key.empty()) sync_job(b->pod_namespace, job_key.substr(job_key.find('/') + 1));
@@ -574,7 +578,7 @@ void Server::Impl::on_bind(const httplib::Request& req, httplib::Response& res) 
     // Outside the lock: the API server may be slow. The chips stay held meanwhile; a failure gives them back.
     if (auto s = binder->bind(b->pod_namespace, b->pod_name, b->pod_uid, b->node); !s.ok()) {
       std::unique_lock lock(mu);
-      sched.unbind(b->pod_namespace, b->pod_name, std::chrono::system_clock::now());
+      sched.unbind(b->pod_namespace, b->pod_name, clock.wall());
       persist_or_log(lock);
       spdlog::warn("bind {}/{} to {}: {}", b->pod_namespace, b->pod_name, b->node, s.error().message());
       return reply(res, 200, binding_result_json("creating the Binding failed: " + s.error().message()));
@@ -685,7 +689,7 @@ void Server::Impl::plugin_routes(httplib::Server& s) {
           auto inv = parse_inventory(body);
           if (!inv.ok()) return reply_error(r, 400, inv.error().message());
           std::unique_lock lock(mu);
-          auto st = sched.put_inventory(node, *inv, std::chrono::system_clock::now());
+          auto st = sched.put_inventory(node, *inv, clock.wall());
           if (!st.ok()) return reply_error(r, http_status(st.error()), st.error().message());
           persist_or_log(lock);
           reply(r, 200, json{{"node", node}, {"chips", inv->chips.size()}});
@@ -706,7 +710,7 @@ void Server::Impl::plugin_routes(httplib::Server& s) {
            auto chips_or = parse_allocation(body);
            if (!chips_or.ok()) return reply_error(r, 400, chips_or.error().message());
            std::unique_lock lock(mu);
-           auto g = sched.take_allocation(node, *chips_or, std::chrono::system_clock::now());
+           auto g = sched.take_allocation(node, *chips_or, clock.wall());
            if (!g.ok()) return reply_error(r, http_status(g.error()), g.error().message());
            persist_or_log(lock);
            sync_job(g->ns, g->job);
@@ -721,7 +725,7 @@ void Server::Impl::plugin_routes(httplib::Server& s) {
            auto chips_or = parse_allocation(body);
            if (!chips_or.ok()) return reply_error(r, 400, chips_or.error().message());
            std::unique_lock lock(mu);
-           auto st = sched.return_allocation(node, *chips_or, std::chrono::system_clock::now());
+           auto st = sched.return_allocation(node, *chips_or, clock.wall());
            if (!st.ok()) return reply_error(r, http_status(st.error()), st.error().message());
            persist_or_log(lock);
            spdlog::info("chips {} on {} are waiting for their pod again", body["chips"].dump(), node);
@@ -735,7 +739,7 @@ void Server::Impl::plugin_routes(httplib::Server& s) {
                return;
              std::unique_lock lock(mu);
              std::string job_key = sched.job_of(ns, name);
-             auto st = sched.release(ns, name, std::chrono::system_clock::now());
+             auto st = sched.release(ns, name, clock.wall());
              if (!st.ok()) return reply_error(r, http_status(st.error()), st.error().message());
              persist_or_log(lock);
              if (!job_key.empty()) sync_job(ns, job_key.substr(job_key.find('/') + 1));
@@ -806,7 +810,7 @@ void Server::Impl::expire_pass() {
   std::vector<std::string> jobs_expired;
   {
     std::unique_lock lock(mu);
-    if (int n = sched.expire(std::chrono::system_clock::now(), &jobs_expired); n > 0) {
+    if (int n = sched.expire(clock.wall(), &jobs_expired); n > 0) {
       spdlog::info("{} reservation(s) expired unbound", n);
     }
     persist_or_log(lock);
@@ -820,8 +824,7 @@ void Server::Impl::expire_loop() {
       std::clamp(opts.reservation_ttl / 4, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
   std::unique_lock stop_lock(stop_mu);
   while (!stopping) {
-    stop_cv.wait_for(stop_lock, every);
-    if (stopping) break;
+    if (clock.wait_for(stop_lock, stop_cv, every, [this] { return stopping; })) break;
     stop_lock.unlock();
     // A pass that throws (a bug, out of memory) is logged; the next one runs on time.
     run_guarded(

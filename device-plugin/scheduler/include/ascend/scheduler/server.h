@@ -31,6 +31,10 @@
 #include "ascend/common/kube_client.h"
 #include "ascend/topology/cluster.h"
 
+namespace ascend {
+class LoopClock;
+}  // namespace ascend
+
 namespace ascend::scheduler {
 
 // The largest request body by default: a /filter of 5 000 nodes by name (nodeCacheCapable) with names of
@@ -59,6 +63,10 @@ struct ServeOptions {
   std::chrono::milliseconds reservation_ttl = std::chrono::minutes(5);
   std::size_t max_body = kDefaultMaxBody;
   int threads = 0;  // 0: the HTTP library's default
+  // The time of the server's own transitions (the extender verbs, the plugins' calls, reservation expiry) and
+  // of the expiry loop's waits; the API server's watch (kube_sync.h) keeps real time. Null: real time. Tests
+  // pass one they advance (ascend/common/loop_clock.h); it must outlive the server.
+  LoopClock* clock = nullptr;
   // Tests only: run at the start of each reservation-expiry pass, and at the start of the extender
   // listener's thread, so that a test can make them throw (guarded.h).
   struct TestHooks {
