@@ -1,10 +1,15 @@
 #include "ascend/topology/svg.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <map>
+#include <ostream>
 #include <set>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace ascend::topology {
 namespace {
@@ -101,49 +106,66 @@ Layout layout_of(const NodeType& t) {
   return l;
 }
 
-}  // namespace
+struct Box {
+  int x = 0;
+  int y = 0;
+};
 
-std::string render_svg(const Cluster& c, const ClusterState& before, const Job& job, const Placement& p) {
-  std::vector<Layout> layouts;
-  for (const auto& t : c.types) layouts.push_back(layout_of(t));
-  auto box_w = [&](int node) {
-    return layouts[static_cast<std::size_t>(c.nodes[static_cast<std::size_t>(node)].type)].cols *
-               (kCell + kGap) -
-           kGap + 2 * kPad;
-  };
-  auto box_h = [&](int node) {
-    return layouts[static_cast<std::size_t>(c.nodes[static_cast<std::size_t>(node)].type)].rows *
-               (kCell + kGap) -
-           kGap + 2 * kPad + kHeader;
-  };
+// A band of node boxes: the lines of one leaf's nodes.
+struct LeafRow {
+  int leaf = 0;
+  int y = 0;
+  int h = 0;
+};
 
-  // rank of each chip
-  std::map<std::pair<int, int>, int> rank_at;
-  std::set<int> used_leaves;
-  for (std::size_t r = 0; r < p.chips.size(); ++r) {
-    rank_at[{p.chips[r].node, p.chips[r].slot}] = static_cast<int>(r);
-    used_leaves.insert(c.nodes[static_cast<std::size_t>(p.chips[r].node)].leaf);
+const int kTop = 96;  // the first leaf's band, below the title and the legend
+const int kLegendY = 56;
+
+// Where everything goes: the layout of each node type, the box of each node drawn, the band of each leaf
+// drawn (all of them, or on large clusters only the job's), and the picture's size.
+struct Geometry {
+  Geometry(const Cluster& cluster, const Placement& p);
+
+  int box_w(int node) const { return layout(node).cols * (kCell + kGap) - kGap + 2 * kPad; }
+  int box_h(int node) const { return layout(node).rows * (kCell + kGap) - kGap + 2 * kPad + kHeader; }
+  // Top-left corner of a chip's square.
+  std::pair<int, int> cell_xy(int node, int slot) const {
+    const Box& b = box.at(node);
+    const auto& pos = layout(node).pos[static_cast<std::size_t>(slot)];
+    return {b.x + kPad + pos.first * (kCell + kGap), b.y + kHeader + kPad + pos.second * (kCell + kGap)};
   }
-  bool all = c.nodes.size() <= 64;
-  std::vector<int> leaves;
+
+  const Cluster& c;
+  std::vector<Layout> layouts;  // per node type
+  bool all = false;             // every leaf drawn
+  std::vector<int> leaves;      // the leaves drawn
+  std::map<int, Box> box;       // node -> its box
+  std::vector<LeafRow> rows;
+  int width = 0;
+  int height = 0;
+
+ private:
+  const Layout& layout(int node) const {
+    return layouts[static_cast<std::size_t>(c.nodes[static_cast<std::size_t>(node)].type)];
+  }
+  void place_boxes();
+};
+
+Geometry::Geometry(const Cluster& cluster, const Placement& p) : c(cluster), all(cluster.nodes.size() <= 64) {
+  for (const auto& t : c.types) layouts.push_back(layout_of(t));
+  std::set<int> used_leaves;
+  for (const ChipRef& ch : p.chips) used_leaves.insert(c.nodes[static_cast<std::size_t>(ch.node)].leaf);
   for (const auto& sl : c.spine_leaves) {
     for (int leaf : sl) {
       if (all || used_leaves.count(leaf) != 0) leaves.push_back(leaf);
     }
   }
+  place_boxes();
+}
 
-  // Place node boxes: one block of lines per leaf.
-  struct Box {
-    int x, y;
-  };
-  std::map<int, Box> box;
-  struct LeafRow {
-    int leaf, y, h;
-  };
-  std::vector<LeafRow> rows;
-  const int top = 96;
-  int y = top;
-  int width = 0;
+// One block of lines per leaf, kNodesPerLine boxes to a line.
+void Geometry::place_boxes() {
+  int y = kTop;
   for (int leaf : leaves) {
     const auto& nodes = c.leaf_nodes[static_cast<std::size_t>(leaf)];
     int y0 = y;
@@ -161,29 +183,42 @@ std::string render_svg(const Cluster& c, const ClusterState& before, const Job& 
     rows.push_back({leaf, y0, y - y0 - kNodeGap});
     y += 10;
   }
-  int height = y + 10;
+  height = y + 10;
   width = std::max(width + 10, 760);
+}
 
-  std::ostringstream o;
-  char buf[256];
+void draw_title(std::ostream& o, const Geometry& g, const Job& job, const Placement& p) {
   o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-    << "\" viewBox=\"0 0 " << width << ' ' << height
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << g.width << "\" height=\"" << g.height
+    << "\" viewBox=\"0 0 " << g.width << ' ' << g.height
     << "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n";
   o << "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
-  // Title and legend.
-  std::snprintf(buf, sizeof buf, "total %.4g s (tp %.4g, pp %.4g, dp %.4g)", p.eval.cost.total,
+  char cost[256];
+  std::snprintf(cost, sizeof cost, "total %.4g s (tp %.4g, pp %.4g, dp %.4g)", p.eval.cost.total,
                 p.eval.cost.tp, p.eval.cost.pp, p.eval.cost.dp);
-  o << "<text x=\"10\" y=\"22\" font-size=\"16\" font-weight=\"bold\">" << esc(c.name) << ": job "
+  o << "<text x=\"10\" y=\"22\" font-size=\"16\" font-weight=\"bold\">" << esc(g.c.name) << ": job "
     << esc(p.job) << " (" << job.npus << " NPUs = tp " << job.tp << " x pp " << job.pp << " x dp " << job.dp
     << ", " << to_string(job.order) << "), policy " << to_string(p.policy) << "</text>\n";
-  o << "<text x=\"10\" y=\"42\" font-size=\"13\">cost " << buf
+  o << "<text x=\"10\" y=\"42\" font-size=\"13\">cost " << cost
     << "; TP groups outside HCCS: " << p.eval.tp_groups_outside_hccs << "</text>\n";
+}
+
+// An outlined rectangle in the legend: a TP group, solid black or (outside HCCS) dashed red.
+void draw_outline_key(std::ostream& o, int lx, const char* stroke, const char* dash, const char* label) {
+  o << "<rect x=\"" << lx << "\" y=\"" << kLegendY - 2
+    << "\" width=\"30\" height=\"20\" rx=\"5\" fill=\"none\" stroke=\"" << stroke << "\" "
+    << "stroke-width=\"2.5\"" << dash << "/><text x=\"" << lx + 36 << "\" y=\"" << kLegendY + 13
+    << "\" font-size=\"12\">" << label << "</text>\n";
+}
+
+// Stage colours (at most 12, then the count), chip states, TP group outlines; on large clusters, which
+// leaves are shown.
+void draw_legend(std::ostream& o, const Geometry& g, const Job& job) {
   int lx = 10;
-  const int ly = 56;
-  auto swatch = [&](const std::string& fill, const std::string& label, const std::string& extra = "") {
+  const int ly = kLegendY;
+  auto swatch = [&](const std::string& fill, const std::string& label) {
     o << "<rect x=\"" << lx << "\" y=\"" << ly << "\" width=\"16\" height=\"16\" rx=\"3\" fill=\"" << fill
-      << "\" stroke=\"#555\"" << extra << "/>";
+      << "\" stroke=\"#555\"/>";
     o << "<text x=\"" << lx + 21 << "\" y=\"" << ly + 13 << "\" font-size=\"12\">" << esc(label)
       << "</text>\n";
     lx += 28 + static_cast<int>(label.size()) * 7;
@@ -198,97 +233,104 @@ std::string render_svg(const Cluster& c, const ClusterState& before, const Job& 
   swatch("#ffffff", "free");
   swatch("#c9c9c9", "busy");
   swatch("#f6d5d5", "unhealthy");
-  o << "<rect x=\"" << lx << "\" y=\"" << ly - 2
-    << "\" width=\"30\" height=\"20\" rx=\"5\" fill=\"none\" stroke=\"#111\" "
-    << "stroke-width=\"2.5\"/><text x=\"" << lx + 36 << "\" y=\"" << ly + 13
-    << "\" font-size=\"12\">TP group</text>\n";
-  lx += 110;
-  o << "<rect x=\"" << lx << "\" y=\"" << ly - 2
-    << "\" width=\"30\" height=\"20\" rx=\"5\" fill=\"none\" stroke=\"#d00\" "
-    << "stroke-width=\"2.5\" stroke-dasharray=\"5,3\"/><text x=\"" << lx + 36 << "\" y=\"" << ly + 13
-    << "\" font-size=\"12\">TP group outside HCCS</text>\n";
-  if (!all) {
-    o << "<text x=\"10\" y=\"" << ly + 34 << "\" font-size=\"12\" fill=\"#555\">" << c.nodes.size()
-      << " nodes in " << c.leaves.size() << " leaves; showing the " << leaves.size()
+  draw_outline_key(o, lx, "#111", "", "TP group");
+  draw_outline_key(o, lx + 110, "#d00", " stroke-dasharray=\"5,3\"", "TP group outside HCCS");
+  if (!g.all) {
+    o << "<text x=\"10\" y=\"" << ly + 34 << "\" font-size=\"12\" fill=\"#555\">" << g.c.nodes.size()
+      << " nodes in " << g.c.leaves.size() << " leaves; showing the " << g.leaves.size()
       << " leaves the job uses</text>\n";
   }
+}
 
-  auto cell_xy = [&](int node, int slot) {
-    const Box& b = box[node];
-    const auto& pos = layouts[static_cast<std::size_t>(c.nodes[static_cast<std::size_t>(node)].type)]
-                          .pos[static_cast<std::size_t>(slot)];
-    return std::pair(b.x + kPad + pos.first * (kCell + kGap),
-                     b.y + kHeader + kPad + pos.second * (kCell + kGap));
-  };
-
-  // Leaf labels and bands.
-  for (const auto& row : rows) {
+// Each leaf's band with its name and its spine's.
+void draw_leaf_bands(std::ostream& o, const Geometry& g) {
+  const Cluster& c = g.c;
+  for (const auto& row : g.rows) {
     const std::string& spine =
         c.spines[static_cast<std::size_t>(c.leaf_spine[static_cast<std::size_t>(row.leaf)])];
-    o << "<rect x=\"4\" y=\"" << row.y - 4 << "\" width=\"" << width - 8 << "\" height=\"" << row.h + 8
+    o << "<rect x=\"4\" y=\"" << row.y - 4 << "\" width=\"" << g.width - 8 << "\" height=\"" << row.h + 8
       << "\" rx=\"6\" fill=\"#f3f5f8\" stroke=\"#d5dae2\"/>\n";
     o << "<text x=\"12\" y=\"" << row.y + 18 << "\" font-size=\"13\" font-weight=\"bold\">"
       << esc(c.leaves[static_cast<std::size_t>(row.leaf)]) << "</text>";
     o << "<text x=\"12\" y=\"" << row.y + 36 << "\" font-size=\"11\" fill=\"#555\">" << esc(spine)
       << "</text>\n";
   }
-  // Nodes and chips.
-  for (const auto& [node, b] : box) {
-    const Node& nd = c.nodes[static_cast<std::size_t>(node)];
-    const NodeType& t = c.type_of(node);
-    o << "<g><rect x=\"" << b.x << "\" y=\"" << b.y << "\" width=\"" << box_w(node) << "\" height=\""
-      << box_h(node) << "\" rx=\"6\" fill=\"#ffffff\" stroke=\"#8a94a6\" stroke-width=\"1.2\"/>";
+}
+
+// A chip of the job: its stage's colour, its rank written on it, a tooltip.
+void draw_rank(std::ostream& o, int x, int y, int rank, int stage, int device) {
+  const char* fill = kPalette[stage % kPaletteSize];
+  o << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << kCell << "\" height=\"" << kCell
+    << "\" rx=\"4\" fill=\"" << fill << "\" stroke=\"#333\" stroke-width=\"0.6\"><title>rank " << rank
+    << ", stage " << stage << ", device " << device << "</title></rect>";
+  int fs = rank >= 1000 ? 10 : 12;
+  o << "<text x=\"" << x + kCell / 2 << "\" y=\"" << y + kCell / 2 + 4 << "\" font-size=\"" << fs
+    << "\" text-anchor=\"middle\" font-weight=\"bold\" fill=\"" << (dark(fill) ? "#ffffff" : "#111111")
+    << "\">" << rank << "</text>\n";
+}
+
+// A chip outside the job: unhealthy (crossed), busy (grey) or free.
+void draw_other_chip(std::ostream& o, int x, int y, bool unhealthy, bool free) {
+  o << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << kCell << "\" height=\"" << kCell
+    << "\" rx=\"4\" ";
+  if (unhealthy) {
+    o << "fill=\"#f6d5d5\" stroke=\"#c33\"/><path d=\"M" << x + 7 << ' ' << y + 7 << " L" << x + kCell - 7
+      << ' ' << y + kCell - 7 << " M" << x + kCell - 7 << ' ' << y + 7 << " L" << x + 7 << ' '
+      << y + kCell - 7 << "\" stroke=\"#c33\" stroke-width=\"2\"/>\n";
+  } else if (!free) {
+    o << "fill=\"#c9c9c9\" stroke=\"#999\"/>\n";
+  } else {
+    o << "fill=\"#ffffff\" stroke=\"#b5bcc8\"/>\n";
+  }
+}
+
+// Every node drawn: its box, its name, its chips.
+void draw_nodes(std::ostream& o, const Geometry& g, const ClusterState& before, const Job& job,
+                const Placement& p) {
+  std::map<std::pair<int, int>, int> rank_at;
+  for (std::size_t r = 0; r < p.chips.size(); ++r)
+    rank_at[{p.chips[r].node, p.chips[r].slot}] = static_cast<int>(r);
+  for (const auto& [node, b] : g.box) {
+    const Node& nd = g.c.nodes[static_cast<std::size_t>(node)];
+    const NodeType& t = g.c.type_of(node);
+    o << "<g><rect x=\"" << b.x << "\" y=\"" << b.y << "\" width=\"" << g.box_w(node) << "\" height=\""
+      << g.box_h(node) << "\" rx=\"6\" fill=\"#ffffff\" stroke=\"#8a94a6\" stroke-width=\"1.2\"/>";
     o << "<text x=\"" << b.x + kPad << "\" y=\"" << b.y + 14 << "\" font-size=\"11\" fill=\"#333\">"
       << esc(nd.name) << "</text>\n";
     for (int s = 0; s < t.size; ++s) {
-      auto [x, cy] = cell_xy(node, s);
-      auto it = rank_at.find({node, s});
+      auto [x, y] = g.cell_xy(node, s);
       std::uint64_t bit = 1ULL << s;
-      if (it != rank_at.end()) {
-        int stage = coord_of(job, it->second).p;
-        const char* fill = kPalette[stage % kPaletteSize];
-        o << "<rect x=\"" << x << "\" y=\"" << cy << "\" width=\"" << kCell << "\" height=\"" << kCell
-          << "\" rx=\"4\" fill=\"" << fill << "\" stroke=\"#333\" stroke-width=\"0.6\"><title>rank "
-          << it->second << ", stage " << stage << ", device " << t.phy[static_cast<std::size_t>(s)]
-          << "</title></rect>";
-        int fs = it->second >= 1000 ? 10 : 12;
-        o << "<text x=\"" << x + kCell / 2 << "\" y=\"" << cy + kCell / 2 + 4 << "\" font-size=\"" << fs
-          << "\" text-anchor=\"middle\" font-weight=\"bold\" fill=\"" << (dark(fill) ? "#ffffff" : "#111111")
-          << "\">" << it->second << "</text>\n";
-      } else if ((nd.unhealthy & bit) != 0) {
-        o << "<rect x=\"" << x << "\" y=\"" << cy << "\" width=\"" << kCell << "\" height=\"" << kCell
-          << "\" rx=\"4\" fill=\"#f6d5d5\" stroke=\"#c33\"/><path d=\"M" << x + 7 << ' ' << cy + 7 << " L"
-          << x + kCell - 7 << ' ' << cy + kCell - 7 << " M" << x + kCell - 7 << ' ' << cy + 7 << " L" << x + 7
-          << ' ' << cy + kCell - 7 << "\" stroke=\"#c33\" stroke-width=\"2\"/>\n";
-      } else if ((before.free[static_cast<std::size_t>(node)] & bit) == 0) {
-        o << "<rect x=\"" << x << "\" y=\"" << cy << "\" width=\"" << kCell << "\" height=\"" << kCell
-          << "\" rx=\"4\" fill=\"#c9c9c9\" stroke=\"#999\"/>\n";
+      if (auto it = rank_at.find({node, s}); it != rank_at.end()) {
+        draw_rank(o, x, y, it->second, coord_of(job, it->second).p, t.phy[static_cast<std::size_t>(s)]);
       } else {
-        o << "<rect x=\"" << x << "\" y=\"" << cy << "\" width=\"" << kCell << "\" height=\"" << kCell
-          << "\" rx=\"4\" fill=\"#ffffff\" stroke=\"#b5bcc8\"/>\n";
+        draw_other_chip(o, x, y, (nd.unhealthy & bit) != 0,
+                        (before.free[static_cast<std::size_t>(node)] & bit) != 0);
       }
     }
     o << "</g>\n";
   }
-  // TP group outlines: one rounded box per (group, node) around the group's chips there.
-  Groups groups = groups_of(job);
-  for (const auto& g : groups.tp) {
-    if (g.size() < 2) continue;
+}
+
+// One rounded outline per (TP group, node) around the group's chips there; dashed red when the group is
+// not all on one node within SIO or HCCS reach of its first chip.
+void draw_tp_groups(std::ostream& o, const Geometry& g, const Job& job, const Placement& p) {
+  for (const auto& grp : groups_of(job).tp) {
+    if (grp.size() < 2) continue;
     std::map<int, std::array<int, 4>> bounds;  // node -> x0, y0, x1, y1
     bool outside = false;
-    const ChipRef& first = p.chips[static_cast<std::size_t>(g.front())];
-    for (int r : g) {
+    const ChipRef& first = p.chips[static_cast<std::size_t>(grp.front())];
+    for (int r : grp) {
       const ChipRef& ch = p.chips[static_cast<std::size_t>(r)];
       if (ch.node != first.node) {
         outside = true;
       } else {
-        Level l = c.type_of(ch.node).level_of(first.slot, ch.slot);
+        Level l = g.c.type_of(ch.node).level_of(first.slot, ch.slot);
         outside = outside || (l != Level::kSio && l != Level::kHccs);
       }
-      if (box.count(ch.node) == 0) continue;
-      auto [x, cy] = cell_xy(ch.node, ch.slot);
-      auto& bd = bounds.try_emplace(ch.node, std::array<int, 4>{x, cy, x + kCell, cy + kCell}).first->second;
-      bd = {std::min(bd[0], x), std::min(bd[1], cy), std::max(bd[2], x + kCell), std::max(bd[3], cy + kCell)};
+      if (g.box.count(ch.node) == 0) continue;
+      auto [x, y] = g.cell_xy(ch.node, ch.slot);
+      auto& bd = bounds.try_emplace(ch.node, std::array<int, 4>{x, y, x + kCell, y + kCell}).first->second;
+      bd = {std::min(bd[0], x), std::min(bd[1], y), std::max(bd[2], x + kCell), std::max(bd[3], y + kCell)};
     }
     for (const auto& [node, bd] : bounds) {
       o << "<rect x=\"" << bd[0] - 3 << "\" y=\"" << bd[1] - 3 << "\" width=\"" << bd[2] - bd[0] + 6
@@ -297,6 +339,18 @@ std::string render_svg(const Cluster& c, const ClusterState& before, const Job& 
         << (outside ? " stroke-dasharray=\"5,3\"" : "") << "/>\n";
     }
   }
+}
+
+}  // namespace
+
+std::string render_svg(const Cluster& c, const ClusterState& before, const Job& job, const Placement& p) {
+  const Geometry g(c, p);
+  std::ostringstream o;
+  draw_title(o, g, job, p);
+  draw_legend(o, g, job);
+  draw_leaf_bands(o, g);
+  draw_nodes(o, g, before, job, p);
+  draw_tp_groups(o, g, job, p);
   o << "</svg>\n";
   return o.str();
 }
