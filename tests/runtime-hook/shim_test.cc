@@ -218,6 +218,75 @@ TEST(Config, RejectsUnknownKeysWrongTypesAndRelativePaths) {
   EXPECT_NE(missing.error().message().find("missing.yaml"), std::string::npos);
 }
 
+// The whole of each refusal, written down from the messages as they were when the config got its own CLI11
+// app (they must not change: scripts and users match them). Every one is EINVAL and names the file.
+TEST(Config, RefusalsWordForWord) {
+  TempDir d("cfg");
+  const std::string f = d / "bad.yaml";
+  const std::pair<const char*, std::string> cases[] = {
+      {"host_root: /h\n",
+       "unknown key 'host_root' (known: host-root, runtime-path, hook-path, mount-list-dir, log-file, "
+       "log-level, "
+       "injection, accept-env-when-unprivileged, backend, dcmi-library, dcmi-helper)"},
+      {"help: true\n",
+       "unknown key 'help' (known: host-root, runtime-path, hook-path, mount-list-dir, log-file, log-level, "
+       "injection, accept-env-when-unprivileged, backend, dcmi-library, dcmi-helper)"},
+      {"host-root: relative\n", "'host-root' must be an absolute path, not 'relative'"},
+      {"hook-path: ''\n", "'hook-path' must be an absolute path, not ''"},
+      {"mount-list-dir: lists\n", "'mount-list-dir' must be an absolute path, not 'lists'"},
+      {"dcmi-library: libdcmi.so\n", "'dcmi-library' must be an absolute path, not 'libdcmi.so'"},
+      {"dcmi-helper: ./helper\n", "'dcmi-helper' must be an absolute path, not './helper'"},
+      {"hook-path: [a]\n", "'hook-path' must be a string"},
+      {"host-root:\n", "'host-root' must be a string"},
+      {"log-level: 3\n", "'log-level' must be a string"},
+      {"injection: true\n", "'injection' must be a string"},
+      {"- a\n- b\n", "expected a mapping of keys to values"},
+      {"just text\n", "expected a mapping of keys to values"},
+      {"runtime-path: ''\n", "'runtime-path' is empty"},
+      {"log-file: run.log\n", "'log-file' must be an absolute path or empty"},
+      {"injection: prestart\n", "'injection' must be spec or hook, not 'prestart'"},
+      {"backend: cuda\n", "'backend': backend 'cuda' (use auto, emulator or dcmi)"},
+      {"accept-env-when-unprivileged: no-thanks\n", "'accept-env-when-unprivileged' must be true or false"},
+      {"accept-env-when-unprivileged: 'false'\n", "'accept-env-when-unprivileged' must be true or false"},
+      {"accept-env-when-unprivileged:\n", "'accept-env-when-unprivileged' must be true or false"},
+  };
+  for (const auto& [text, want] : cases) {
+    SCOPED_TRACE(text);
+    spit(f, text);
+    auto c = load_config(f, {"/bin", "", d / "none"});
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.error().message(), "config " + f + ": " + want);
+    EXPECT_EQ(c.error().code(), EINVAL);
+  }
+  // A YAML syntax error is yaml-cpp's, after the file and the line.
+  spit(f, "log-level: info\nhost-root: [\n");
+  auto c = load_config(f, {"/bin", "", d / "none"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().message().rfind("config: " + f + ": line ", 0), 0U) << c.error().message();
+  EXPECT_EQ(c.error().code(), EINVAL);
+}
+
+TEST(Config, TheSeamsKeysAndAnEmptyLogFile) {
+  TempDir d("cfg");
+  spit(d / "c.yaml",
+       "backend: dcmi\ndcmi-library: /usr/local/dcmi/libdcmi.so\ndcmi-helper: /opt/bin/helper\nlog-file: ''\n"
+       "accept-env-when-unprivileged: true\n");
+  auto c = load_config(d / "c.yaml", {"/bin", "x.log", d / "none"});
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_EQ(c->backend, "dcmi");
+  EXPECT_EQ(c->dcmi_library, "/usr/local/dcmi/libdcmi.so");
+  EXPECT_EQ(c->dcmi_helper, "/opt/bin/helper");
+  EXPECT_EQ(c->log_file, "");
+  EXPECT_TRUE(c->accept_env_when_unprivileged);
+  // Comments, blank lines and an all-comment file (all defaults).
+  spit(d / "c.yaml", "# nothing here\n\n");
+  auto none = load_config(d / "c.yaml", {"/bin", "x.log", d / "none"});
+  ASSERT_TRUE(none.ok()) << none.error().message();
+  EXPECT_EQ(none->config_file, d / "c.yaml");
+  EXPECT_EQ(none->backend, "auto");
+  EXPECT_EQ(none->dcmi_helper, "/bin/ascend-dcmi-query");
+}
+
 TEST(Config, AFileThatGroupOrOthersCanWriteIsRefusedWithItsMode) {
   // Whoever can write the config chooses the runtime and the hook that run as root in every container start.
   TempDir d("cfg");
