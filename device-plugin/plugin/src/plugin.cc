@@ -10,6 +10,7 @@
 
 #include "ascend/common/fs.h"
 #include "ascend/common/guarded.h"
+#include "ascend/common/loop_clock.h"
 #include "ascend/plugin/metrics.h"
 #include "ascend/plugin/preferred.h"
 #include "ascend/plugin/scheduler_plan.h"
@@ -20,7 +21,7 @@
 namespace ascend::plugin {
 
 Result<std::unique_ptr<Plugin>> Plugin::create(npu::DeviceQuery& query, Config cfg, Metrics* metrics,
-                                               SchedulerApi* scheduler) {
+                                               SchedulerApi* scheduler, LoopClock* clock) {
   ASCEND_CHECK(validate(cfg), "");
   FaultTable table = FaultTable::builtin();
   if (!cfg.fault_codes.empty()) {
@@ -32,8 +33,10 @@ Result<std::unique_ptr<Plugin>> Plugin::create(npu::DeviceQuery& query, Config c
   FaultGrades grades(std::move(table));
   log_changes(grades.observe(host, Clock::now()));
   if (metrics != nullptr) metrics->update_chips(grades.view());
-  return std::unique_ptr<Plugin>(
+  std::unique_ptr<Plugin> plugin(
       new Plugin(query, std::move(cfg), metrics, scheduler, std::move(grades), std::move(resources)));
+  plugin->clock_ = clock != nullptr ? clock : &real_loop_clock();
+  return plugin;
 }
 
 Plugin::Plugin(npu::DeviceQuery& query, Config cfg, Metrics* metrics, SchedulerApi* scheduler,
@@ -86,8 +89,7 @@ Status Plugin::watch() {
       std::string failed;  // the last exception's text (guarded.h)
       std::unique_lock lock(mu_);
       while (!stopping_) {
-        cv_.wait_for(lock, cfg_.health_interval, [this] { return stopping_; });
-        if (stopping_) break;
+        if (clock_->wait_for(lock, cv_, cfg_.health_interval, [this] { return stopping_; })) break;
         lock.unlock();
         // A check that throws is logged; the next one runs on time.
         run_guarded(
@@ -450,8 +452,7 @@ void Plugin::refresh_loop() {
   std::string failed;  // the last exception's text, logged once
   std::unique_lock lock(mu_);
   while (!stopping_) {
-    cv_.wait_for(lock, cfg_.ranktable_refresh, [this] { return stopping_; });
-    if (stopping_) break;
+    if (clock_->wait_for(lock, cv_, cfg_.ranktable_refresh, [this] { return stopping_; })) break;
     lock.unlock();
     // Nothing may end the refresh for good: a pass that throws (out of memory, a bug) is logged and the next
     // one runs on time.

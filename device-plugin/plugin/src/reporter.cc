@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "ascend/common/guarded.h"
+#include "ascend/common/loop_clock.h"
 #include "ascend/plugin/plugin.h"
 
 namespace ascend::plugin {
@@ -15,7 +16,11 @@ constexpr std::chrono::milliseconds kStopCheck{100};
 }  // namespace
 
 Reporter::Reporter(const Plugin& plugin, SchedulerApi& api, ReporterOptions opts)
-    : plugin_(plugin), api_(api), opts_(opts), thread_([this] { loop(); }) {}
+    : plugin_(plugin),
+      api_(api),
+      opts_(opts),
+      clock_(opts.clock != nullptr ? *opts.clock : real_loop_clock()),
+      thread_([this] { loop(); }) {}
 
 Reporter::~Reporter() {
   {
@@ -39,13 +44,12 @@ bool Reporter::stopping() const {
 
 bool Reporter::sleep(std::chrono::milliseconds d) {
   std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, d, [this] { return stop_; });
+  return clock_.wait_for(lock, cv_, d, [this] { return stop_; });
 }
 
 void Reporter::loop() {
-  using Clock = std::chrono::steady_clock;
   std::optional<InventoryReport> accepted;  // what the scheduler last took, and when
-  Clock::time_point accepted_at{};
+  LoopClock::Steady::time_point accepted_at{};
   auto backoff = opts_.backoff_first;
   bool away = false;         // the last attempt found the scheduler away (said once per outage)
   std::string last_refusal;  // said once per distinct message
@@ -54,10 +58,11 @@ void Reporter::loop() {
   auto pass = [&]() -> bool {
     const std::uint64_t seen = plugin_.version();
     InventoryReport now = plugin_.inventory();
-    const auto since = Clock::now() - accepted_at;
+    const auto since = clock_.now() - accepted_at;
     if (accepted && *accepted == now && since < opts_.resend_every) {
       // Up to date: wait for a change (the version moves) or the periodic re-send. The short wait bounds how
-      // long a stop that raced with this loop (its wake_all came before the wait began) goes unnoticed.
+      // long a stop that raced with this loop (its wake_all came before the wait began) goes unnoticed, and
+      // how late the re-send follows a test clock's advance.
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(opts_.resend_every - since);
       plugin_.wait_change(seen, std::clamp(left, std::chrono::milliseconds(1), kStopCheck));
       return false;
@@ -72,7 +77,7 @@ void Reporter::loop() {
       if (away || !accepted)
         spdlog::info("the scheduler has this node's inventory ({} chips)", now.chips.size());
       accepted = std::move(now);
-      accepted_at = Clock::now();
+      accepted_at = clock_.now();
       backoff = opts_.backoff_first;
       away = false;
       last_refusal.clear();

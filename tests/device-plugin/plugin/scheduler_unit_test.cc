@@ -28,8 +28,10 @@
 #include "ascend/plugin/scheduler_client.h"
 #include "ascend/plugin/scheduler_plan.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "eventually.h"
 #include "grpc_allocate.h"
 #include "guarded_capture.h"
+#include "test_clock.h"
 #include "test_dir.h"
 
 namespace ascend::plugin {
@@ -37,6 +39,9 @@ namespace {
 
 using namespace std::chrono_literals;
 using nlohmann::json;
+using testing::eventually;
+using testing::kEventually;
+using testing::TestClock;
 
 npu::HostState profile(const char* name) {
   auto p = npu::builtin_profile(name);
@@ -722,7 +727,6 @@ class RecordingScheduler final : public SchedulerApi {
   Status put_inventory(const InventoryReport& report) override {
     std::unique_lock lock(mu_);
     puts.push_back(report);
-    put_times.push_back(std::chrono::steady_clock::now());
     cv_.notify_all();
     auto answer = put_answer;
     lock.unlock();
@@ -769,10 +773,6 @@ class RecordingScheduler final : public SchedulerApi {
     std::lock_guard lock(mu_);
     return puts;
   }
-  std::vector<std::chrono::steady_clock::time_point> put_times_log() {
-    std::lock_guard lock(mu_);
-    return put_times;
-  }
 
   std::function<Status(int)> put_answer;  // by attempt number, 1-based
   bool throw_from_calls = false;          // reservations() and allocation_taken() throw
@@ -789,7 +789,6 @@ class RecordingScheduler final : public SchedulerApi {
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<InventoryReport> puts;
-  std::vector<std::chrono::steady_clock::time_point> put_times;
 };
 
 class PluginWithScheduler : public ::testing::Test {
@@ -1143,6 +1142,8 @@ TEST_F(PluginWithScheduler, HandedOutChipsEndWhenThePodResourcesNoLongerListThem
   EXPECT_FALSE(plugin->inventory().chips[6].in_use);
 }
 
+// The reporter waits on a test clock: what it sends without the clock moving is sent on a change, and each
+// wait (backoff, slow rate, re-send) is read from the clock and ended by advancing it.
 TEST(Reporter, SendsAtStartOnEveryChangeAndPeriodically) {
   npu::HostState s = profile("atlas800t-a2");
   FixedQuery query(s);
@@ -1151,26 +1152,25 @@ TEST(Reporter, SendsAtStartOnEveryChangeAndPeriodically) {
   RecordingScheduler sched;
   auto plugin = Plugin::create(query, cfg, nullptr, &sched);
   ASSERT_TRUE(plugin.ok());
-  Reporter reporter(**plugin, sched, {400ms, 10ms, 100ms});
-  ASSERT_TRUE(sched.wait_puts(1, 2s));
+  TestClock clock;
+  Reporter reporter(**plugin, sched, {400ms, 10ms, 100ms, &clock});
+  ASSERT_TRUE(sched.wait_puts(1, kEventually));
   EXPECT_EQ(sched.put_log()[0], (*plugin)->inventory());
 
-  // A fault: a new report at once, with chip 3 unhealthy.
+  // A fault: a new report at once (the clock does not move), with chip 3 unhealthy.
   s.chips[3].faults.push_back({0x80E18402, npu::Health::kCritical});  // SeparateNPU
-  const auto t0 = std::chrono::steady_clock::now();
   (*plugin)->on_host_change(s);
-  ASSERT_TRUE(sched.wait_puts(2, 2s));
-  EXPECT_LT(sched.put_times_log()[1] - t0, 200ms);
+  ASSERT_TRUE(sched.wait_puts(2, kEventually));
   EXPECT_FALSE(sched.put_log()[1].chips[3].healthy);
 
   // A change that the scheduler does not see (a new generation, same health) sends nothing; the periodic
-  // re-send comes after resend_every.
+  // re-send comes when resend_every has passed since the last accepted report, not before.
   s.generation++;
   (*plugin)->on_host_change(s);
-  std::this_thread::sleep_for(200ms);
-  EXPECT_EQ(sched.put_log().size(), 2U);
-  ASSERT_TRUE(sched.wait_puts(3, 2s));
-  EXPECT_GE(sched.put_times_log()[2] - sched.put_times_log()[1], 390ms);
+  clock.advance(399ms);
+  EXPECT_FALSE(sched.wait_puts(3, 300ms)) << "re-sent before resend_every";
+  clock.advance(1ms);
+  ASSERT_TRUE(sched.wait_puts(3, kEventually));
   EXPECT_EQ(sched.put_log()[2], sched.put_log()[1]);
 }
 
@@ -1187,26 +1187,23 @@ TEST(Reporter, BacksOffWhileTheSchedulerIsAwayAndSlowsDownOnARefusal) {
   };
   auto plugin = Plugin::create(query, cfg, nullptr, &sched);
   ASSERT_TRUE(plugin.ok());
-  Reporter reporter(**plugin, sched, {300ms, 20ms, 80ms});
-  ASSERT_TRUE(sched.wait_puts(8, 5s));
-  auto t = sched.put_times_log();
-  auto gap = [&](int i) { return t[static_cast<std::size_t>(i)] - t[static_cast<std::size_t>(i - 1)]; };
-  // Backoff 20, 40, 80, 80 ms (capped) between the five refused connections.
-  EXPECT_GE(gap(1), 20ms);
-  EXPECT_GE(gap(2), 40ms);
-  EXPECT_GE(gap(3), 80ms);
-  EXPECT_GE(gap(4), 80ms);
-  EXPECT_LT(gap(4), 250ms) << "capped at backoff_max";
-  // After a refusal: the slow rate.
-  EXPECT_LT(gap(5), 250ms);
-  EXPECT_GE(gap(6), 290ms);
-  EXPECT_GE(gap(7), 290ms);
-  for (int i = 0; i < 100 && reporter.stats().accepted == 0; ++i) std::this_thread::sleep_for(10ms);
+  TestClock clock;
+  Reporter reporter(**plugin, sched, {300ms, 20ms, 80ms, &clock});
+  // Backoff 20, 40, 80, 80, 80 ms (capped at backoff_max) after the five refused connections; after each
+  // refusal the slow rate (resend_every).
+  const std::vector<std::chrono::milliseconds> waits = {20ms, 40ms, 80ms, 80ms, 80ms, 300ms, 300ms};
+  for (std::size_t i = 0; i < waits.size(); ++i) {
+    ASSERT_TRUE(clock.settle(1)) << "after attempt " << i + 1;
+    EXPECT_EQ(sched.put_log().size(), i + 1);
+    ASSERT_EQ(clock.waits(), std::vector<TestClock::Steady::duration>{waits[i]}) << "after attempt " << i + 1;
+    clock.advance(waits[i]);
+  }
+  ASSERT_TRUE(sched.wait_puts(8, kEventually));
+  EXPECT_TRUE(eventually([&] { return reporter.stats().accepted == 1; }));
   EXPECT_EQ(reporter.stats().attempts, 8);
-  EXPECT_EQ(reporter.stats().accepted, 1);
 }
 
-TEST(Reporter, StopsPromptlyWhileWaiting) {
+TEST(Reporter, StopsWhileWaiting) {
   FixedQuery query(profile("atlas800t-a2"));
   Config cfg;
   cfg.scheduler_url = "https://sched";
@@ -1215,11 +1212,14 @@ TEST(Reporter, StopsPromptlyWhileWaiting) {
   ASSERT_TRUE(plugin.ok());
   for (auto away : {false, true}) {
     if (away) sched.put_answer = [](int) -> Status { return Error(ECONNREFUSED, "refused"); };
-    auto reporter = std::make_unique<Reporter>(**plugin, sched, ReporterOptions{30s, 10s, 10s});
-    std::this_thread::sleep_for(100ms);
-    const auto t0 = std::chrono::steady_clock::now();
-    reporter.reset();
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, 300ms) << (away ? "in backoff" : "waiting for a change");
+    TestClock clock;  // never advanced: only the stop can end the reporter's 30 s or 10 s wait
+    auto reporter = std::make_unique<Reporter>(**plugin, sched, ReporterOptions{30s, 10s, 10s, &clock});
+    if (away) {
+      ASSERT_TRUE(clock.settle(1)) << "in backoff";
+    } else {
+      ASSERT_TRUE(sched.wait_puts(1, kEventually)) << "waiting for a change";
+    }
+    reporter.reset();  // hangs if the stop does not end the wait
   }
 }
 
@@ -1252,31 +1252,27 @@ class FlakyQuery final : public FixedQuery {
   mutable int throws_ = 0;
 };
 
-template <typename Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = 5s) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
-
 TEST(NothingEndsThePlugin, ADriverCheckThatThrowsIsLoggedAndTheNextCheckAppliesTheHost) {
   testing::GuardedCapture cap;
   npu::HostState s = profile("atlas800t-a2");
   FlakyQuery query(s);
   Config cfg;
   cfg.health_interval = 20ms;
-  auto plugin = Plugin::create(query, cfg, nullptr);
+  TestClock clock;
+  auto plugin = Plugin::create(query, cfg, nullptr, nullptr, &clock);
   ASSERT_TRUE(plugin.ok()) << plugin.error().message();
   s.chips[3].faults.push_back({0x80E18402, npu::Health::kCritical});  // SeparateNPU
   query.set(s, 2);  // the next two checks throw; the third reads the fault
   ASSERT_TRUE((*plugin)->watch().ok());
-  ASSERT_TRUE(cap.wait_for("driver check: internal error: snapshot bug (please report it)", 5s));
-  EXPECT_TRUE(eventually([&] { return !(*plugin)->inventory().chips[3].healthy; }))
-      << "the check after the throws applies the fault";
-  EXPECT_EQ(cap.errors_with("snapshot bug").size(), 1U) << "the same text twice is said once";
+  for (int check = 1; check <= 3; ++check) {
+    ASSERT_TRUE(clock.settle(1)) << "check " << check;
+    EXPECT_EQ(clock.waits(), std::vector<TestClock::Steady::duration>{20ms}) << "check " << check;
+    clock.advance(20ms);
+    ASSERT_TRUE(clock.settle(1)) << "check " << check;
+    EXPECT_EQ((*plugin)->inventory().chips[3].healthy, check < 3) << "check " << check;
+  }
+  EXPECT_EQ(cap.errors_with("driver check: internal error: snapshot bug (please report it)").size(), 1U)
+      << "the same text twice is said once";
   EXPECT_EQ((*plugin)->driver_lost(), "") << "a throw is not a lost driver";
 }
 
@@ -1291,7 +1287,8 @@ TEST(NothingEndsThePlugin, ARankTableRefreshThatThrowsIsLoggedAndTheNextPassWrit
   cfg.ranktable_dir = tmp / "ranktables";
   cfg.ranktable_refresh = 20ms;
   cfg.health_interval = 1h;
-  auto plugin = Plugin::create(query, cfg, nullptr, &sched);
+  TestClock clock;
+  auto plugin = Plugin::create(query, cfg, nullptr, &sched, &clock);
   ASSERT_TRUE(plugin.ok()) << plugin.error().message();
   sched.grants.insert_or_assign(
       {0}, Grant{"default", "train-0", "train", {}, "/etc/ascend/hccl.json", kTrainBefore.dump(4)});
@@ -1299,12 +1296,19 @@ TEST(NothingEndsThePlugin, ARankTableRefreshThatThrowsIsLoggedAndTheNextPassWrit
   sched.tables.insert_or_assign("default/train", kTrainAfter.dump(4));
   sched.during_table_call = [] { throw std::runtime_error("refresh bug"); };  // the first pass only
   ASSERT_TRUE((*plugin)->watch().ok());
-  ASSERT_TRUE(cap.wait_for("rank-table refresh: internal error: refresh bug (please report it)", 5s));
   const std::string file = tmp / "ranktables/default_train-0/hccl.json";
-  EXPECT_TRUE(eventually([&] {
+  auto table = [&] {
     auto got = read_file(file);
-    return got.ok() && json::parse(*got, nullptr, false) == kTrainAfter;
-  })) << "the pass after the throw writes the new table";
+    return got.ok() ? json::parse(*got, nullptr, false) : json();
+  };
+  ASSERT_TRUE(clock.settle(2));  // the driver check and the refresh
+  clock.advance(20ms);
+  ASSERT_TRUE(clock.settle(2));
+  EXPECT_EQ(cap.errors_with("rank-table refresh: internal error: refresh bug (please report it)").size(), 1U);
+  EXPECT_EQ(table(), kTrainBefore) << "the pass that threw wrote nothing";
+  clock.advance(20ms);
+  ASSERT_TRUE(clock.settle(2));
+  EXPECT_EQ(table(), kTrainAfter) << "the pass after the throw writes the new table";
 }
 
 TEST(NothingEndsThePlugin, AReporterPassThatThrowsIsLoggedAndTheNextSends) {
@@ -1319,8 +1323,13 @@ TEST(NothingEndsThePlugin, AReporterPassThatThrowsIsLoggedAndTheNextSends) {
   };
   auto plugin = Plugin::create(query, cfg, nullptr, &sched);
   ASSERT_TRUE(plugin.ok());
-  Reporter reporter(**plugin, sched, {30s, 10ms, 100ms});
-  ASSERT_TRUE(sched.wait_puts(2, 5s)) << "the reporter carried on after the throw";
+  TestClock clock;
+  Reporter reporter(**plugin, sched, {30s, 10ms, 100ms, &clock});
+  ASSERT_TRUE(clock.settle(1));
+  EXPECT_EQ(clock.waits(), std::vector<TestClock::Steady::duration>{10ms}) << "the backoff after a throw";
+  EXPECT_EQ(reporter.stats().accepted, 0);
+  clock.advance(10ms);
+  ASSERT_TRUE(sched.wait_puts(2, kEventually)) << "the reporter carried on after the throw";
   EXPECT_TRUE(eventually([&] { return reporter.stats().accepted == 1; }));
   EXPECT_EQ(
       cap.errors_with("inventory reporter: internal error: reporter bug (please report it); retrying").size(),

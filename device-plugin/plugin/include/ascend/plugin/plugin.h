@@ -37,6 +37,10 @@
 #include "ascend/plugin/scheduler_client.h"
 #include "ascend/plugin/scheduler_plan.h"
 
+namespace ascend {
+class LoopClock;
+}  // namespace ascend
+
 namespace ascend::plugin {
 
 class Metrics;
@@ -54,10 +58,11 @@ struct PreferredRequest {
 
 class Plugin {
  public:
-  // Takes the first snapshot and plans the resources. `query`, `metrics` (may be null) and `scheduler` (may
-  // be null: no scheduler) must outlive the plugin.
+  // Takes the first snapshot and plans the resources. `query`, `metrics` (may be null), `scheduler` (may
+  // be null: no scheduler) and `clock` (may be null: real time) must outlive the plugin. The driver check and
+  // the rank-table refresh wait on `clock` (a test passes one it advances: ascend/common/loop_clock.h).
   static Result<std::unique_ptr<Plugin>> create(npu::DeviceQuery& query, Config cfg, Metrics* metrics,
-                                                SchedulerApi* scheduler = nullptr);
+                                                SchedulerApi* scheduler = nullptr, LoopClock* clock = nullptr);
   ~Plugin();
 
   // Subscribes to device-query changes (health, vNPUs) and starts the driver check (check_driver every
@@ -198,6 +203,7 @@ class Plugin {
   std::thread health_;
   std::thread ranktable_refresh_;
   bool stopping_ = false;  // under mu_
+  LoopClock* clock_ = nullptr;  // what they wait on (set by create)
 
   std::unique_ptr<npu::Subscription> subscription_;  // last: stopped first on destruction
 };

@@ -4,6 +4,9 @@
 // the scheduler is away (no connection, no answer, 5xx) it retries with a doubling backoff; a refusal (4xx)
 // is logged once per distinct message and retried at the slow rate.
 //
+// Its waits (the backoff, the slow rate, the periodic re-send) are on ReporterOptions::clock: real time unless
+// a test passes a clock it advances (ascend/common/loop_clock.h).
+//
 // RAII: the constructor starts the thread, the destructor stops and joins it (at most one request's
 // timeout later). Thread-safe: stats() may be called from any thread.
 #pragma once
@@ -15,6 +18,10 @@
 
 #include "ascend/plugin/scheduler_client.h"
 
+namespace ascend {
+class LoopClock;
+}  // namespace ascend
+
 namespace ascend::plugin {
 
 class Plugin;
@@ -23,6 +30,7 @@ struct ReporterOptions {
   std::chrono::milliseconds resend_every{30000};
   std::chrono::milliseconds backoff_first{100};
   std::chrono::milliseconds backoff_max{10000};
+  LoopClock* clock = nullptr;  // null: real time; else it must outlive the reporter
 };
 
 class Reporter {
@@ -48,6 +56,7 @@ class Reporter {
   const Plugin& plugin_;
   SchedulerApi& api_;
   const ReporterOptions opts_;
+  LoopClock& clock_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
