@@ -229,7 +229,12 @@ std::vector<Scheduler::Recovery> Scheduler::recover(const std::string& node, con
         }
       } else {
         r.restarts = ++j.restarts;
-        if (j.state != JobState::kRecovering) j.state_since = now;
+        if (j.state != JobState::kRecovering) {
+          // A fault during a recovery belongs to that recovery: the cost before stays the first fault's.
+          j.state_since = now;
+          j.cost_before_fault = j.placement.eval.cost.total;
+          j.cost_after_recovery = -1;
+        }
         j.state = JobState::kRecovering;
         j.state_why = fmt::format("{}; restart {} of {} ({} recovery)", what, j.restarts, j.spec.max_restarts,
                                   j.spec.recovery);
@@ -253,8 +258,15 @@ void Scheduler::settle(JobRecord& j, Clock::time_point now) {
   });
   if (!all) return;
   if (j.state == JobState::kRecovering) {
-    recoveries_.push_back(std::chrono::duration<double>(now - j.state_since).count());
+    const double seconds = std::chrono::duration<double>(now - j.state_since).count();
+    recoveries_.push_back(seconds);
     if (recoveries_.size() > 4096) recoveries_.erase(recoveries_.begin());
+    j.cost_after_recovery = j.placement.eval.cost.total;
+    const Slot& last = *std::max_element(j.slots.begin(), j.slots.end(),
+                                         [](const Slot& a, const Slot& b) { return a.since < b.since; });
+    recovered_.push_back({j.ns, j.spec.name, last.pod, j.restarts, j.spec.recovery, j.cost_before_fault,
+                          j.cost_after_recovery, seconds});
+    if (recovered_.size() > kKeptRecovered) recovered_.erase(recovered_.begin());
   }
   j.state = JobState::kRunning;
   j.state_since = now;
@@ -265,6 +277,10 @@ void Scheduler::settle(JobRecord& j, Clock::time_point now) {
 
 std::vector<double> Scheduler::take_recoveries() {
   return std::exchange(recoveries_, {});
+}
+
+std::vector<Scheduler::Recovered> Scheduler::take_recovered() {
+  return std::exchange(recovered_, {});
 }
 
 std::optional<Scheduler::Holder> Scheduler::holder_of(const std::string& node, int phy) const {

@@ -1,7 +1,9 @@
 // The extender's state file: everything that is not the cluster file (the plugins' last reports, jobs with
 // their placements and slots, pods without a job), written by save() and read back, field by field with
 // type checks, by load(): a corrupt file is an error naming the field, never an exception.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -106,6 +108,8 @@ json Scheduler::job_entry(const JobRecord& j) const {
           {"state_since_ms", ms_of(j.state_since)},
           {"state_why", j.state_why},
           {"faults", faults_json<json>(j.faults)},
+          {"cost_before_fault", j.cost_before_fault},
+          {"cost_after_recovery", j.cost_after_recovery},
           {"pods", j.spec.pods},
           {"tp", j.spec.tp},
           {"pp", j.spec.pp},
@@ -228,6 +232,15 @@ Result<JobRecord> Scheduler::read_job(const json& jj, const std::string& where) 
       ASCEND_ASSIGN(f.why, fr.str("why"), "");
       j.faults.push_back(std::move(f));
     }
+  }
+  // The last recovery's costs (issue 23); optional, so that records written before them still load.
+  for (auto [key, field] : {std::pair{"cost_before_fault", &j.cost_before_fault},
+                            std::pair{"cost_after_recovery", &j.cost_after_recovery}}) {
+    auto v = jj.find(key);
+    if (v == jj.end()) continue;
+    if (!v->is_number() || !std::isfinite(v->get<double>()))
+      return Error::invalid(std::string(where) + "." + key + ": not a number");
+    *field = std::max(-1.0, v->get<double>());
   }
   ASCEND_ASSIGN(long long tp, r.num("tp"), "");
   ASCEND_ASSIGN(long long pp, r.num("pp"), "");

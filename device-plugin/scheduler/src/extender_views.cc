@@ -79,6 +79,9 @@ Result<ordered_json> Scheduler::status_of(const std::string& ns, const std::stri
   v["recovery"] = j.spec.recovery;
   v["max_restarts"] = j.spec.max_restarts;
   v["faults"] = detail::faults_json<ordered_json>(j.faults);
+  // The last recovery's placement against the one the fault made it leave (issue 23).
+  if (j.cost_before_fault >= 0) v["cost_before_fault"] = j.cost_before_fault;
+  if (j.cost_after_recovery >= 0) v["cost_after_recovery"] = j.cost_after_recovery;
   return v;
 }
 

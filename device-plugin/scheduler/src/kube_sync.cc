@@ -102,11 +102,26 @@ struct KubeSync::Impl {
     std::string job_key;
     std::string why;
     Observed o = Observed::kNothing;
+    std::vector<Scheduler::Recovered> recovered;
     access.with([&](Scheduler& s) {
       job_key = s.job_of(p->info.ns, p->info.name);
       o = s.observe_pod(*p, gone, now(), &why);
+      // A Binding (ours, or another replica's) comes back through this watch: jobs it made whole again.
+      recovered = s.take_recovered();
     });
     after_observe(*p, o, job_key, why);
+    for (const auto& r : recovered) tell_recovered(r);
+  }
+
+  // A job Running again after a chip fault (issue 23): the new placement's cost against the one it left.
+  void tell_recovered(const Scheduler::Recovered& r) {
+    const std::string note = fmt::format(
+        "job {} is running again after restart {} ({} recovery, {:.3f} s after the fault): communication "
+        "cost "
+        "{:.4g} s, {:.4g} s before the fault",
+        r.job, r.restarts, r.mode, r.seconds, r.cost_after, r.cost_before_fault);
+    spdlog::info("{}/{}: {}", r.ns, r.job, note);
+    pod_event(r.ns, r.pod, "", "Normal", "AscendRecovered", note);
   }
 
   void after_observe(const ApiPod& p, Observed o, const std::string& job_key, const std::string& why) {

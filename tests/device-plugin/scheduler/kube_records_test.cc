@@ -415,6 +415,7 @@ TEST(KubeRecoveryState, PodRecoveryIsRecoveringFromTheFaultUntilTheReplacementIs
   Scheduler s(small_cluster(4));
   auto where = bound_job(s, "pod", "3");
   EXPECT_EQ(state_of(s), "Running") << "every pod bound";
+  const double cost0 = (*s.status_of("default", "train"))["cost"]["total"].get<double>();
   auto held = *s.held_by("default", "train-2");
   const auto t_fault = kT0 + milliseconds(1000);
   ASSERT_TRUE(sick_only(s, where[2], {held.chips[1]}, t_fault).ok());
@@ -448,6 +449,20 @@ TEST(KubeRecoveryState, PodRecoveryIsRecoveringFromTheFaultUntilTheReplacementIs
   EXPECT_EQ(s.take_recoveries(), std::vector<double>{2.5}) << "fault at +1 s, bound at +3.5 s";
   EXPECT_TRUE(s.take_recoveries().empty()) << "taken once";
   EXPECT_EQ(s.counts().running_jobs, 1);
+  // The recovery against the placement the fault made the job leave (the AscendRecovered Event's facts).
+  auto done = s.take_recovered();
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].job, "train");
+  EXPECT_EQ(done[0].pod, "train-2") << "the pod whose binding made the job whole";
+  EXPECT_EQ(done[0].restarts, 1);
+  EXPECT_EQ(done[0].mode, "pod");
+  EXPECT_DOUBLE_EQ(done[0].seconds, 2.5);
+  EXPECT_DOUBLE_EQ(done[0].cost_before_fault, cost0);
+  auto after = *s.status_of("default", "train");
+  EXPECT_DOUBLE_EQ(done[0].cost_after, after["cost"]["total"].get<double>());
+  EXPECT_DOUBLE_EQ(after["cost_before_fault"].get<double>(), cost0);
+  EXPECT_DOUBLE_EQ(after["cost_after_recovery"].get<double>(), done[0].cost_after);
+  EXPECT_TRUE(s.take_recovered().empty()) << "taken once";
 }
 
 TEST(KubeRecoveryState, JobRecoveryKeepsTheRecordAndThePodsComeBackToTheirOwnChipsTheFaultedOneElsewhere) {
@@ -537,8 +552,19 @@ TEST(KubeRecoveryState, TheStateAndFaultsTravelInTheRecordToAnotherReplica) {
   ASSERT_TRUE(b.observe_job(rec, kT0).ok());
   auto va = *a.status_of("default", "train");
   auto vb = *b.status_of("default", "train");
-  for (const char* k : {"state", "since_ms", "why", "restarts", "faults"}) EXPECT_EQ(va[k], vb[k]) << k;
+  for (const char* k : {"state", "since_ms", "why", "restarts", "faults", "cost_before_fault"})
+    EXPECT_EQ(va[k], vb[k]) << k;
   EXPECT_EQ(vb["state"], "Recovering");
+  EXPECT_FALSE(vb.contains("cost_after_recovery")) << "still recovering";
+  // A cost that is not a number is refused, naming the field.
+  auto bad = rec;
+  bad["cost_before_fault"] = "cheap";
+  bad["version"] = std::uint64_t{98};
+  Scheduler d(small_cluster(4));
+  auto sd = d.observe_job(bad, kT0);
+  ASSERT_FALSE(sd.ok());
+  EXPECT_NE(sd.error().message().find("cost_before_fault: not a number"), std::string::npos)
+      << sd.error().message();
   // A record with an unknown state is refused, naming the field.
   rec["state"] = "Sleeping";
   rec["version"] = std::uint64_t{99};

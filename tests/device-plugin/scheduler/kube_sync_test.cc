@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "ascend/common/kube_client.h"
@@ -422,6 +423,8 @@ TEST(KubeRecovery, TheSurvivorsRankTableIsRewrittenWithTheirRanksUnchangedAndThe
            json::parse(cm0["data"][kRankTableKey].get<std::string>())["status"] == "completed";
   }));
   EXPECT_EQ(job_status(s, "rt")["state"], "Running");
+  const double cost0 = job_status(s, "rt")["cost"]["total"].get<double>();
+  EXPECT_FALSE(job_status(s, "rt").contains("cost_before_fault")) << "no recovery yet";
   const auto before = ranks_of(cm0);
   ASSERT_EQ(before.size(), 16u);
   const auto [node2, chips2] = where[2];
@@ -462,6 +465,33 @@ TEST(KubeRecovery, TheSurvivorsRankTableIsRewrittenWithTheirRanksUnchangedAndThe
   for (int c : new_chips) want.insert(node_again + " " + std::to_string(c));
   EXPECT_EQ(pod2_devices, want) << "ranks 8-11 name pod 2's new chips";
   EXPECT_TRUE(wait_for([&] { return job_status(s, "rt")["state"] == "Running"; }));
+  // The new placement's cost is reported against the one the fault made the job leave: in its view, in its
+  // record (a second replica sees it) and in an Event on the pod that made it whole.
+  json done = job_status(s, "rt");
+  EXPECT_DOUBLE_EQ(done["cost_before_fault"].get<double>(), cost0) << done.dump();
+  EXPECT_DOUBLE_EQ(done["cost_after_recovery"].get<double>(), done["cost"]["total"].get<double>());
+  json rec;
+  ASSERT_TRUE(wait_for([&] {
+    auto r = record_of(api.get(cm_path));
+    if (!r || !r->contains("cost_after_recovery") || (*r)["cost_after_recovery"].get<double>() < 0)
+      return false;
+    rec = *r;
+    return true;
+  }));
+  EXPECT_DOUBLE_EQ(rec["cost_before_fault"].get<double>(), cost0);
+  std::string note;
+  ASSERT_TRUE(wait_for([&] {
+    const json events = api.list("/apis/events.k8s.io/v1/namespaces/default/events");
+    for (const auto& e : events["items"]) {
+      if (e.value("reason", "") == "AscendRecovered" && e["regarding"]["name"] == "rt-2")
+        note = e.value("note", "");
+    }
+    return !note.empty();
+  })) << "no AscendRecovered Event on the pod that completed the job";
+  EXPECT_NE(note.find(fmt::format("{:.4g} s before the fault", cost0)), std::string::npos) << note;
+  EXPECT_NE(note.find(fmt::format("cost {:.4g} s,", done["cost"]["total"].get<double>())), std::string::npos)
+      << note;
+  EXPECT_NE(note.find("after restart 1 (pod recovery"), std::string::npos) << note;
   const std::string m = metrics(s);
   EXPECT_NE(m.find("ascend_scheduler_chip_faults_total{level=\"SeparateNPU\"} 1"), std::string::npos) << m;
   EXPECT_NE(m.find("ascend_scheduler_recovery_actions_total{action=\"evicted\"} 1"), std::string::npos);

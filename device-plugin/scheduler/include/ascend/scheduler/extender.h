@@ -81,6 +81,11 @@ struct JobRecord {
   std::string state_why;          // why Recovering or Failed
   std::vector<FaultNote> faults;  // the last kKeptFaults, oldest first
   static constexpr std::size_t kKeptFaults = 8;
+  // The placement's total communication cost (topology::Cost::total) when the fault that began the current
+  // or last recovery came, and once every pod was bound again after it: a recovery is reported against the
+  // placement it had to leave. Negative: not known (no recovery yet; still recovering).
+  double cost_before_fault = -1;
+  double cost_after_recovery = -1;
 
   std::string key() const { return ns + "/" + spec.name; }
   topology::Job job() const;
@@ -268,6 +273,19 @@ class Scheduler {
   // How long each job that recovered took from the fault to its last pod bound again (seconds), since the
   // last call: the server's histogram.
   std::vector<double> take_recoveries();
+  // A job that is Running again after a recovery (its last pod bound again), for the AscendRecovered Event
+  // and log line, since the last call (the last kKeptRecovered).
+  struct Recovered {
+    std::string ns, job;
+    std::string pod;  // the pod whose binding completed the job again
+    int restarts = 0;
+    std::string mode;  // pod | job
+    double cost_before_fault = 0;
+    double cost_after = 0;
+    double seconds = 0;  // from the fault to the last pod bound again
+  };
+  std::vector<Recovered> take_recovered();
+  static constexpr std::size_t kKeptRecovered = 256;
   // A job's status (GET /v1/jobs/{ns}/{name}): its view with state, since, why, restarts and last faults.
   Result<nlohmann::ordered_json> status_of(const std::string& ns, const std::string& job) const;
   // The chips each node's last device ConfigMap called unusable (node name -> chips), for the recoveries a
@@ -384,7 +402,8 @@ class Scheduler {
   std::uint64_t changes_ = 0;
   std::uint64_t placed_ = 0;
   std::uint64_t refused_ = 0;
-  std::vector<double> recoveries_;  // take_recoveries()
+  std::vector<double> recoveries_;    // take_recoveries()
+  std::vector<Recovered> recovered_;  // take_recovered()
   // After a pod of `j` is bound: Pending or Recovering becomes Running once every pod is bound.
   void settle(JobRecord& j, Clock::time_point now);
 };
