@@ -98,6 +98,7 @@ class FakeKubelet::PodResourcesService final : public v1::PodResourcesLister::Se
   grpc::Status List(grpc::ServerContext* /*ctx*/, const v1::ListPodResourcesRequest* /*req*/,
                     v1::ListPodResourcesResponse* resp) override {
     std::lock_guard lock(k_.mu_);
+    ++k_.pod_resources_lists_;
     if (k_.pods_) {
       for (const auto& p : *k_.pods_) {
         auto* pod = resp->add_pod_resources();
@@ -232,6 +233,11 @@ void FakeKubelet::set_in_use(std::map<std::string, std::set<std::string>> in_use
 void FakeKubelet::set_pods(std::vector<PodContainer> pods) {
   std::lock_guard lock(mu_);
   pods_ = std::move(pods);
+}
+
+int FakeKubelet::pod_resources_lists() const {
+  std::lock_guard lock(mu_);
+  return pod_resources_lists_;
 }
 
 }  // namespace ascend::testing

@@ -87,6 +87,8 @@ class FakeKubelet {
     std::vector<std::string> ids;
   };
   void set_pods(std::vector<PodContainer> pods);
+  // How many pod-resources List calls have been answered (the plugin's reconcile asks once a pass).
+  int pod_resources_lists() const;
 
   const std::string& dir() const { return dir_; }
 
@@ -108,6 +110,7 @@ class FakeKubelet {
   std::vector<std::weak_ptr<Watch>> watches_;
   std::map<std::string, std::set<std::string>> in_use_;
   std::optional<std::vector<PodContainer>> pods_;
+  int pod_resources_lists_ = 0;
 };
 
 }  // namespace ascend::testing

@@ -37,6 +37,7 @@ int FakeScheduler::start(int port, const std::string& cert, const std::string& k
 
 void FakeScheduler::stop() {
   if (!server_) return;
+  release();
   server_->stop();
   if (thread_.joinable()) thread_.join();
   server_.reset();
@@ -72,9 +73,22 @@ void FakeScheduler::erase_job_ranktable(const std::string& ns, const std::string
   ranktables_.erase(ns + "/" + job);
 }
 
-void FakeScheduler::set_delay(std::chrono::milliseconds d) {
+void FakeScheduler::hold() {
   std::lock_guard lock(mu_);
-  delay_ = d;
+  holding_ = true;
+}
+
+void FakeScheduler::release() {
+  {
+    std::lock_guard lock(mu_);
+    holding_ = false;
+  }
+  cv_.notify_all();
+}
+
+int FakeScheduler::held() const {
+  std::lock_guard lock(mu_);
+  return held_;
 }
 
 void FakeScheduler::require_token(std::string token) {
@@ -114,17 +128,17 @@ bool FakeScheduler::wait_for(const std::function<bool(const SchedulerRequest&)>&
 void FakeScheduler::routes() {
   // Records the request and checks the token; false (with the answer set) when the token is wrong.
   auto admit = [this](const httplib::Request& req, httplib::Response& res) {
-    std::chrono::milliseconds delay;
     std::string token;
     {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
       got_.push_back({req.method, req.path, req.body, req.get_header_value("Authorization"),
                       req.get_header_value("Content-Type"), std::chrono::steady_clock::now()});
       cv_.notify_all();
-      delay = delay_;
+      ++held_;
+      cv_.wait(lock, [this] { return !holding_; });
+      --held_;
       token = token_;
     }
-    std::this_thread::sleep_for(delay);
     if (token.empty()) return true;
     const std::string auth = req.get_header_value("Authorization");
     if (auth == "Bearer " + token) return true;

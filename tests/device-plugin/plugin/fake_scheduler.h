@@ -58,7 +58,11 @@ class FakeScheduler {
   // GET /v1/jobs/{ns}/{job}/ranktable: the table set here, else 404 as for a job the scheduler does not have.
   void set_job_ranktable(const std::string& ns, const std::string& job, nlohmann::json table);
   void erase_job_ranktable(const std::string& ns, const std::string& job);
-  void set_delay(std::chrono::milliseconds d);
+  // While held, every request is recorded and then left unanswered until release() (or stop()).
+  void hold();
+  void release();
+  // How many requests wait for release() now.
+  int held() const;
   void require_token(std::string token);
 
   std::vector<SchedulerRequest> requests() const;
@@ -86,7 +90,8 @@ class FakeScheduler {
   nlohmann::json reservations_ = nlohmann::json::array();
   std::map<std::vector<int>, std::pair<int, nlohmann::json>> allocations_;
   std::map<std::string, nlohmann::json> ranktables_;  // "ns/job"
-  std::chrono::milliseconds delay_{0};
+  bool holding_ = false;
+  int held_ = 0;
   std::string token_;
 };
 

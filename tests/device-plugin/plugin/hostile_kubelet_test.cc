@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "eventually.h"
 #include "fake_kubelet.h"
 #include "grpc_allocate.h"
 #include "test_backend.h"
@@ -65,6 +66,22 @@ int open_fds(pid_t pid) {
        it != std::filesystem::directory_iterator(); ++it)
     ++n;
   return n;
+}
+
+// Waits until the process's open fds hold still (the same count over half a second: the last round's
+// streams and connections have ended on its side) and returns that count.
+int quiet_fds(pid_t pid) {
+  int last = -1;
+  int same = 0;
+  testing::eventually(
+      [&] {
+        const int now = open_fds(pid);
+        same = now == last ? same + 1 : 0;
+        last = now;
+        return same >= 5;
+      },
+      testing::kEventually, 100ms);
+  return last;
 }
 
 class HostileKubelet : public ::testing::Test {
@@ -254,24 +271,25 @@ TEST_F(HostileKubelet, ClearErrorsNoCrashAndMemoryBackToItsBaseline) {
   serves("at the start");
   round(0);  // warm-up: gRPC's and malloc's first-use growth
   ASSERT_FALSE(HasFatalFailure());
-  std::this_thread::sleep_for(1s);  // streams ending on the server side
+  const int base_fds = quiet_fds(pid_);  // the warm-up's streams have ended on the server side
   const long base_rss = status_kb(pid_, "VmRSS:");
-  const int base_fds = open_fds(pid_);
   std::vector<long> after;  // VmRSS after each round
   for (int n = 1; n <= kRounds; ++n) {
     round(n);
     ASSERT_FALSE(HasFatalFailure());
     after.push_back(status_kb(pid_, "VmRSS:"));
   }
-  // Streams and connections are torn down on the plugin's threads: give them a moment.
+  // Streams and connections are torn down on the plugin's threads: wait for them (what is left after the
+  // wait is judged below).
   long rss = 0;
   int fds = 0;
-  for (int i = 0; i < 50; ++i) {
-    std::this_thread::sleep_for(100ms);
-    rss = status_kb(pid_, "VmRSS:");
-    fds = open_fds(pid_);
-    if (fds <= base_fds && rss <= base_rss + kRssMarginKb) break;
-  }
+  testing::eventually(
+      [&] {
+        rss = status_kb(pid_, "VmRSS:");
+        fds = open_fds(pid_);
+        return fds <= base_fds && rss <= base_rss + kRssMarginKb;
+      },
+      testing::kEventually, 100ms);
   std::printf(
       "plugin VmRSS: %ld kB after the warm-up round, then %s kB after each of %d rounds, %ld kB at the "
       "end (margin %ld kB); open fds %d -> %d; threads %ld\n",

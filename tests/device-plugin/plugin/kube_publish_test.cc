@@ -20,6 +20,7 @@
 #include "ascend/plugin/daemon.h"
 #include "ascend/plugin/kube_publisher.h"
 #include "ascend/plugin/plugin.h"
+#include "eventually.h"
 #include "fake_apiserver.h"
 #include "plugin_on_api.h"
 #include "test_dir.h"
@@ -30,6 +31,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using api_test::wait_until;
+using ascend::testing::kEventually;
 using nlohmann::json;
 using testing::TempDir;
 
@@ -161,7 +163,8 @@ TEST_F(KubePublish, ChipFaultIsInTheConfigMapWithinSecondsAndTheLabelsAreLeftAlo
                                     {"fault_handling", "SeparateNPU"},
                                     {"fault_code", "80E18402"}}});
   ASSERT_TRUE(wait_until(
-      [&] { return device_info()["DeviceList"]["huawei.com/Ascend910-Unhealthy"] == "Ascend910-3"; }, 3s))
+      [&] { return device_info()["DeviceList"]["huawei.com/Ascend910-Unhealthy"] == "Ascend910-3"; },
+      kEventually))
       << device_info().dump();
   std::printf("fault -> ConfigMap in %lld ms\n",
               static_cast<long long>(
@@ -174,7 +177,7 @@ TEST_F(KubePublish, ChipFaultIsInTheConfigMapWithinSecondsAndTheLabelsAreLeftAlo
 
   // That pass reads the Node after writing the ConfigMap, finds its labels right, and sends no PATCH (one
   // would follow the GET within milliseconds).
-  ASSERT_TRUE(wait_until([&] { return count("GET", kNodePath) >= 1; }, 2s));
+  ASSERT_TRUE(wait_until([&] { return count("GET", kNodePath) >= 1; }, kEventually));
   std::this_thread::sleep_for(300ms);
   EXPECT_EQ(count("PATCH", kNodePath), 0);
   EXPECT_GE(count("PATCH", kCmPath), 1);
@@ -187,10 +190,12 @@ TEST_F(KubePublish, RefreshRewritesUpdateTimeAndRestoresARemovedLabel) {
   ASSERT_TRUE(wait_until([&] { return api.get(kCmPath).is_object() && labelled(); }, 5s));
   const auto first = device_info()["UpdateTime"].get<std::int64_t>();
   api.patch(kNodePath, {{"metadata", {{"labels", {{"servertype", nullptr}}}}}});
-  ASSERT_TRUE(wait_until([&] { return labelled(); }, 3s)) << "servertype not restored";
-  ASSERT_TRUE(wait_until([&] { return device_info()["UpdateTime"].get<std::int64_t>() > first; }, 3s));
+  ASSERT_TRUE(wait_until([&] { return labelled(); }, kEventually)) << "servertype not restored";
+  ASSERT_TRUE(
+      wait_until([&] { return device_info()["UpdateTime"].get<std::int64_t>() > first; }, kEventually));
   // Counted once the PATCH has returned, which may be after the test sees the label.
-  EXPECT_TRUE(wait_until([&] { return pub->stats().label_patches == 2; }, 1s)) << pub->stats().label_patches;
+  EXPECT_TRUE(wait_until([&] { return pub->stats().label_patches == 2; }, kEventually))
+      << pub->stats().label_patches;
 }
 
 TEST_F(KubePublish, RecreatesADeletedConfigMap) {
@@ -198,7 +203,7 @@ TEST_F(KubePublish, RecreatesADeletedConfigMap) {
   auto pub = start(300ms);
   ASSERT_TRUE(wait_until([&] { return api.get(kCmPath).is_object(); }, 5s));
   ASSERT_TRUE(api.remove(kCmPath));
-  ASSERT_TRUE(wait_until([&] { return deviceinfo::from_configmap(api.get(kCmPath)).ok(); }, 3s));
+  ASSERT_TRUE(wait_until([&] { return deviceinfo::from_configmap(api.get(kCmPath)).ok(); }, kEventually));
 }
 
 TEST_F(KubePublish, PatchesAnExistingConfigMapKeepingOthersKeys) {
@@ -243,9 +248,10 @@ TEST_F(KubePublish, RetriesWhileTheApiServerIsAway) {
 TEST_F(KubePublish, WithoutItsNodeTheConfigMapIsStillWritten) {
   auto pub = start();  // no Node worker-1 in the API server
   ASSERT_TRUE(wait_until([&] { return api.get(kCmPath).is_object(); }, 5s));
-  ASSERT_TRUE(wait_until([&] { return pub->stats().failures >= 2; }, 3s)) << "the labels are retried";
+  ASSERT_TRUE(wait_until([&] { return pub->stats().failures >= 2; }, kEventually))
+      << "the labels are retried";
   add_node();
-  ASSERT_TRUE(wait_until([&] { return labelled(); }, 3s));
+  ASSERT_TRUE(wait_until([&] { return labelled(); }, kEventually));
 }
 
 // The daemon with --kube-api publishes (no kubelet needed: it waits for one meanwhile).

@@ -20,6 +20,7 @@
 #include "ascend/npu/vnpu_gc.h"
 #include "ascend/plugin/daemon.h"
 #include "ascend/plugin/plugin.h"
+#include "eventually.h"
 #include "fake_kubelet.h"
 #include "plugin_fixture.h"
 #include "test_dir.h"
@@ -99,7 +100,8 @@ std::vector<std::string> chip_ids(int from, int to) {
   return out;
 }
 
-TEST_F(LifecycleE2E, DriverUnloadedTurnsEveryDeviceUnhealthyWithinASecondAndReloadRecoversWithNewNodes) {
+// How long the devices take to turn Unhealthy is printed, not asserted (a busy machine would fail a bound).
+TEST_F(LifecycleE2E, DriverUnloadedTurnsEveryDeviceUnhealthyAndReloadRecoversWithNewNodes) {
   LogCapture log;
   Config cfg = config();
   cfg.allocate_mode = AllocateMode::kDeviceSpec;
@@ -109,8 +111,8 @@ TEST_F(LifecycleE2E, DriverUnloadedTurnsEveryDeviceUnhealthyWithinASecondAndRelo
 
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_TRUE(emu.unload().ok());
-  ASSERT_TRUE(w->wait_for([](const auto& r) { return all_are(r, 8, "Unhealthy"); }, 1s))
-      << "the devices did not turn Unhealthy within 1 s of the driver going away";
+  ASSERT_TRUE(w->wait_for([](const auto& r) { return all_are(r, 8, "Unhealthy"); }, testing::kEventually))
+      << "the devices did not turn Unhealthy when the driver went away";
   std::printf("driver unloaded -> all Unhealthy in %lld ms\n",
               static_cast<long long>(
                   std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
@@ -120,12 +122,13 @@ TEST_F(LifecycleE2E, DriverUnloadedTurnsEveryDeviceUnhealthyWithinASecondAndRelo
   allocate("ascend-Ascend910.sock", {{"Ascend910-1"}}, &s);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_NE(s.error_message().find("NPU driver is unavailable"), std::string::npos) << s.error_message();
-  std::this_thread::sleep_for(3 * cfg.health_interval);  // more checks fail: still one line
+  // More checks fail meanwhile (a wait that cannot make the assertion fail, only miss a repeat): one line.
+  std::this_thread::sleep_for(3 * cfg.health_interval);
   EXPECT_EQ(log.lines("NPU driver unavailable").size(), 1U);
 
   // Back with other majors: Healthy again, and Allocate names nodes of the new driver.
   load("atlas800t-a2", {250, 251, 252, 253, 254});
-  ASSERT_TRUE(w->wait_for([](const auto& r) { return all_are(r, 8, "Healthy"); }, 2s));
+  ASSERT_TRUE(w->wait_for([](const auto& r) { return all_are(r, 8, "Healthy"); }, testing::kEventually));
   EXPECT_EQ(daemon->plugin().host().chip_node(1).major, 250);
   auto resp = allocate("ascend-Ascend910.sock", {{"Ascend910-1"}}, &s);
   ASSERT_TRUE(s.ok()) << s.error_message();
@@ -144,10 +147,7 @@ TEST_F(LifecycleE2E, AReloadBetweenTwoChecksIsNoticedByItsNewMajors) {
   up(config());
   ASSERT_TRUE(emu.unload().ok());
   load("atlas800t-a2", {245, 246, 247, 248, 249});
-  const auto deadline = std::chrono::steady_clock::now() + 1s;
-  while (daemon->plugin().host().chip_node(0).major != 245 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(10ms);
-  EXPECT_EQ(daemon->plugin().host().chip_node(0).major, 245);
+  EXPECT_TRUE(testing::eventually([&] { return daemon->plugin().host().chip_node(0).major == 245; }));
   EXPECT_EQ(daemon->plugin().host().control_nodes().at(0).major, 246);  // davinci_manager
 }
 
@@ -295,12 +295,10 @@ TEST_F(LifecycleE2E, PeriodicGcDestroysOnlyVnpusWhoseContainerIsGone) {
   start_kubelet();
   ASSERT_NO_FATAL_FAILURE(run_daemon(cfg));
 
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (emu.snapshot()->vnpu(gone->id) != nullptr && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(50ms);
+  EXPECT_TRUE(testing::eventually([&] { return emu.snapshot()->vnpu(gone->id) == nullptr; }))
+      << "the orphan was not destroyed";
   auto after = emu.snapshot();
   ASSERT_TRUE(after.ok());
-  EXPECT_EQ(after->vnpu(gone->id), nullptr) << "the orphan was not destroyed within 5 s";
   EXPECT_NE(after->vnpu(alive->id), nullptr) << "a vNPU of a live container was destroyed";
   EXPECT_NE(after->vnpu(admin->id), nullptr) << "a static vNPU was destroyed";
 }

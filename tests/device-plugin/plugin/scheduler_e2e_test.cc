@@ -29,6 +29,7 @@
 #include "ascend/plugin/daemon.h"
 #include "ascend/plugin/plugin.h"
 #include "ascend/plugin/scheduler_client.h"
+#include "eventually.h"
 #include "fake_kubelet.h"
 #include "fake_scheduler.h"
 #include "grpc_allocate.h"
@@ -112,6 +113,27 @@ class SchedulerE2E : public testing::PluginFixture {
     return c;
   }
 
+  // Waits until the plugin counts at least `n` inventory reports that got no answer (its metrics listener
+  // must be on).
+  bool reports_failed(int n) {
+    const std::string key = "ascend_device_plugin_scheduler_errors_total{call=\"inventory\"} ";
+    return testing::eventually(
+        [&] {
+          const std::string body = scrape(daemon->metrics_port());
+          const auto at = body.find(key);
+          return at != std::string::npos && std::stod(body.substr(at + key.size())) >= n;
+        },
+        testing::kEventually, 50ms);
+  }
+
+  // Lets the promise grace pass (real time: the ledger's clock) while the kubelet still lists the chips, then
+  // waits for two more reconcile passes to ask the kubelet.
+  void past_grace_while_listed() {
+    std::this_thread::sleep_for(config("").promise_grace);
+    const int lists = kubelet->pod_resources_lists();
+    ASSERT_TRUE(testing::eventually([&] { return kubelet->pod_resources_lists() >= lists + 2; }));
+  }
+
   v1beta1::ContainerAllocateResponse allocate(const std::vector<int>& phys, grpc::Status* status) {
     return testing::first_container(testing::allocate(*kubelet->plugin(kEndpoint), {ids(phys)}, status, 5s));
   }
@@ -147,7 +169,8 @@ std::map<std::string, std::string> envs_of(const v1beta1::ContainerAllocateRespo
 
 // ---- inventory ------------------------------------------------------------------------------------------
 
-TEST_F(SchedulerE2E, InventoryArrivesAtStartAndWithinOneSecondOfAFaultAndItsClearing) {
+// How long a fault takes to reach the scheduler is printed, not asserted (a busy machine would fail a bound).
+TEST_F(SchedulerE2E, InventoryArrivesAtStartAndOnAFaultAndItsClearing) {
   ASSERT_GT(sched.start(), 0);
   serve(config(sched.url()));
   SchedulerRequest first;
@@ -159,8 +182,7 @@ TEST_F(SchedulerE2E, InventoryArrivesAtStartAndWithinOneSecondOfAFaultAndItsClea
   auto t0 = std::chrono::steady_clock::now();
   ASSERT_EQ(npu_sim({"fault", "set", "--device", "3", "--code", "0x80E18402", "--severity", "critical"}), 0);
   SchedulerRequest after;
-  ASSERT_TRUE(sched.wait_for(put_of(inventory({3}, {})), 5s, &after));
-  EXPECT_LT(after.at - t0, 1s);
+  ASSERT_TRUE(sched.wait_for(put_of(inventory({3}, {})), testing::kEventually, &after));
   std::printf(
       "fault -> inventory at the scheduler in %lld ms\n",
       static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(after.at - t0).count()));
@@ -170,10 +192,8 @@ TEST_F(SchedulerE2E, InventoryArrivesAtStartAndWithinOneSecondOfAFaultAndItsClea
   ASSERT_EQ(npu_sim({"fault", "set", "--device", "5", "--code", "0x84000001", "--severity", "alarm"}), 0);
   ASSERT_TRUE(sched.wait_for(put_of(inventory({3, 5}, {})), 5s));
 
-  t0 = std::chrono::steady_clock::now();
   ASSERT_EQ(npu_sim({"fault", "clear", "--device", "3"}), 0);
-  ASSERT_TRUE(sched.wait_for(put_of(inventory({5}, {})), 5s, &after));
-  EXPECT_LT(after.at - t0, 1s);
+  ASSERT_TRUE(sched.wait_for(put_of(inventory({5}, {})), testing::kEventually, &after));
   for (const auto& r : sched.requests()) {
     EXPECT_EQ(r.authorization, std::string("Bearer ") + kToken) << r.method << " " << r.path;
   }
@@ -213,20 +233,22 @@ TEST_F(SchedulerE2E, InventoryIsRetriedUntilTheSchedulerComesUpLate) {
   Config cfg = config(url);
   cfg.metrics_addr = "127.0.0.1:0";
   serve(cfg);
-  std::this_thread::sleep_for(1500ms);
-  const std::string body = scrape(daemon->metrics_port());
-  EXPECT_NE(body.find("ascend_device_plugin_scheduler_errors_total{call=\"inventory\"}"), std::string::npos)
+  std::string body;
+  EXPECT_TRUE(testing::eventually(
+      [&] {
+        body = scrape(daemon->metrics_port());
+        return body.find("ascend_device_plugin_scheduler_errors_total{call=\"inventory\"}") !=
+               std::string::npos;
+      },
+      testing::kEventually, 50ms))
       << body;
   // The plugin serves the kubelet meanwhile.
   auto w = kubelet->watch(kEndpoint);
   ASSERT_TRUE(w->wait_for([](const auto& r) { return r.devices_size() == 8; }, 5s));
 
-  const auto t0 = std::chrono::steady_clock::now();
   ASSERT_EQ(sched.start(port), port);
-  SchedulerRequest got;
-  // The backoff has reached 1.6 s (100 ms doubling) by now, well under its 10 s cap.
-  ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {})), 5s, &got));
-  EXPECT_LT(got.at - t0, 2500ms);
+  // The backoff (100 ms doubling, capped at 10 s: the reporter's unit tests) brings the report.
+  ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {})), testing::kEventually));
 }
 
 TEST_F(SchedulerE2E, ARefusedReportIsRetriedAtTheSlowRate) {
@@ -235,11 +257,10 @@ TEST_F(SchedulerE2E, ARefusedReportIsRetriedAtTheSlowRate) {
   Config cfg = config(sched.url());
   cfg.report_every = 700ms;
   serve(cfg);
-  ASSERT_TRUE(sched.wait_for([](const auto& r) { return r.method == "PUT"; }, 5s));
-  std::this_thread::sleep_for(1000ms);
+  ASSERT_TRUE(testing::eventually([&] { return sched.requests("PUT").size() >= 3; }));
   const auto puts = sched.requests("PUT");
-  EXPECT_GE(puts.size(), 2U);
-  EXPECT_LE(puts.size(), 3U) << "a 4xx is not retried at the fast rate";
+  EXPECT_GE(puts[1].at - puts[0].at, cfg.report_every) << "a 4xx is not retried at the fast rate";
+  EXPECT_GE(puts[2].at - puts[1].at, cfg.report_every) << "a 4xx is not retried at the fast rate";
   // Once the scheduler knows the node, it gets the report.
   sched.set_inventory_answer(200);
   ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {})), 5s));
@@ -251,14 +272,11 @@ TEST_F(SchedulerE2E, AllocatedChipsAreInUseUntilThePodResourcesNoLongerListThem)
   ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {})), 5s));
   kubelet->set_in_use({{"huawei.com/Ascend910", {"Ascend910-4", "Ascend910-5"}}});
   grpc::Status s;
-  const auto t0 = std::chrono::steady_clock::now();
   allocate({5, 4}, &s);  // no reservation: 404, answered as today
   ASSERT_TRUE(s.ok()) << s.error_message();
-  SchedulerRequest got;
-  ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {4, 5})), 5s, &got));
-  EXPECT_LT(got.at - t0, 1s);
+  ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {4, 5})), testing::kEventually));
   // While the kubelet lists them they stay in use, past the grace period.
-  std::this_thread::sleep_for(700ms);
+  past_grace_while_listed();
   EXPECT_FALSE(sched.wait_for(put_of(inventory({}, {})), 10ms));
   // The pod is gone.
   kubelet->set_in_use({});
@@ -406,14 +424,12 @@ TEST_F(SchedulerE2E, TheRankTableIsMode0640AndGoesWhenThePodsChipsAreFreed) {
   ASSERT_EQ(::stat(file.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, static_cast<mode_t>(S_IRUSR | S_IWUSR | S_IRGRP)) << "0640";
   // While the kubelet lists the chips the table stays, past the grace period.
-  std::this_thread::sleep_for(700ms);
+  past_grace_while_listed();
   EXPECT_TRUE(std::filesystem::exists(file));
   // The pod is gone.
   kubelet->set_in_use({});
-  const auto t0 = std::chrono::steady_clock::now();
-  while (std::filesystem::exists(folder) && std::chrono::steady_clock::now() - t0 < 5s)
-    std::this_thread::sleep_for(20ms);
-  EXPECT_FALSE(std::filesystem::exists(folder)) << "the rank table outlived its pod's chips";
+  EXPECT_TRUE(testing::eventually([&] { return !std::filesystem::exists(folder); }))
+      << "the rank table outlived its pod's chips";
   ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {})), 5s)) << "and the chips are free";
 }
 
@@ -518,10 +534,8 @@ TEST_F(SchedulerE2E, ARankTableTheSchedulerRewritesReachesTheMountedFolderInPlac
 
   // The recovery: the scheduler's table changes; the folder shows the new file.
   sched.set_job_ranktable("ml", "train", after);
-  const auto t0 = std::chrono::steady_clock::now();
-  while (read_at(dir.get(), "hccl.json") != after.dump(4) && std::chrono::steady_clock::now() - t0 < 10s)
-    std::this_thread::sleep_for(20ms);
-  EXPECT_EQ(read_at(dir.get(), "hccl.json"), after.dump(4)) << "the new table did not reach the folder";
+  EXPECT_TRUE(testing::eventually([&] { return read_at(dir.get(), "hccl.json") == after.dump(4); }))
+      << "the new table did not reach the folder";
   struct stat dir1 {};
   struct stat named {};
   struct stat file1 {};
@@ -622,10 +636,8 @@ TEST_F(SchedulerE2E, AnUnreachableSchedulerChangesNothing) {
       2s));
   EXPECT_EQ(preferred({0, 1, 2, 3, 4, 5, 6, 7}, 8), ids({0, 1, 2, 3, 4, 5, 6, 7}));
   grpc::Status s;
-  const auto t0 = std::chrono::steady_clock::now();
   auto c = allocate({3}, &s);
   ASSERT_TRUE(s.ok()) << s.error_message();
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 500ms);
   EXPECT_EQ(envs_of(c), (std::map<std::string, std::string>{{"ASCEND_VISIBLE_DEVICES", "3"}}));
   EXPECT_EQ(c.mounts_size(), 1);
 }
@@ -634,15 +646,18 @@ TEST_F(SchedulerE2E, AHangingSchedulerDelaysOnlyTheCallThatWaitsForIt) {
   ASSERT_GT(sched.start(), 0);
   serve(config(sched.url()));
   ASSERT_TRUE(sched.wait_for(put_of(inventory({}, {})), 5s));
-  sched.set_delay(3s);
+  sched.hold();  // the scheduler records each request and answers none until released
   auto w = kubelet->watch(kEndpoint);
   ASSERT_TRUE(w->wait_for([](const auto& r) { return r.devices_size() == 8; }, 5s));
 
   grpc::Status s;
   v1beta1::ContainerAllocateResponse c;
-  const auto t0 = std::chrono::steady_clock::now();
-  std::thread call([&] { c = allocate({1}, &s); });
-  std::this_thread::sleep_for(100ms);  // the Allocate now waits for the scheduler
+  std::atomic<bool> answered{false};
+  std::thread call([&] {
+    c = allocate({1}, &s);
+    answered = true;
+  });
+  ASSERT_TRUE(testing::eventually([&] { return sched.held() > 0; }));  // the Allocate waits for the scheduler
   ASSERT_TRUE(emu.set_fault(2, 0x80E18402, npu::Health::kCritical).ok());
   const bool seen = w->wait_for(
       [](const auto& r) {
@@ -650,17 +665,21 @@ TEST_F(SchedulerE2E, AHangingSchedulerDelaysOnlyTheCallThatWaitsForIt) {
           if (d.id() == "Ascend910-2") return d.health() == "Unhealthy";
         return false;
       },
-      900ms);
-  call.join();
-  const auto took = std::chrono::steady_clock::now() - t0;
+      testing::kEventually);
   EXPECT_TRUE(seen) << "ListAndWatch waited for the scheduler";
+  // Allocate gives up on the scheduler (its 1 s timeout) and answers as without one; the scheduler never
+  // answered it (a bound on the time would fail on a busy machine: the hold makes the wait endless instead).
+  const bool gave_up = testing::eventually([&] { return answered.load(); });
+  if (!gave_up) sched.release();
+  call.join();
+  ASSERT_TRUE(gave_up) << "Allocate waited for a scheduler that does not answer";
   ASSERT_TRUE(s.ok()) << s.error_message();
-  EXPECT_LT(took, 2500ms) << "Allocate gives up after its 1 s timeout";
   EXPECT_EQ(envs_of(c), (std::map<std::string, std::string>{{"ASCEND_VISIBLE_DEVICES", "1"}}));
 
-  const auto p0 = std::chrono::steady_clock::now();
+  // GetPreferredAllocation gives up too (after 500 ms) while the scheduler still holds every answer.
   EXPECT_EQ(preferred({0, 1, 3, 4, 5, 6, 7}, 1).size(), 1U);
-  EXPECT_LT(std::chrono::steady_clock::now() - p0, 1500ms) << "GetPreferredAllocation gives up after 500 ms";
+  EXPECT_GT(sched.held(), 0);
+  sched.release();
 }
 
 TEST_F(SchedulerE2E, AWrongTokenIsRefusedAndNothingIsTaken) {
@@ -707,8 +726,10 @@ TEST_F(SchedulerE2E, HttpsWithAnUnknownCaSendsNothing) {
                                    "-keyout", tmp / "key.pem", "-out", tmp / "cert.pem"});
   if (gen.exit_code != 0) GTEST_SKIP() << "openssl cannot make a test certificate: " << gen.err;
   ASSERT_GT(sched.start(0, tmp / "cert.pem", tmp / "key.pem"), 0);
-  serve(config(sched.url()));  // no CA file: the system's CAs do not know this certificate
-  std::this_thread::sleep_for(800ms);
+  Config cfg = config(sched.url());  // no CA file: the system's CAs do not know this certificate
+  cfg.metrics_addr = "127.0.0.1:0";
+  serve(cfg);
+  ASSERT_TRUE(reports_failed(2)) << "the reporter tried";
   EXPECT_TRUE(sched.requests().empty()) << "the plugin sent its token to a server it could not verify";
   grpc::Status s;
   allocate({0}, &s);
