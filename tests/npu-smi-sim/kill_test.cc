@@ -38,7 +38,6 @@
 namespace ascend::npu {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using ascend::testing::run_command;
 
 std::string bin(const std::string& name) {
@@ -230,15 +229,12 @@ class Kill : public ::testing::Test {
     return out;
   }
 
-  // Runs `argv` unkilled; it must succeed promptly. A lock left held would block it for good (lock_free()
-  // checks that exactly); the bound is wide because under the sanitizers, on a loaded 2-core machine, one
-  // start of an instrumented npu-sim took up to 1.7 s.
+  // Runs `argv` unkilled; it must succeed. A lock left held would block it for good: lock_free() checks
+  // that exactly, so no bound on its time is asserted here (one start of an instrumented npu-sim took up to
+  // 1.7 s under the sanitizers on a loaded 2-core machine).
   void promptly(const std::vector<std::string>& argv, const std::string& why) {
-    const auto t0 = Clock::now();
     auto o = run_command(argv);
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
     ASSERT_EQ(o.exit_code, 0) << why << ": " << argv[0] << " " << argv[3] << ": " << o.out << o.err;
-    EXPECT_LT(ms, 5000) << why << ": the next writer waited " << ms << " ms";
   }
 
   ascend::testing::TempDir dir_;
