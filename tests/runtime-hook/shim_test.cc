@@ -266,6 +266,31 @@ TEST(Config, RefusalsWordForWord) {
   EXPECT_EQ(c.error().code(), EINVAL);
 }
 
+// A file with several faults names the first key in name order that has one, whatever the fault (the keys
+// are read sorted, each checked in full before the next).
+TEST(Config, TheFirstFaultyKeyInNameOrderIsNamed) {
+  TempDir d("cfg");
+  const std::string f = d / "bad.yaml";
+  const std::pair<const char*, std::string> cases[] = {
+      {"zz: 1\nhost-root: rel\n", "'host-root' must be an absolute path, not 'rel'"},
+      {"host-root: rel\naa: 1\n",
+       "unknown key 'aa' (known: host-root, runtime-path, hook-path, mount-list-dir, log-file, log-level, "
+       "injection, accept-env-when-unprivileged, backend, dcmi-library, dcmi-helper)"},
+      {"log-level: 3\nhook-path: rel\n", "'hook-path' must be an absolute path, not 'rel'"},
+      {"injection: x\nhost-root: 3\n", "'host-root' must be a string"},
+      {"runtime-path: ''\naccept-env-when-unprivileged: 1\n",
+       "'accept-env-when-unprivileged' must be true or false"},
+      {"backend: cuda\nlog-file: rel\n", "'backend': backend 'cuda' (use auto, emulator or dcmi)"},
+  };
+  for (const auto& [text, want] : cases) {
+    SCOPED_TRACE(text);
+    spit(f, text);
+    auto c = load_config(f, {"/bin", "", d / "none"});
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.error().message(), "config " + f + ": " + want);
+  }
+}
+
 TEST(Config, TheSeamsKeysAndAnEmptyLogFile) {
   TempDir d("cfg");
   spit(d / "c.yaml",
