@@ -3,8 +3,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
+#include <functional>
+#include <iterator>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -83,6 +89,155 @@ std::string self_exe_dir() {
   return slash == 0 ? "/" : p.substr(0, slash);
 }
 
+namespace {
+
+// What a key's value is in the file when not a string: a string or nothing (null: empty), or a YAML boolean.
+// The option's type name, so that the file reader knows it from the option.
+constexpr const char* kTextOrNothing = "TEXT or nothing";
+constexpr const char* kBoolean = "true|false";
+
+// A check on a key's value; its message is what follows "config FILE: ".
+CLI::Validator value_check(std::function<std::string(const std::string&)> refusal) {
+  return CLI::Validator([refusal = std::move(refusal)](std::string& v) { return refusal(v); }, "");
+}
+
+CLI::Validator absolute_path(const std::string& key) {
+  return value_check([key](const std::string& v) {
+    return !v.empty() && v[0] == '/' ? std::string()
+                                     : fmt::format("'{}' must be an absolute path, not '{}'", key, v);
+  });
+}
+
+// The config file's keys: one option each, bound to its field and carrying its value's check, in the order
+// an unknown key's message lists them.
+void add_keys(CLI::App& app, Config& c) {
+  app.set_help_flag();  // "help" is not a key
+  app.add_option("--host-root", c.host_root)->check(absolute_path("host-root"));
+  app.add_option("--runtime-path", c.runtime_path)->check(value_check([](const std::string& v) {
+    return v.empty() ? "'runtime-path' is empty" : "";
+  }));
+  app.add_option("--hook-path", c.hook_path)->check(absolute_path("hook-path"));
+  app.add_option("--mount-list-dir", c.mount_list_dir)->check(absolute_path("mount-list-dir"));
+  app.add_option("--log-file", c.log_file)
+      ->type_name(kTextOrNothing)
+      ->check(value_check([](const std::string& v) {
+        return !v.empty() && v[0] != '/' ? "'log-file' must be an absolute path or empty" : "";
+      }));
+  app.add_option("--log-level", c.log_level);
+  app.add_option("--injection", c.injection)->check(value_check([](const std::string& v) {
+    return v == "spec" || v == "hook" ? std::string()
+                                      : fmt::format("'injection' must be spec or hook, not '{}'", v);
+  }));
+  app.add_option("--accept-env-when-unprivileged", c.accept_env_when_unprivileged)->type_name(kBoolean);
+  app.add_option("--backend", c.backend)->check(value_check([](const std::string& v) {
+    auto b = npu::parse_backend(v);
+    return b ? std::string() : b.error().context("'backend'").message();
+  }));
+  app.add_option("--dcmi-library", c.dcmi_library)->check(absolute_path("dcmi-library"));
+  app.add_option("--dcmi-helper", c.dcmi_helper)->check(absolute_path("dcmi-helper"));
+}
+
+// CLI11's config reader for the file: the flat form (parse_flat_yaml) or, failing that, YAML; a mapping of
+// key names to values. Unknown keys and values of the wrong kind are refused here, naming the file; CLI11
+// then applies each value through its option's check.
+class ConfigFile final : public CLI::Config {
+ public:
+  // `given`: the path as given (YAML errors name it); `file`: the absolute one (every other error names it).
+  ConfigFile(const CLI::App& app, std::string given, std::string file)
+      : app_(app), given_(std::move(given)), file_(std::move(file)) {}
+
+  std::string to_config(const CLI::App* /*app*/, bool /*defaults*/, bool /*descriptions*/,
+                        std::string /*prefix*/) const override {
+    return {};  // never written: the installer writes the file
+  }
+
+  std::vector<CLI::ConfigItem> from_config(std::istream& in) const override {
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    nlohmann::json doc;
+    if (auto flat = parse_flat_yaml(text)) {
+      doc = std::move(*flat);
+    } else {
+      auto yaml = ascend::parse_yaml(text, given_);
+      if (!yaml) throw CLI::ConfigError(yaml.error().context("config").message());
+      doc = std::move(*yaml);
+    }
+    std::vector<CLI::ConfigItem> items;
+    if (doc.is_null()) return items;  // an empty file: all defaults
+    if (!doc.is_object()) throw CLI::ConfigError(refusal("expected a mapping of keys to values"));
+    // Keys in name order, each checked in full before the next: the items before a key of the wrong kind go
+    // through their options' checks first, and the refusal is reported after them (refused()).
+    for (const auto& [key, value] : doc.items()) {
+      CLI::ConfigItem item;
+      if (auto why = to_item(key, value, item); !why.empty()) {
+        refused_ = refusal(why);
+        break;
+      }
+      items.push_back(std::move(item));
+    }
+    return items;
+  }
+
+  // The refusal of the key that stopped from_config; empty when none did.
+  const std::string& refused() const { return refused_; }
+
+ private:
+  std::string refusal(const std::string& what) const { return fmt::format("config {}: {}", file_, what); }
+
+  // Fills `item` from a key and its value, or says what is wrong with them.
+  std::string to_item(const std::string& key, const nlohmann::json& value, CLI::ConfigItem& item) const {
+    const CLI::Option* opt = app_.get_option_no_throw("--" + key);
+    if (opt == nullptr) return fmt::format("unknown key '{}' (known: {})", key, known_keys());
+    item.name = key;
+    const std::string kind = opt->get_type_name();
+    if (kind == kBoolean) {
+      if (!value.is_boolean()) return fmt::format("'{}' must be true or false", key);
+      item.inputs = {value.get<bool>() ? "true" : "false"};
+    } else if (kind == kTextOrNothing && value.is_null()) {  // "log-file:" with no value: no log file
+      item.inputs = {""};
+    } else {
+      if (!value.is_string()) return fmt::format("'{}' must be a string", key);
+      item.inputs = {value.get<std::string>()};
+    }
+    return {};
+  }
+
+  std::string known_keys() const {
+    std::string out;
+    for (const CLI::Option* o : app_.get_options())
+      out.append(out.empty() ? "" : ", ").append(o->get_single_name());
+    return out;
+  }
+
+  const CLI::App& app_;
+  std::string given_;
+  std::string file_;
+  mutable std::string refused_;
+};
+
+// Applies the config file's text over `c`.
+Status apply_config(Config& c, const std::string& text, const std::string& given, const std::string& file) {
+  CLI::App app;
+  add_keys(app, c);
+  auto reader = std::make_shared<ConfigFile>(app, given, file);
+  app.config_formatter(reader);
+  std::istringstream in(text);
+  try {
+    app.parse_from_stream(in);
+  } catch (const CLI::ValidationError& e) {
+    // CLI11 puts the option's name before its check's message ("--host-root: ...").
+    const std::string what = e.what();
+    const auto colon = what.find(": ");
+    return Error::invalid(
+        fmt::format("config {}: {}", file, colon == std::string::npos ? what : what.substr(colon + 2)));
+  } catch (const CLI::Error& e) {
+    return Error::invalid(e.what());
+  }
+  if (!reader->refused().empty()) return Error::invalid(reader->refused());
+  return {};
+}
+
+}  // namespace
+
 Result<Config> load_config(const std::string& path, const ConfigDefaults& defaults) {
   Config c;
   c.hook_path = defaults.exe_dir + "/" + kHookName;
@@ -91,79 +246,22 @@ Result<Config> load_config(const std::string& path, const ConfigDefaults& defaul
   c.mount_list_dir = is_dir(defaults.config_dir) ? defaults.config_dir : defaults.exe_dir;
   if (!defaults.log_name.empty()) c.log_file = std::string(kDefaultLogDir) + "/" + defaults.log_name;
 
-  std::string file = path;
-  if (file.empty()) {
+  std::string given = path;
+  if (given.empty()) {
     std::string def = defaults.config_dir + "/config.yaml";
     if (!is_file(def)) return c;
-    file = def;
+    given = def;
   }
   // The config names the binaries and folders a root process uses: only root may be able to change it.
-  ASCEND_ASSIGN(std::string text, read_protected_file(file, 1U << 20), "config");
-  nlohmann::json doc;
-  if (auto flat = parse_flat_yaml(text)) {
-    doc = std::move(*flat);
-  } else {
-    ASCEND_ASSIGN(doc, ascend::parse_yaml(text, file), "config");
-  }
+  ASCEND_ASSIGN(std::string text, read_protected_file(given, 1U << 20), "config");
   // Absolute, because the shim hands it to the hook, which runc starts in another folder.
+  std::string file = given;
   if (file[0] != '/') {
     char cwd[4096];
     if (::getcwd(cwd, sizeof cwd) != nullptr) file = fmt::format("{}/{}", cwd, file);
   }
+  if (auto applied = apply_config(c, text, given, file); !applied) return applied.error();
   c.config_file = file;
-  if (doc.is_null()) return c;  // an empty file: all defaults
-  if (!doc.is_object()) return Error::invalid("config " + file + ": expected a mapping of keys to values");
-
-  struct Key {
-    const char* name;
-    std::string* field;
-    bool absolute;  // must be an absolute path
-  };
-  const Key keys[] = {{"host-root", &c.host_root, true},       {"runtime-path", &c.runtime_path, false},
-                      {"hook-path", &c.hook_path, true},       {"mount-list-dir", &c.mount_list_dir, true},
-                      {"log-file", &c.log_file, false},        {"log-level", &c.log_level, false},
-                      {"injection", &c.injection, false},      {"backend", &c.backend, false},
-                      {"dcmi-library", &c.dcmi_library, true}, {"dcmi-helper", &c.dcmi_helper, true}};
-  for (const auto& [k, v] : doc.items()) {
-    const Key* key = nullptr;
-    for (const auto& candidate : keys) {
-      if (k == candidate.name) key = &candidate;
-    }
-    if (k == "accept-env-when-unprivileged") {
-      if (!v.is_boolean())
-        return Error::invalid(fmt::format("config {}: '{}' must be true or false", file, k));
-      c.accept_env_when_unprivileged = v.get<bool>();
-      continue;
-    }
-    if (key == nullptr) {
-      return Error::invalid(fmt::format(
-          "config {}: unknown key '{}' (known: host-root, runtime-path, hook-path, mount-list-dir, log-file, "
-          "log-level, injection, accept-env-when-unprivileged, backend, dcmi-library, "
-          "dcmi-helper)",
-          file, k));
-    }
-    if (k == "log-file" && v.is_null()) {  // "log-file:" with no value: no log file
-      c.log_file.clear();
-      continue;
-    }
-    if (!v.is_string()) return Error::invalid(fmt::format("config {}: '{}' must be a string", file, k));
-    std::string value = v.get<std::string>();
-    if (key->absolute && (value.empty() || value[0] != '/')) {
-      return Error::invalid(
-          fmt::format("config {}: '{}' must be an absolute path, not '{}'", file, k, value));
-    }
-    if (k == "log-file" && !value.empty() && value[0] != '/') {
-      return Error::invalid("config " + file + ": 'log-file' must be an absolute path or empty");
-    }
-    if (k == "injection" && value != "spec" && value != "hook") {
-      return Error::invalid(
-          fmt::format("config {}: 'injection' must be spec or hook, not '{}'", file, value));
-    }
-    if (k == "backend") ASCEND_CHECK(npu::parse_backend(value), fmt::format("config {}: 'backend'", file));
-    if (k == "runtime-path" && value.empty())
-      return Error::invalid("config " + file + ": 'runtime-path' is empty");
-    *key->field = value;
-  }
   return c;
 }
 

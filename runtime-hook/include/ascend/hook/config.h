@@ -59,8 +59,10 @@ std::string self_exe_dir();
 // every text this accepts the result equals parse_yaml's (common/yaml_json.h).
 std::optional<nlohmann::json> parse_flat_yaml(std::string_view text);
 
-// Reads `path` (or, when empty, the default config file if it exists) over the defaults. Unknown keys, wrong
-// types and relative paths are errors naming the file and the key.
+// Reads `path` (or, when empty, the default config file if it exists) over the defaults. The keys are the
+// options of a CLI11 app read through its config reader, as the device plugin reads its config file; unknown
+// keys (the message lists the known ones, from the options), wrong types and relative paths are errors naming
+// the file and the key.
 //   host-root, runtime-path, hook-path, mount-list-dir, log-file, log-level, injection (spec | hook),
 //   accept-env-when-unprivileged (true | false), backend (auto | emulator | dcmi), dcmi-library, dcmi-helper
 Result<Config> load_config(const std::string& path, const ConfigDefaults& defaults);
