@@ -266,7 +266,14 @@ TEST_F(GradedHost, ThreeFaultsIsolateTheChipUntilTheOperatorRemovesIt) {
                api.get(kCmPath)["data"]["ManuallySeparateNPU"] == "Ascend910-2";
       },
       5s));
-  std::this_thread::sleep_for(500ms);  // refreshes do not clear it
+  // Refreshes (every 200 ms, each one a write of the ConfigMap) do not clear it: judged after two of them.
+  auto cm_writes = [&] {
+    int n = 0;
+    for (const auto& r : api.requests()) n += r.method != "GET" && r.path == kCmPath ? 1 : 0;
+    return n;
+  };
+  const int writes = cm_writes();
+  ASSERT_TRUE(wait_until([&] { return cm_writes() >= writes + 2; }, 30s)) << "no refresh wrote the ConfigMap";
   EXPECT_FALSE(listed_healthy(2));
 
   // The operator removes it from ManuallySeparateNPU.

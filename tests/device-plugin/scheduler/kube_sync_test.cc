@@ -550,7 +550,9 @@ TEST(KubeRecovery, AMildFaultEvictsNobodyAndSaysSoARestartNpuFaultOnAHealthyChip
   }
   EXPECT_TRUE(said) << events.dump();
   for (int i = 0; i < 4; ++i) EXPECT_TRUE(pod_there(api, "mild-" + std::to_string(i)));
-  EXPECT_EQ(job_status(s, "mild")["state"], "Running");
+  // The cache sees the pods run through its watch: Running, and the fault does not change that.
+  EXPECT_TRUE(wait_for([&] { return job_status(s, "mild")["state"] == "Running"; }, 30s))
+      << job_status(s, "mild");
   EXPECT_NE(metrics(s).find("ascend_scheduler_chip_faults_total{level=\"RestartRequest\"} 1"),
             std::string::npos);
   // The same ConfigMap written again (the plugin republishes): not a new fault.
