@@ -4,8 +4,8 @@
 // the scheduler is away (no connection, no answer, 5xx) it retries with a doubling backoff; a refusal (4xx)
 // is logged once per distinct message and retried at the slow rate.
 //
-// Its waits (the backoff, the slow rate, the periodic re-send) are on ReporterOptions::clock: real time unless
-// a test passes a clock it advances (ascend/common/loop_clock.h).
+// Its waits (the backoff, the slow rate, the periodic re-send) are on ReporterOptions::clock: real time
+// unless a test passes a clock it advances (ascend/common/loop_clock.h).
 //
 // RAII: the constructor starts the thread, the destructor stops and joins it (at most one request's
 // timeout later). Thread-safe: stats() may be called from any thread.
