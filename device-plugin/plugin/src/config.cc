@@ -110,6 +110,12 @@ Status validate(const Config& c) {
           "--metrics-only serves /metrics alone: it cannot go with --scheduler-url, --kubeconfig or "
           "--kube-api");
   }
+  if (c.telegraf && (!c.scheduler_url.empty() || !c.kubeconfig.empty() || !c.kube_api.empty())) {
+    return Error::invalid(
+        "--telegraf writes the NPU metrics for Telegraf alone: it cannot go with --scheduler-url, "
+        "--kubeconfig "
+        "or --kube-api");
+  }
   return validate_kube(c);
 }
 

@@ -6,6 +6,7 @@
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -77,7 +78,7 @@ Result<std::optional<kube::Config>> kube_config(const Config& cfg) {
   f.api_url = cfg.kube_api;
   f.token_file = cfg.kube_token_file;
   f.ca_file = cfg.kube_ca_file;
-  if (cfg.no_kube || cfg.metrics_only) return std::optional<kube::Config>();
+  if (cfg.no_kube || cfg.metrics_only || cfg.telegraf) return std::optional<kube::Config>();
   return kube::resolve_config(f);
 }
 
@@ -111,7 +112,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config cfg, npu::DeviceQuery& que
     spdlog::info("serving /metrics on port {}", d->metrics_server_->port());
   }
   for (const auto& r : d->plugin_->resources()) {
-    if (d->cfg_.metrics_only) break;  // no kubelet: nothing to serve it
+    if (d->cfg_.metrics_only || d->cfg_.telegraf) break;  // no kubelet: nothing to serve it
     d->endpoints_.push_back(
         std::make_unique<Endpoint>(*d->plugin_, r, d->cfg_.kubelet_socket_dir, d->metrics_.get()));
   }
@@ -155,6 +156,21 @@ Status Daemon::run_metrics_only() {
   return {};
 }
 
+Status Daemon::run_telegraf_input() {
+  ASCEND_CHECK(plugin_->watch(), "");  // the driver check: the lines follow a reloaded driver
+  std::string prefix = "Ascend910";
+  for (const auto& r : plugin_->resources()) {
+    if (r.kind == DeviceKind::kChip) prefix = r.short_name();
+  }
+  spdlog::info(
+      "--telegraf: the NPU metrics for Telegraf on standard output every {} s and at each line on "
+      "standard input, until it closes",
+      cfg_.telegraf_interval.count());
+  // No kubelet: no pod-resources, so no pod labels (as --metrics-only).
+  return run_telegraf(plugin_sources(*query_, *plugin_, ""), prefix, cfg_.telegraf_interval, STDIN_FILENO,
+                      STDOUT_FILENO, stop_fd_.get());
+}
+
 void Daemon::collect_vnpus() {
   if (!plugin_->driver_lost().empty()) return;
   npu::ContainerProbe probe;
@@ -175,6 +191,7 @@ void Daemon::collect_vnpus() {
 }
 
 Status Daemon::run() {
+  if (cfg_.telegraf) return run_telegraf_input();
   if (cfg_.metrics_only) return run_metrics_only();
   const std::string& dir = cfg_.kubelet_socket_dir;
   const std::string kubelet = dir + (dir.ends_with('/') ? "" : "/") + kKubeletSocketName;

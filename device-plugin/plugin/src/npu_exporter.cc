@@ -1,9 +1,13 @@
 #include "ascend/plugin/npu_exporter.h"
 
+#include <fmt/format.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <string_view>
 #include <utility>
 
@@ -84,6 +88,48 @@ class Families {
   std::map<std::string, MetricFamily> by_name_;
 };
 
+// One line of InfluxDB line protocol: the measurement's commas and spaces escaped (its names have none),
+// fields in byte order of their names.
+class Line {
+ public:
+  void integer(std::string_view key, long long v) { fields_[std::string(key)] = fmt::format("{}i", v); }
+  // As Go's strconv.FormatFloat(v, 'f', -1, 64) writes it: the shortest text that reads back as `v`.
+  void real(std::string_view key, double v) { fields_[std::string(key)] = fmt::format("{}", v); }
+  std::string text(std::string_view measurement, std::int64_t nanos) const {
+    std::string out;
+    for (char ch : measurement) {
+      if (ch == ',' || ch == ' ' || ch == '\\') out += '\\';
+      out += ch;
+    }
+    char sep = ' ';
+    for (const auto& [k, v] : fields_) {
+      out += sep;
+      out += k;
+      out += '=';
+      out += v;
+      sep = ',';
+    }
+    out += fmt::format(" {}\n", nanos);
+    return out;
+  }
+
+ private:
+  std::map<std::string, std::string> fields_;
+};
+
+// All of `text` to `fd`, through short writes and signals.
+Status write_all(int fd, std::string_view text) {
+  while (!text.empty()) {
+    ssize_t n = ::write(fd, text.data(), text.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Error::from_errno(errno, "writing the Telegraf lines");
+    }
+    text.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 Attribution attribute(const std::vector<PodDevices>& pods, const std::map<std::string, int>& phy_of_id) {
@@ -149,6 +195,76 @@ std::vector<MetricFamily> npu_families(const std::vector<ChipIdentity>& chips,
     }
   }
   return f.take();
+}
+
+std::string telegraf_lines(const std::vector<ChipIdentity>& chips,
+                           const std::vector<npu::ChipTelemetry>& telemetry, std::string_view device_prefix,
+                           std::int64_t unix_nanos) {
+  std::string out;
+  for (const auto& t : telemetry) {
+    auto it =
+        std::find_if(chips.begin(), chips.end(), [&](const ChipIdentity& c) { return c.phy_id == t.phy_id; });
+    Line l;
+    l.integer("npu_chip_info_health_status", t.health == npu::Health::kOk ? 1 : 0);
+    l.integer("npu_chip_info_network_status", t.link_up ? 1 : 0);
+    l.integer("npu_chip_info_link_status", t.link_up ? 1 : 0);
+    l.real("npu_chip_info_utilization", t.aicore_pct);
+    l.real("npu_chip_info_temperature", t.temp_c);
+    if (t.power_w) l.real("npu_chip_info_power", *t.power_w);
+    if (it != chips.end() && it->has_hbm && t.memory_total_mb > 0) {
+      l.real("npu_chip_info_hbm_utilization",
+             static_cast<double>(t.memory_used_mb * 100 / t.memory_total_mb));
+      l.integer("npu_chip_info_hbm_used_memory", t.memory_used_mb * 1024 * 1024);
+    }
+    for (std::size_t i = 0; i < t.error_codes.size(); ++i)
+      l.integer("npu_chip_info_error_code_" + std::to_string(i), t.error_codes[i]);
+    out += l.text(fmt::format("{}-{}", device_prefix, t.phy_id), unix_nanos);
+  }
+  return out;
+}
+
+Status run_telegraf(const NpuExporter::Sources& sources, std::string device_prefix,
+                    std::chrono::milliseconds interval, int in_fd, int out_fd, int stop_fd) {
+  using Steady = std::chrono::steady_clock;
+  bool failing = false;  // said once per outage
+  auto gather = [&]() -> Status {
+    auto telemetry = sources.telemetry();
+    if (!telemetry) {
+      if (!failing) spdlog::warn("telegraf: no telemetry, nothing written: {}", telemetry.error().message());
+      failing = true;
+      return ok_status();
+    }
+    if (failing) spdlog::info("telegraf: telemetry is back");
+    failing = false;
+    const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+    return write_all(out_fd, telegraf_lines(identities(sources.host()), *telemetry, device_prefix, nanos));
+  };
+  auto next = Steady::now();
+  while (true) {
+    if (Steady::now() >= next) {
+      ASCEND_CHECK(gather(), "");
+      next = std::max(next + interval, Steady::now());
+    }
+    pollfd fds[2] = {{stop_fd, POLLIN, 0}, {in_fd, POLLIN, 0}};
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(next - Steady::now());
+    const int n = ::poll(fds, in_fd >= 0 ? 2 : 1, static_cast<int>(std::max<long long>(0, wait.count())));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Error::from_errno(errno, "poll");
+    }
+    if (fds[0].revents != 0) return ok_status();
+    if (in_fd < 0 || fds[1].revents == 0) continue;
+    char buf[4096];
+    const ssize_t got = ::read(in_fd, buf, sizeof buf);
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (got <= 0) return ok_status();  // Telegraf closed our input: it stops the plugin
+    if (std::memchr(buf, '\n', static_cast<std::size_t>(got)) != nullptr) {
+      ASCEND_CHECK(gather(), "");  // Telegraf's STDIN signal: a gather now
+      next = Steady::now() + interval;
+    }
+  }
 }
 
 NpuExporter::Sources plugin_sources(const npu::DeviceQuery& query, const Plugin& plugin,

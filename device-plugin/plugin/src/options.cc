@@ -75,7 +75,9 @@ class YamlConfig final : public CLI::Config {
 }  // namespace
 
 Options::Options(CLI::App& app)
-    : health_ms_(cfg_.health_interval.count()), gc_s_(cfg_.vnpu_gc_interval.count()) {
+    : health_ms_(cfg_.health_interval.count()),
+      gc_s_(cfg_.vnpu_gc_interval.count()),
+      telegraf_s_(cfg_.telegraf_interval.count()) {
   app.set_config("--config", "", "YAML file with any of the flags below (without the dashes)");
   app.config_formatter(std::make_shared<YamlConfig>(app));
   app.add_option("--kubelet-socket-dir", cfg_.kubelet_socket_dir, "the kubelet's device-plugins folder")
@@ -95,6 +97,14 @@ Options::Options(CLI::App& app)
   app.add_flag(
       "--metrics-only", cfg_.metrics_only,
       "serve only /metrics, for a host without a kubelet: no plugin sockets, scheduler or API server");
+  app.add_flag(
+      "--telegraf", cfg_.telegraf,
+      "Telegraf's execd input: NPU Exporter's Telegraf lines on stdout until stdin closes (no kubelet, "
+      "scheduler or API server, as --metrics-only)");
+  app.add_option("--telegraf-interval", telegraf_s_,
+                 "s between --telegraf gathers (also one per line on stdin)")
+      ->check(CLI::Range(1L, 3600L))
+      ->capture_default_str();
   app.add_option(
          "--pod-resources-socket", cfg_.pod_resources_socket,
          "kubelet pod-resources socket (which allocations ended: dynamic vNPUs; chips and rank tables "
@@ -147,6 +157,7 @@ Config Options::config() const {
   c.vnpu = *parse_vnpu_mode(vnpu_);
   c.health_interval = std::chrono::milliseconds(health_ms_);
   c.vnpu_gc_interval = std::chrono::seconds(gc_s_);
+  c.telegraf_interval = std::chrono::seconds(telegraf_s_);
   return c;
 }
 

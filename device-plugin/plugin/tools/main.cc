@@ -10,7 +10,6 @@
 #include "ascend/common/log.h"
 #include "ascend/common/main_guard.h"
 #include "ascend/npu/backend.h"
-#include "ascend/npu/emulator.h"
 #include "ascend/plugin/config.h"
 #include "ascend/plugin/daemon.h"
 #include "ascend/plugin/options.h"
@@ -68,6 +67,8 @@ vNPU gc: every --vnpu-gc-interval, dynamic vNPUs whose container is gone are des
   gc); this needs the host's pid namespace and runc's state folders, else nothing is destroyed.
 Metrics (--metrics-addr): the plugin's own and the node's NPUs under MindCluster NPU Exporter's names, with
   the pod labels of the kubelet's pod-resources; --metrics-only serves them alone on a host with no kubelet.
+Telegraf (--telegraf): as Telegraf's execd input, NPU Exporter's Telegraf lines on stdout every
+  --telegraf-interval seconds and at each line on stdin, until stdin closes (then exit 0); no kubelet.
 Signals: SIGTERM or SIGINT removes the sockets (the kubelet then drops the resources) and exits 0.
 Exit codes: 0 clean stop, 1 failure (one line on stderr says why), 2 bad usage (a flag or a combination of
   flags, or the --config file: unreadable, malformed, an unknown key or a bad value).)";

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -130,16 +131,21 @@ TEST_F(MetricsE2E, LoadOnAPodsChipShowsWithItsLabelsAndAFaultInItsHealthAndError
   EXPECT_EQ(body.find("npu_container_info"), std::string::npos);
 }
 
+// An emulated Atlas 800T A2 without device nodes (no root needed): what --metrics-only and --telegraf read.
+Status load_a2(npu::Emulator& emu) {
+  npu::LoadOptions opts;
+  opts.majors = npu::DeviceMajors{240, 241, 242, 243, 244};
+  opts.npu_smi_binary = std::string(ASCEND_BIN_DIR) + "/npu-smi";
+  opts.make_nodes = false;
+  return emu.load(*npu::builtin_profile("atlas800t-a2"), opts);
+}
+
 // --metrics-only: a host with no kubelet at all. /metrics answers with the chips and no pod labels; no
 // plugin socket is made.
 TEST(MetricsOnly, ServesTheMetricsWithoutAKubelet) {
   TempDir tmp;
   npu::Emulator emu(tmp / "host");
-  npu::LoadOptions opts;
-  opts.majors = npu::DeviceMajors{240, 241, 242, 243, 244};
-  opts.npu_smi_binary = std::string(ASCEND_BIN_DIR) + "/npu-smi";
-  opts.make_nodes = false;
-  ASSERT_TRUE(emu.load(*npu::builtin_profile("atlas800t-a2"), opts).ok());
+  ASSERT_TRUE(load_a2(emu).ok());
   auto cfg = parse_options({"--metrics-only", "--metrics-addr", "127.0.0.1:0", "--host-root", tmp / "host",
                             "--kubelet-socket-dir", tmp / "device-plugins", "--pod-resources-socket",
                             tmp / "none.sock"});
@@ -170,6 +176,61 @@ TEST(MetricsOnly, NeedsAnAddressAndNoKubernetesPeers) {
   EXPECT_TRUE(validate(c).ok());
   c.scheduler_url = "http://127.0.0.1:8888";
   EXPECT_EQ(validate(c).error().code(), EINVAL);
+}
+
+// --telegraf, the binary as Telegraf's execd input runs it: its stdin a pipe that closes after 3 s (Telegraf
+// stopping it), its stdout the lines. Chip 1 under load-gen 80 % shows as the profile and the load model give
+// it (the file's header: 67 C; HBM 3314 MB = 3474980864 B, 5 % of 65536 MB), chip 2's fault as health 0 and
+// its code (0x80E18402 = 2162263042); each gather is one line per chip; the plugin exits 0 when its input
+// closes and logs nothing to stdout.
+TEST(Telegraf, TheBinaryWritesNpuExportersLinesUntilItsInputCloses) {
+  TempDir tmp;
+  npu::Emulator emu(tmp / "host");
+  ASSERT_TRUE(load_a2(emu).ok());
+  ASSERT_TRUE(emu.set_workload(npu::Workload{1, 80, 0, 0, 0}).ok());
+  auto fault = ascend::testing::run_command(
+      {kSim, "fault", "set", "--device", "2", "--code", "0x80E18402", "--root", tmp / "host"});
+  ASSERT_EQ(fault.exit_code, 0) << fault.err;
+  const std::string plugin = std::string(ASCEND_BIN_DIR) + "/ascend-device-plugin";
+  auto r = ascend::testing::run_command({"/bin/sh", "-c", "sleep 3 | exec \"$0\" \"$@\"", plugin,
+                                         "--telegraf", "--host-root", tmp / "host", "--backend", "emulator",
+                                         "--kubelet-socket-dir", tmp / "device-plugins"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream in(r.out);
+  std::string line;
+  std::map<std::string, std::vector<std::string>> by_chip;
+  while (std::getline(in, line)) by_chip[line.substr(0, line.find(' '))].push_back(line);
+  ASSERT_EQ(by_chip.size(), 8U) << r.out;
+  for (const auto& [chip, lines] : by_chip) {
+    EXPECT_GE(lines.size(), 2U) << chip << ": a gather at once and at least one a second later";
+    EXPECT_EQ(lines.size(), by_chip.begin()->second.size()) << chip << ": one line per chip per gather";
+  }
+  const std::string busy = by_chip["Ascend910-1"].back();
+  EXPECT_NE(busy.find(" npu_chip_info_hbm_used_memory=3474980864i,npu_chip_info_hbm_utilization=5,"
+                      "npu_chip_info_health_status=1i,"),
+            std::string::npos)
+      << busy;
+  EXPECT_NE(busy.find(",npu_chip_info_temperature=67,npu_chip_info_utilization=80 "), std::string::npos)
+      << busy;
+  const std::string sick = by_chip["Ascend910-2"].back();
+  EXPECT_NE(sick.find(" npu_chip_info_error_code_0=2162263042i,"), std::string::npos) << sick;
+  EXPECT_NE(sick.find(",npu_chip_info_health_status=0i,"), std::string::npos) << sick;
+  EXPECT_NE(r.err.find("--telegraf"), std::string::npos) << "the log goes to stderr: " << r.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "device-plugins/ascend-Ascend910.sock"));
+}
+
+TEST(Telegraf, TakesNoKubernetesPeersAndAnIntervalInRange) {
+  Config c;
+  c.telegraf = true;
+  EXPECT_TRUE(validate(c).ok()) << "no /metrics address needed";
+  c.kube_api = "https://127.0.0.1:6443";
+  EXPECT_EQ(validate(c).error().message(),
+            "--telegraf writes the NPU metrics for Telegraf alone: it cannot go with --scheduler-url, "
+            "--kubeconfig or --kube-api");
+  EXPECT_FALSE(parse_options({"--telegraf", "--telegraf-interval", "0"}).ok());
+  auto ok = parse_options({"--telegraf", "--telegraf-interval", "10"});
+  ASSERT_TRUE(ok.ok()) << ok.error().message();
+  EXPECT_EQ(ok->telegraf_interval, std::chrono::seconds(10));
 }
 
 }  // namespace

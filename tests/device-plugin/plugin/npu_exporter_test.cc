@@ -3,9 +3,14 @@
 #include <gtest/gtest.h>
 #include <prometheus/text_serializer.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "ascend/common/fs.h"
 #include "ascend/plugin/npu_exporter.h"
@@ -133,6 +138,114 @@ TEST(NpuExporter, AttributionTakesWholeChipIdsOnly) {
   const Attribution a = attribute(pods, phy_of);
   const Attribution want = {{0, PodRef{"train", "job-0", "worker"}}, {1, PodRef{"train", "job-0", "worker"}}};
   EXPECT_EQ(a, want);
+}
+
+// Telegraf's lines for the same chips, written by hand from npu_exporter.h's field list (NPU Exporter's
+// Telegraf input): HBM in bytes (3318 MB = 3479175168 B), its utilization the whole percent in use
+// (3318 * 100 / 65536 = 5), error codes from _0 as unsigned integers (0x80E18402 = 2162263042), fields in
+// byte order, integers with an i.
+TEST(NpuExporterTelegraf, LinesMatchTheHandWrittenText) {
+  const std::string want =
+      "Ascend910-0 npu_chip_info_hbm_used_memory=3479175168i,npu_chip_info_hbm_utilization=5,"
+      "npu_chip_info_health_status=1i,npu_chip_info_link_status=1i,npu_chip_info_network_status=1i,"
+      "npu_chip_info_power=101.8,npu_chip_info_temperature=43,npu_chip_info_utilization=0 "
+      "1700000000123456789\n"
+      "Ascend910-1 npu_chip_info_error_code_0=2162263042i,npu_chip_info_error_code_1=2160689160i,"
+      "npu_chip_info_hbm_used_memory=20654850048i,npu_chip_info_hbm_utilization=30,"
+      "npu_chip_info_health_status=0i,npu_chip_info_link_status=0i,npu_chip_info_network_status=0i,"
+      "npu_chip_info_power=338.4,npu_chip_info_temperature=67,npu_chip_info_utilization=80 "
+      "1700000000123456789\n";
+  EXPECT_EQ(telegraf_lines(two_chips(), their_telemetry(), "Ascend910", 1700000000123456789LL), want);
+}
+
+TEST(NpuExporterTelegraf, AChipWithoutHbmOrPowerLeavesThoseFieldsOut) {
+  auto chips = two_chips();
+  chips[0].has_hbm = false;  // a 310P: on-chip DDR, no HBM
+  auto t = their_telemetry();
+  t[0].power_w.reset();
+  t.resize(1);
+  EXPECT_EQ(telegraf_lines(chips, t, "Ascend310P", 5),
+            "Ascend310P-0 npu_chip_info_health_status=1i,npu_chip_info_link_status=1i,"
+            "npu_chip_info_network_status=1i,npu_chip_info_temperature=43,npu_chip_info_utilization=0 5\n");
+}
+
+// The execd loop: a gather at once, one per interval, one at each line on its input (Telegraf's STDIN
+// signal), and the end when its input closes; a failing gather writes nothing.
+TEST(NpuExporterTelegraf, GathersAtOnceOnEachSignalAndStopsWhenItsInputCloses) {
+  int in[2];
+  int out[2];
+  int stop[2];
+  ASSERT_EQ(::pipe(in), 0);
+  ASSERT_EQ(::pipe(out), 0);
+  ASSERT_EQ(::pipe(stop), 0);
+  std::atomic<int> reads{0};
+  NpuExporter::Sources s;
+  s.telemetry = [&]() -> Result<std::vector<npu::ChipTelemetry>> {
+    if (++reads == 2) return Error(EIO, "driver gone");
+    return their_telemetry();
+  };
+  s.host = [] {
+    npu::DeviceSnapshot snap;
+    for (int i = 0; i < 2; ++i) {
+      npu::Chip c;
+      c.phy_id = i;
+      c.hbm_total_mb = 65536;
+      snap.chips.push_back(c);
+    }
+    return snap;
+  };
+  Status result = Error(EINVAL, "not returned");
+  std::thread loop([&] {
+    // An hour between gathers: only the first one and the signals write.
+    result = run_telegraf(s, "Ascend910", std::chrono::hours(1), in[0], out[1], stop[0]);
+  });
+  auto read_lines = [&](std::size_t lines) {
+    std::string got;
+    char buf[4096];
+    while (static_cast<std::size_t>(std::count(got.begin(), got.end(), '\n')) < lines) {
+      ssize_t n = ::read(out[0], buf, sizeof buf);
+      if (n <= 0) break;
+      got.append(buf, static_cast<std::size_t>(n));
+    }
+    return got;
+  };
+  std::string first = read_lines(2);
+  EXPECT_EQ(first.rfind("Ascend910-0 ", 0), 0U) << first;
+  EXPECT_NE(first.find("\nAscend910-1 npu_chip_info_error_code_0=2162263042i,"), std::string::npos) << first;
+  ASSERT_EQ(::write(in[1], "\n", 1), 1);  // the second gather fails: nothing written
+  for (int i = 0; i < 3000 && reads.load() < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(reads.load(), 2) << "no gather on Telegraf's signal";
+  ASSERT_EQ(::write(in[1], "\n", 1), 1);  // the third is whole again
+  std::string third = read_lines(2);
+  EXPECT_EQ(std::count(third.begin(), third.end(), '\n'), 2) << third;
+  ::close(in[1]);  // Telegraf stops the plugin
+  loop.join();
+  EXPECT_TRUE(result.ok()) << (result.ok() ? "" : result.error().message());
+  EXPECT_EQ(reads.load(), 3);
+  for (int fd : {in[0], out[0], out[1], stop[0], stop[1]}) ::close(fd);
+}
+
+TEST(NpuExporterTelegraf, AnOutputThatCannotBeWrittenEndsTheLoopWithAnError) {
+  int in[2];
+  int out[2];
+  int stop[2];
+  ASSERT_EQ(::pipe(in), 0);
+  ASSERT_EQ(::pipe(out), 0);
+  ASSERT_EQ(::pipe(stop), 0);
+  ::close(
+      out[0]);  // Telegraf is gone: the write fails with EPIPE (SIGPIPE ignored, as the plugin's main does)
+  auto old = std::signal(SIGPIPE, SIG_IGN);
+  NpuExporter::Sources s;
+  s.telemetry = []() -> Result<std::vector<npu::ChipTelemetry>> { return their_telemetry(); };
+  s.host = [] { return npu::DeviceSnapshot{}; };
+  Status st = run_telegraf(s, "Ascend910", std::chrono::hours(1), in[0], out[1], stop[0]);
+  std::signal(SIGPIPE, old);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code(), EPIPE);
+  EXPECT_NE(st.error().message().find("writing the Telegraf lines"), std::string::npos)
+      << st.error().message();
+  for (int fd : {in[0], in[1], out[1], stop[0], stop[1]}) ::close(fd);
 }
 
 }  // namespace

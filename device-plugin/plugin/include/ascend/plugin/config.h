@@ -43,6 +43,12 @@ struct Config {
   // Serve /metrics only (--metrics-only): for a host that runs no kubelet. No plugin sockets, no
   // registration, no scheduler, no API server; the NPU metrics carry no pod labels.
   bool metrics_only = false;
+  // Telegraf's execd input (--telegraf): NPU Exporter's `-platform=Telegraf` lines (npu_exporter.h) on
+  // standard output every telegraf_interval (--telegraf-interval, s) and at each line on standard input,
+  // until standard input closes. Like --metrics-only, no kubelet, scheduler or API server; /metrics too if
+  // --metrics-addr is given.
+  bool telegraf = false;
+  std::chrono::seconds telegraf_interval{1};
   // The kubelet's pod-resources socket, used in dynamic vNPU mode to learn which promises ended; empty or
   // absent: promises end only when the kubelet hands their ids out again.
   std::string pod_resources_socket = kDefaultPodResourcesSocket;

@@ -11,7 +11,8 @@
 // With --scheduler-url, run() also keeps a Reporter that sends the node's inventory to the scheduler, and
 // reads the kubelet's pod-resources list to learn which handed-out chips are free again.
 //
-// With --metrics-only, run() serves /metrics alone (no sockets, no registration) until stop().
+// With --metrics-only, run() serves /metrics alone (no sockets, no registration) until stop(). With
+// --telegraf, it writes Telegraf's lines on standard output until standard input closes or stop().
 //
 // With an API server (--kubeconfig, --kube-api, or in a cluster; not --no-kube), run() also keeps a
 // KubePublisher that writes the node's chips to MindCluster's device ConfigMap and labels the Node.
@@ -68,6 +69,9 @@ class Daemon {
   void reconcile_pod_resources();
   // --metrics-only: the driver check and /metrics, until stop().
   Status run_metrics_only();
+  // --telegraf: the driver check and Telegraf's lines (npu_exporter.h run_telegraf), until standard input
+  // closes or stop().
+  Status run_telegraf_input();
   // One `vnpu gc` pass (vnpu_gc.h), logged.
   void collect_vnpus();
 

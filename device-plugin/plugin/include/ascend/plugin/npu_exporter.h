@@ -34,9 +34,12 @@
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ascend/common/error.h"
@@ -95,6 +98,36 @@ class NpuExporter final : public prometheus::Collectable {
   std::vector<prometheus::MetricFamily> collect() const;
   Sources sources_;
 };
+
+// The same telemetry for Telegraf, as NPU Exporter's `-platform=Telegraf` gives it to Telegraf's execd input
+// (InfluxDB line protocol, one line per chip, fields in byte order of their names, the gather's time in
+// nanoseconds; Telegraf adds the host tag):
+//
+//   Ascend910-3 npu_chip_info_error_code_0=2160989186i,npu_chip_info_hbm_used_memory=3221225472i,...
+//   1700000000000000000
+//
+// The measurement is the chip's device name (`device_prefix`-<phy id>, e.g. Ascend910-3). Fields:
+// npu_chip_info_health_status, _network_status, _link_status (1/0 as in /metrics; integers),
+// npu_chip_info_utilization (AICore %), npu_chip_info_temperature (C), npu_chip_info_power (W; chips that
+// report their own), npu_chip_info_hbm_utilization (memory in use, % of its size) and
+// npu_chip_info_hbm_used_memory (bytes: NPU Exporter's Telegraf input multiplies DCMI's MB by 1024 * 1024)
+// for chips with HBM, npu_chip_info_error_code_<i> (integers, from _0) for each of the driver's error codes.
+// Sources: MindCluster NPU Exporter's Telegraf input (github.com/Ascend/ascend-npu-exporter
+// plugins/inputs/npu/npu.go: field names, types and units) and its "Telegraf data description" page
+// (hiascend.com/document/detail/zh/mindcluster/70rc1/clustersched/dlug/dlug_api_005.html: the measurement
+// and a captured line). Left out, as this plugin has no source for them: the RoCE MAC/packet counters,
+// optical module readings, link speed and up count, bandwidth and process count. Pure.
+std::string telegraf_lines(const std::vector<ChipIdentity>& chips,
+                           const std::vector<npu::ChipTelemetry>& telemetry, std::string_view device_prefix,
+                           std::int64_t unix_nanos);
+
+// Telegraf's execd input (`signal = "none"` or `"STDIN"`): writes one gather of `sources` to `out_fd` at
+// once and every `interval`, and at once whenever a line arrives on `in_fd` (Telegraf's STDIN signal);
+// returns when `in_fd` reaches its end (Telegraf stopped the plugin) or `stop_fd` becomes readable (ok), or
+// when `out_fd` cannot be written (an error naming it). A gather that fails (the driver is gone) writes
+// nothing and is logged once until one succeeds again.
+Status run_telegraf(const NpuExporter::Sources& sources, std::string device_prefix,
+                    std::chrono::milliseconds interval, int in_fd, int out_fd, int stop_fd);
 
 class Plugin;
 

@@ -29,6 +29,7 @@ class Options {
   std::string vnpu_ = "off";
   long health_ms_;
   long gc_s_;
+  long telegraf_s_;
 };
 
 // Parses `args` (without the program name) as the plugin's command line: the Config, or the one line that
