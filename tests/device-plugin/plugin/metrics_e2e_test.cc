@@ -22,6 +22,7 @@
 #include "fake_kubelet.h"
 #include "plugin_fixture.h"
 #include "run_command.h"
+#include "test_backend.h"
 #include "test_dir.h"
 #include "test_query.h"
 
@@ -192,9 +193,9 @@ TEST(Telegraf, TheBinaryWritesNpuExportersLinesUntilItsInputCloses) {
       {kSim, "fault", "set", "--device", "2", "--code", "0x80E18402", "--root", tmp / "host"});
   ASSERT_EQ(fault.exit_code, 0) << fault.err;
   const std::string plugin = std::string(ASCEND_BIN_DIR) + "/ascend-device-plugin";
-  auto r = ascend::testing::run_command({"/bin/sh", "-c", "sleep 3 | exec \"$0\" \"$@\"", plugin,
-                                         "--telegraf", "--host-root", tmp / "host", "--backend", "emulator",
-                                         "--kubelet-socket-dir", tmp / "device-plugins"});
+  auto r = ascend::testing::run_command(
+      {"/bin/sh", "-c", "sleep 3 | exec \"$0\" \"$@\"", plugin, "--telegraf", "--host-root", tmp / "host",
+       "--backend", ascend::testing::test_backend(), "--kubelet-socket-dir", tmp / "device-plugins"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   std::istringstream in(r.out);
   std::string line;
