@@ -91,6 +91,10 @@ Result<json> parse_yaml(const std::string& text, const std::string& name) {
   }
 }
 
+bool names_yaml_file(std::string_view name) {
+  return name.find('/') != std::string_view::npos || name.ends_with(".yaml") || name.ends_with(".yml");
+}
+
 Result<json> load_yaml_file(const std::string& path) {
   ASCEND_ASSIGN(std::string text, read_file(path, 16U << 20), "read " + path);
   return parse_yaml(text, path);

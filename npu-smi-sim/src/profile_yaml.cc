@@ -12,9 +12,7 @@ namespace ascend::npu {
 using nlohmann::json;
 
 Result<HostState> load_profile(const std::string& name_or_path) {
-  bool is_file = name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".yaml") ||
-                 name_or_path.ends_with(".yml");
-  if (!is_file) return builtin_profile(name_or_path);
+  if (!names_yaml_file(name_or_path)) return builtin_profile(name_or_path);
   ASCEND_ASSIGN(json j, load_yaml_file(name_or_path), "profile");
   if (!j.is_object()) return Error::invalid("profile " + name_or_path + ": expected a mapping at the top");
   json merged;

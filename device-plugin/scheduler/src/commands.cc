@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ascend/common/fs.h"
+#include "ascend/common/yaml_json.h"
 #include "ascend/scheduler/input.h"
 #include "ascend/topology/calibrate.h"
 #include "ascend/topology/faults.h"
@@ -106,14 +107,10 @@ int run_simulate(const SimulateOptions& o, std::ostream& out, std::ostream& err)
 
 namespace {
 
-bool is_chip_file(const std::string& chip) {
-  return chip.find('/') != std::string::npos || chip.ends_with(".yaml") || chip.ends_with(".yml");
-}
-
 Result<topology::PlanRequest> plan_request(const PlanOptions& o) {
   topology::PlanRequest r = o.request;
   ASCEND_ASSIGN(r.train.recompute, topology::parse_recompute(o.recompute), "--recompute");
-  if (is_chip_file(o.chip)) {
+  if (names_yaml_file(o.chip)) {
     ASCEND_ASSIGN(r.chip_spec, load_chip(o.chip), "--chip");
   } else {
     r.chip = o.chip;

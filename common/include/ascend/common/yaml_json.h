@@ -25,4 +25,8 @@ Result<nlohmann::json> parse_yaml(const std::string& text, const std::string& na
 // Reads and parses a YAML file; errors name the file and line.
 Result<nlohmann::json> load_yaml_file(const std::string& path);
 
+// Whether a name given where a built-in's name or a YAML file is accepted (a profile, a chip) names the file:
+// it holds a '/' or ends in .yaml or .yml.
+bool names_yaml_file(std::string_view name);
+
 }  // namespace ascend
