@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "ascend/common/dev_char.h"
 #include "runc_fixture.h"
 #include "support.h"
 
@@ -83,8 +84,10 @@ void expect_same_host(const HostSnapshot& before, const HostSnapshot& after) {
   for (const auto& [path, what] : after.files) {
     // The /dev/char/<major>:<minor> links (and their record) are the runtime's by design (systemd's cgroup
     // driver needs them; docs/runtime.md): the only thing a container start may add under the host root.
-    const bool record =
-        path.ends_with("/host/run") || path.find("/host/run/ascend-docker-runtime") != std::string::npos;
+    const std::string record_path = std::string("/host/") + kDevCharRecord;  // and its .lock
+    const bool record = path.ends_with("/host/run") ||
+                        path.ends_with(record_path.substr(0, record_path.rfind('/'))) ||
+                        path.find(record_path) != std::string::npos;
     if (record || path.find("/host/dev/char") != std::string::npos) continue;
     EXPECT_EQ(before.files.count(path), 1U) << path << " appeared on the host: " << what;
   }

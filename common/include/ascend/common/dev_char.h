@@ -20,8 +20,9 @@
 namespace ascend {
 
 // Relative to the host root: the record of the links we created (in /run: links and record end with the
-// boot).
-inline constexpr const char* kDevCharRecord = "run/ascend-docker-runtime/dev-char-links";
+// boot). One record for every writer (the runtime, ascend-ctk, the emulator, vNPU gc), so it sits in the
+// toolkit's own folder of /run, beside DCMI's vNPU owner file, not in one component's.
+inline constexpr const char* kDevCharRecord = "run/ascend/dev-char-links";
 
 // "<root>/dev/char/<major>:<minor>".
 std::string dev_char_link_path(const std::string& root, int major, int minor);
