@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+
 namespace ascend::npu {
 
 std::string_view to_string(Backend b) {
@@ -23,6 +25,13 @@ Result<Backend> parse_backend(std::string_view s) {
   return Error::invalid("backend '" + std::string(s) + "' (use auto, emulator or dcmi)");
 }
 
+std::string resolve_root(const std::optional<std::string>& flag) {
+  if (flag && !flag->empty()) return *flag;
+  const char* env = std::getenv("ASCEND_SIM_ROOT");
+  if (env != nullptr && *env != '\0') return env;
+  return "/";
+}
+
 std::vector<std::string> dcmi_library_candidates(const std::string& root) {
   const std::string prefix = root == "/" ? "" : root;
   return {prefix + "/usr/local/dcmi/libdcmi.so", prefix + "/usr/local/Ascend/driver/lib64/driver/libdcmi.so"};
@@ -35,6 +44,10 @@ std::string find_dcmi_library(const BackendOptions& opts) {
   }
   // On a real host the loader's path may hold it (ldconfig); an emulated root never relies on that.
   return opts.root == "/" ? "libdcmi.so" : "";
+}
+
+bool dcmi_library_guessed(const BackendOptions& opts) {
+  return opts.dcmi_library.empty() && find_dcmi_library(opts) == "libdcmi.so";
 }
 
 }  // namespace ascend::npu

@@ -865,6 +865,10 @@ Result<std::unique_ptr<Subscription>> DcmiDeviceQuery::subscribe(ChangeCallback 
 
 }  // namespace
 
+Result<std::unique_ptr<DeviceQuery>> open_device_query(const BackendOptions& opts) {
+  return open_device_query(opts, open_dcmi);
+}
+
 Result<std::unique_ptr<DeviceQuery>> open_dcmi(const BackendOptions& opts) {
   const std::string lib = opts.dcmi_library.empty() ? find_dcmi_library(opts) : opts.dcmi_library;
   if (lib.empty()) {

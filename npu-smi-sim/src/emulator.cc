@@ -156,13 +156,6 @@ constexpr const char* kInstallInfo =
 
 }  // namespace
 
-std::string resolve_root(const std::optional<std::string>& flag) {
-  if (flag && !flag->empty()) return *flag;
-  const char* env = std::getenv("ASCEND_SIM_ROOT");
-  if (env != nullptr && *env != '\0') return env;
-  return "/";
-}
-
 Result<DeviceMajors> pick_free_majors(const std::string& proc_devices_text) {
   std::set<int> used;
   std::istringstream in(proc_devices_text);

@@ -67,6 +67,16 @@ class NodeQuery final : public DeviceQuery {
     return Error(EOPNOTSUPP, "the node scan has no change notification (use the DCMI backend)");
   }
 
+  // Whether the helper loads libdcmi.so: ENOENT with its reason when it does not.
+  Status probe() const {
+    ASCEND_ASSIGN(nlohmann::json j, call({"probe"}), "");
+    if (!j.is_object() || !j.contains("loads") || !j["loads"].is_boolean())
+      return Error(EIO, o_.helper + " probe: an answer without \"loads\"");
+    if (j["loads"].get<bool>()) return {};
+    return Error(ENOENT, j.contains("why") && j["why"].is_string() ? j["why"].get<std::string>()
+                                                                   : "libdcmi.so does not load");
+  }
+
  private:
   Result<nlohmann::json> call(const std::vector<std::string>& verb) const {
     const HelperRunner run = o_.run ? o_.run : HelperRunner(run_capture);
@@ -156,6 +166,7 @@ Status admit_helper_verb(std::span<const std::string> verb) {
   };
   static const Verb kVerbs[] = {
       {"snapshot", {}},
+      {"probe", {}},
       {"create",
        {{"--phy", Value::kNumber},
         {"--template", Value::kName},
@@ -201,6 +212,16 @@ Status admit_helper_verb(std::span<const std::string> verb) {
 
 std::unique_ptr<DeviceQuery> open_node_query(HelperOptions opts) {
   return std::make_unique<NodeQuery>(std::move(opts));
+}
+
+DcmiOpener helper_dcmi_opener(HelperOptions opts) {
+  return [opts = std::move(opts)](const BackendOptions& b) -> Result<std::unique_ptr<DeviceQuery>> {
+    HelperOptions o = opts;
+    o.root = b.root;
+    o.dcmi_library = b.dcmi_library;
+    if (dcmi_library_guessed(b)) ASCEND_CHECK(NodeQuery(o).probe(), "backend dcmi");
+    return open_node_query(std::move(o));
+  };
 }
 
 std::string helper_error_json(const Error& e) {

@@ -1,7 +1,5 @@
 #include "ascend/npu/profiles.h"
 
-#include <fmt/format.h>
-
 #include "profile_data.h"
 
 namespace ascend::npu {
@@ -86,10 +84,6 @@ std::vector<std::string> builtin_profile_names() {
   std::vector<std::string> out;
   for (const ProfileText& p : builtin_profile_texts()) out.emplace_back(p.name);
   return out;
-}
-
-std::string device_ip(int node_index, int phy_id) {
-  return fmt::format("10.{}.{}.{}", 100 + phy_id, node_index / 254, node_index % 254 + 1);
 }
 
 void assign_device_ips(HostState& s, int node_index) {

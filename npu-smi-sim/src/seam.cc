@@ -1,11 +1,16 @@
 #include "ascend/npu/seam.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "ascend/npu/device_query.h"
+#include "ascend/npu/driver_files.h"
+#include "ascend/npu/host_model.h"
 #include "lookup.h"
 
 namespace ascend::npu {
@@ -135,6 +140,25 @@ ChipTelemetry telemetry_of(const Chip& c) {
   for (const auto& f : c.faults) t.error_codes.push_back(f.code);
   t.link_up = c.link_up;
   return t;
+}
+
+Result<std::uint32_t> parse_fault_code(std::string_view s) {
+  std::string_view digits = s;
+  if (digits.starts_with("0x") || digits.starts_with("0X")) digits.remove_prefix(2);
+  std::uint32_t v = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v, 16);
+  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) {
+    return Error::invalid("'" + std::string(s) + "': expected a hexadecimal code like 0x80E01801");
+  }
+  return v;
+}
+
+std::string device_ip(int node_index, int phy_id) {
+  return fmt::format("10.{}.{}.{}", 100 + phy_id, node_index / 254, node_index % 254 + 1);
+}
+
+std::vector<std::string> DeviceQuery::driver_files() const {
+  return npu::driver_files();
 }
 
 Result<std::vector<ChipTelemetry>> DeviceQuery::telemetry() const {

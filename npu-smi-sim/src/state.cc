@@ -124,15 +124,4 @@ Result<DeviceMajors> parse_majors(std::string_view s) {
   return DeviceMajors{v[0], v[1], v[2], v[3], v[4]};
 }
 
-Result<std::uint32_t> parse_fault_code(std::string_view s) {
-  std::string_view digits = s;
-  if (digits.starts_with("0x") || digits.starts_with("0X")) digits.remove_prefix(2);
-  std::uint32_t v = 0;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v, 16);
-  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) {
-    return Error::invalid("'" + std::string(s) + "': expected a hexadecimal code like 0x80E01801");
-  }
-  return v;
-}
-
 }  // namespace ascend::npu

@@ -14,8 +14,8 @@
 namespace {
 
 constexpr const char* kFooter = R"(
-Output: one JSON document on stdout: the snapshot (the device seam's JSON form), the vNPU made, or {} after
-  a destroy. On failure: {"error": {"code": <errno>, "message": "..."}} and exit 1.
+Output: one JSON document on stdout: the snapshot (the device seam's JSON form), the vNPU made, {} after
+  a destroy, or probe's answer. On failure: {"error": {"code": <errno>, "message": "..."}} and exit 1.
 Owners: --owner/--holder take the seam's owner JSON ({"container_id": ..., "state_root": ..., "pid": ...}).
   A dynamic vNPU's owner is recorded in <root>/run/ascend/dcmi-vnpu-owners.json (DCMI keeps none).
 Exit codes: 0 success, 1 the operation failed, 2 bad usage.)";
@@ -52,6 +52,9 @@ static int run_main(int argc, char** argv) {
   app.add_option("--library", opts.dcmi_library, "libdcmi.so (default: the driver's, under --root)");
   app.add_option("--backend", backend, "dcmi | emulator | auto")->capture_default_str();
   app.add_subcommand("snapshot", "print every chip, link, vNPU, template and device node");
+  app.add_subcommand("probe",
+                     "whether the DCMI library loads here: {\"loads\": true} or {\"loads\": false, "
+                     "\"why\": ...} (not loading is an answer, exit 0)");
   auto* create = app.add_subcommand("create", "create a vNPU");
   int phy = -1;
   std::string tmpl;
@@ -80,6 +83,12 @@ static int run_main(int argc, char** argv) {
   if (opts.root.empty() || opts.root[0] != '/')
     return fail(ascend::Error::invalid("--root must be absolute"));
   auto dq = npu::open_device_query(opts);
+  if (app.got_subcommand("probe")) {
+    // The static binaries' `auto` on a root where only the loader may find libdcmi.so (node_query.h): a
+    // library that is not there is the answer they ask for, so it prints nothing on stderr.
+    if (dq) return answer({{"loads", true}});
+    if (dq.error().code() == ENOENT) return answer({{"loads", false}, {"why", dq.error().message()}});
+  }
   if (!dq) return fail(dq.error());
   if (app.got_subcommand("snapshot")) {
     auto s = (*dq)->snapshot();

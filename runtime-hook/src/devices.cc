@@ -9,20 +9,10 @@
 #include "ascend/common/unique_fd.h"
 #include "ascend/hook/request.h"
 #include "ascend/npu/backend.h"
-#include "ascend/npu/emulator.h"
 #include "ascend/npu/node_query.h"
 
 namespace ascend::hook {
 namespace {
-
-bool dcmi_backend(const Config& config, npu::Backend b) {
-  if (b != npu::Backend::kAuto) return b == npu::Backend::kDcmi;
-  if (!config.dcmi_library.empty()) return true;
-  for (const std::string& lib : npu::dcmi_library_candidates(config.host_root)) {
-    if (::access(lib.c_str(), R_OK) == 0) return true;
-  }
-  return false;
-}
 
 npu::HelperOptions helper_options(const Config& config) {
   npu::HelperOptions o;
@@ -32,11 +22,37 @@ npu::HelperOptions helper_options(const Config& config) {
   return o;
 }
 
+// The helper must be root-owned and not writable by others (checked on the opened file) before it runs.
+Status check_helper(const Config& config) {
+  UniqueFd fd(::open(config.dcmi_helper.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid())
+    return Error::from_errno(errno, "DCMI helper " + config.dcmi_helper + " (set dcmi-helper in the config)");
+  return check_protected(fd.get(), config.dcmi_helper, "DCMI helper");
+}
+
+// The seam through the one factory (npu/backend.h), with DCMI reached through the helper, which is checked
+// before it runs (a full query, or the factory's probe of the loader's search path).
+Result<std::unique_ptr<npu::DeviceQuery>> open_backend(const Config& config, npu::HelperOptions helper,
+                                                       npu::Backend* chosen) {
+  npu::BackendOptions o;
+  ASCEND_ASSIGN(o.backend, npu::parse_backend(config.backend), "config 'backend'");
+  o.root = config.host_root;
+  o.dcmi_library = config.dcmi_library;
+  const bool full = helper.full;
+  npu::DcmiOpener through_helper = npu::helper_dcmi_opener(std::move(helper));
+  auto open_dcmi = [&](const npu::BackendOptions& b) -> Result<std::unique_ptr<npu::DeviceQuery>> {
+    if (full || npu::dcmi_library_guessed(b)) ASCEND_CHECK(check_helper(config), "");
+    return through_helper(b);
+  };
+  return npu::open_device_query(o, open_dcmi, chosen);
+}
+
 }  // namespace
 
 Result<bool> uses_dcmi(const Config& config) {
-  ASCEND_ASSIGN(npu::Backend b, npu::parse_backend(config.backend), "config 'backend'");
-  return dcmi_backend(config, b);
+  npu::Backend chosen = npu::Backend::kAuto;
+  ASCEND_CHECK(open_backend(config, helper_options(config), &chosen), "");
+  return chosen == npu::Backend::kDcmi;
 }
 
 Result<std::unique_ptr<ExecBroker>> start_helper_broker(const Config& config) {
@@ -51,19 +67,10 @@ Result<std::unique_ptr<ExecBroker>> start_helper_broker(const Config& config) {
 
 Result<std::unique_ptr<npu::DeviceQuery>> open_devices(const Config& config, bool full,
                                                        npu::HelperRunner run_helper) {
-  ASCEND_ASSIGN(bool dcmi, uses_dcmi(config), "");
-  if (!dcmi) return std::unique_ptr<npu::DeviceQuery>(std::make_unique<npu::Emulator>(config.host_root));
-  if (full) {
-    UniqueFd fd(::open(config.dcmi_helper.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid())
-      return Error::from_errno(errno,
-                               "DCMI helper " + config.dcmi_helper + " (set dcmi-helper in the config)");
-    ASCEND_CHECK(check_protected(fd.get(), config.dcmi_helper, "DCMI helper"), "");
-  }
   npu::HelperOptions o = helper_options(config);
   o.full = full;
   o.run = std::move(run_helper);
-  return npu::open_node_query(std::move(o));
+  return open_backend(config, std::move(o), nullptr);
 }
 
 bool needs_full_snapshot(const std::vector<std::string>& env) {

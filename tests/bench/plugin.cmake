@@ -5,7 +5,7 @@
 # minimal grpc++ callback server with one empty method, in its own process). See plugin_bench.cc.
 if(TARGET ascend-device-plugin)
   add_executable(plugin_bench ${CMAKE_CURRENT_LIST_DIR}/plugin_bench.cc)
-  target_link_libraries(plugin_bench PRIVATE ascend_plugin ascend_npu_backend benchmark::benchmark)
+  target_link_libraries(plugin_bench PRIVATE ascend_plugin ascend_npu_backend ascend_npu benchmark::benchmark)
   target_compile_definitions(plugin_bench PRIVATE ASCEND_BIN_DIR="${CMAKE_BINARY_DIR}/bin")
   add_dependencies(plugin_bench ascend-device-plugin npu-smi ascend_driver_stub ascend_dcmi)
 endif()

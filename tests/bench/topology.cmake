@@ -3,6 +3,6 @@
 # 10 000 jobs on 4096 NPUs (see topology_bench.cc).
 if(TARGET ascend_topology)
   add_executable(topology_bench ${CMAKE_CURRENT_LIST_DIR}/topology_bench.cc)
-  target_link_libraries(topology_bench PRIVATE ascend_topology benchmark::benchmark)
+  target_link_libraries(topology_bench PRIVATE ascend_topology ascend_npu benchmark::benchmark)
   target_include_directories(topology_bench PRIVATE ${CMAKE_SOURCE_DIR}/tests/common)
 endif()

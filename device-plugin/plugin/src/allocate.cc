@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <set>
-#include "ascend/npu/driver_files.h"
 
 namespace ascend::plugin {
 
@@ -143,7 +142,7 @@ ContainerAllocation plan_container(const npu::DeviceSnapshot& host, const npu::D
       }
       for (const auto& n : host.control_nodes())
         out.devices.push_back({n.path, paths.host_path(n.path), "rw"});
-      for (const auto& f : npu::driver_files()) out.mounts.push_back({f, paths.host_path(f), true});
+      for (const auto& f : paths.driver_files()) out.mounts.push_back({f, paths.host_path(f), true});
       break;
     }
     case AllocateMode::kCdi:

@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "ascend/common/fs.h"
-#include "ascend/npu/state.h"
+#include "ascend/npu/seam.h"
 #include "fault_codes_data.h"
 
 namespace ascend::plugin {

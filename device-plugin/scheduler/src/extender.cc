@@ -705,7 +705,7 @@ Status Scheduler::put_inventory(const std::string& node, const Inventory& inv, C
   if (n < 0) return Error::not_found("node " + node + " is not in the scheduler's cluster file");
   const auto& t = cluster_->type_of(n);
   if (!inv.resource.empty() && inv.resource != t.host.resource_name) {
-    return Error::invalid("node " + node + " is a " + t.host.profile + " (" + t.host.resource_name +
+    return Error::invalid("node " + node + " is a " + t.profile + " (" + t.host.resource_name +
                           ") in the cluster file; the plugin reports " + inv.resource);
   }
   std::uint64_t busy = 0;
@@ -714,8 +714,7 @@ Status Scheduler::put_inventory(const std::string& node, const Inventory& inv, C
   for (const auto& c : inv.chips) {
     int slot = t.slot_of_phy(c.phy_id);
     if (slot < 0) {
-      return Error::invalid("node " + node + " (" + t.host.profile + ") has no chip " +
-                            std::to_string(c.phy_id));
+      return Error::invalid("node " + node + " (" + t.profile + ") has no chip " + std::to_string(c.phy_id));
     }
     if ((seen >> slot & 1) != 0)
       return Error::invalid("chip " + std::to_string(c.phy_id) + " reported twice");

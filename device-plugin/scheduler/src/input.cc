@@ -6,7 +6,7 @@
 
 #include "ascend/common/fs.h"
 #include "ascend/common/yaml_json.h"
-#include "ascend/npu/profiles.h"
+#include "ascend/npu/host_model.h"
 
 namespace ascend::scheduler {
 
@@ -70,12 +70,11 @@ Result<topology::Cluster> load_cluster(const std::string& path) {
   if (!doc_or.ok()) return doc_or.error();
   const YamlDoc& doc = *doc_or;
   std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  topology::ProfileSource profiles = [dir](const std::string& name) -> Result<npu::HostState> {
-    bool is_file = name.find('/') != std::string::npos || name.ends_with(".yaml") || name.ends_with(".yml");
-    if (!is_file) return npu::builtin_profile(name);
+  topology::ProfileSource profiles = [dir](const std::string& name) -> Result<npu::HostModel> {
+    if (!names_yaml_file(name)) return npu::builtin_host_model(name);
     std::filesystem::path p(name);
     if (p.is_relative()) p = dir / p;
-    return npu::load_profile(p.string());
+    return npu::load_host_model(p.string());
   };
   auto c = topology::cluster_from_json(doc.value, profiles, locator(doc.root));
   if (!c.ok()) return c.error().context(path);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 
-#include "ascend/npu/profiles.h"
 #include "reader.h"
 
 namespace ascend::topology {
@@ -85,14 +84,18 @@ Result<ChipSpec> chip_from_json(const json& j, const LineLocator& where) {
   }
 }
 
-Result<npu::HostState> node_host(const ChipSpec& c) {
-  if (!c.profile.empty()) return npu::builtin_profile(c.profile);
+Result<npu::HostModel> node_host(const ChipSpec& c) {
+  if (!c.profile.empty()) return npu::builtin_host_model(c.profile);
   // A full mesh: the 910B server's shape (one HCCS domain) with the chip file's chip count and HBM.
-  ASCEND_ASSIGN(npu::HostState host, npu::builtin_profile("atlas800t-a2"), "chip " + c.name);
-  npu::Chip model = host.chips.front();
-  host.profile = "chip-" + c.name;
-  host.description = c.name + " node: " + std::to_string(c.chips_per_node) + " chips, full mesh";
+  ASCEND_ASSIGN(npu::HostModel m, npu::builtin_host_model("atlas800t-a2"), "chip " + c.name);
+  npu::DeviceSnapshot& host = m.host;
+  const npu::Chip model = host.chips.front();
+  const npu::DeviceNode node = host.chip_nodes.front();
+  m.profile = "chip-" + c.name;
+  m.description = c.name + " node: " + std::to_string(c.chips_per_node) + " chips, full mesh";
   host.chips.clear();
+  host.chip_nodes.clear();
+  host.links.clear();
   for (int i = 0; i < c.chips_per_node; ++i) {
     npu::Chip x = model;
     x.phy_id = x.logic_id = x.card_id = i;
@@ -101,8 +104,11 @@ Result<npu::HostState> node_host(const ChipSpec& c) {
     x.hccs_domain = 0;
     x.hbm_total_mb = static_cast<int>(c.hbm_gib * 1024);
     host.chips.push_back(x);
+    host.chip_nodes.push_back({"/dev/davinci" + std::to_string(i), node.major, i, node.mode});
+    for (int j = 0; j < c.chips_per_node; ++j)
+      host.links.push_back(i == j ? npu::Link::kSelf : npu::Link::kHccs);
   }
-  return host;
+  return m;
 }
 
 Bandwidth bandwidth_for(const ChipSpec& c, const Bandwidth& defaults) {

@@ -301,11 +301,6 @@ MaskChoice choose_mask(const NodeType& t, std::uint64_t free, std::uint64_t must
 
 }  // namespace detail
 
-Result<std::vector<int>> choose(const npu::HostState& host, const std::vector<int>& free,
-                                const std::vector<int>& must_include, int size) {
-  return choose(npu::to_snapshot(host), free, must_include, size);
-}
-
 Result<std::vector<int>> choose(const npu::DeviceSnapshot& host, const std::vector<int>& free,
                                 const std::vector<int>& must_include, int size) {
   ASCEND_ASSIGN(NodeType t, detail::make_node_type(host, false, "the host"), "choose");

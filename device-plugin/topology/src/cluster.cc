@@ -5,7 +5,6 @@
 #include <map>
 #include <set>
 
-#include "ascend/npu/profiles.h"
 #include "internal.h"
 #include "reader.h"
 
@@ -100,10 +99,11 @@ Result<NodeType> make_node_type(const npu::DeviceSnapshot& host, bool with_links
 
 }  // namespace detail
 
-Result<NodeType> make_node_type(const npu::HostState& host) {
-  ASCEND_ASSIGN(NodeType t, detail::make_node_type(npu::to_snapshot(host), true, "profile " + host.profile),
+Result<NodeType> make_node_type(const npu::HostModel& model) {
+  ASCEND_ASSIGN(NodeType t, detail::make_node_type(model.host, true, "profile " + model.profile),
                 "node type");
-  t.host = host;
+  t.profile = model.profile;
+  t.host = model.host;
   return t;
 }
 
@@ -148,7 +148,7 @@ int ClusterState::free_chips() const {
 }
 
 ProfileSource builtin_profiles() {
-  return [](const std::string& name) { return npu::builtin_profile(name); };
+  return [](const std::string& name) { return npu::builtin_host_model(name); };
 }
 
 std::vector<NodeSpec> generate_nodes(const std::string& profile, int count, int nodes_per_leaf,

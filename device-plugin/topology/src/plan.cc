@@ -200,10 +200,10 @@ PlanEntry evaluate_layout(const PlanResult& r, const Layout& l, Placer& placer) 
   return e;
 }
 
-Result<Cluster> ideal_cluster(const PlanResult& r, const npu::HostState& host) {
+Result<Cluster> ideal_cluster(const PlanResult& r, const npu::HostModel& host) {
   int nodes = (r.request.npus + r.chip.chips_per_node - 1) / r.chip.chips_per_node;
   auto specs = generate_nodes(host.profile, nodes, 16, 4, "node-");
-  auto source = [&host](const std::string&) -> Result<npu::HostState> { return host; };
+  auto source = [&host](const std::string&) -> Result<npu::HostModel> { return host; };
   return make_cluster("ideal", r.cluster_bw, specs, source);
 }
 
@@ -231,7 +231,7 @@ Result<PlanResult> plan(const PlanRequest& req) {
   } else {
     ASCEND_ASSIGN(out.chip, builtin_chip(req.chip), "plan");
   }
-  ASCEND_ASSIGN(npu::HostState host, node_host(out.chip), "plan");
+  ASCEND_ASSIGN(npu::HostModel host, node_host(out.chip), "plan");
   out.profile = host.profile;
   out.cluster_bw = bandwidth_for(out.chip, req.bw);
   ASCEND_ASSIGN(Cluster cluster, ideal_cluster(out, host), "plan");

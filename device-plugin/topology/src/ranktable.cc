@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ascend/npu/profiles.h"
+#include "ascend/npu/host_model.h"
 
 namespace ascend::topology {
 

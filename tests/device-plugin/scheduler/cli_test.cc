@@ -362,7 +362,7 @@ TEST_F(Cli, CustomProfileNextToTheClusterFile) {
   std::string c = write("c.yaml", "nodes:\n  - {name: a, profile: ./lab.yaml, leaf: l0, busy: [7]}\n");
   auto cluster = load_cluster(c);
   ASSERT_TRUE(cluster.ok()) << cluster.error().message();
-  EXPECT_EQ(cluster->type_of(0).host.profile, "lab-a2");
+  EXPECT_EQ(cluster->type_of(0).profile, "lab-a2");
   EXPECT_EQ(cluster->level(0, 0, 0, 3), topology::Level::kPcie);  // chip 3 left the mesh's domain
 }
 

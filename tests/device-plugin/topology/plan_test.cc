@@ -201,7 +201,7 @@ TEST(Chips, BuiltinNamesAndAliases) {
     EXPECT_EQ(chip->name, c.chip) << c.name;
     auto host = node_host(*chip);
     ASSERT_TRUE(host.ok()) << c.name;
-    EXPECT_EQ(static_cast<int>(host->chips.size()), chip->chips_per_node) << c.name;
+    EXPECT_EQ(static_cast<int>(host->host.chips.size()), chip->chips_per_node) << c.name;
   }
   auto bad = builtin_chip("H100");
   ASSERT_FALSE(bad.ok());
@@ -215,7 +215,7 @@ TEST(Chips, ChipFile) {
   ASSERT_TRUE(c.ok()) << c.error().message();
   auto host = node_host(*c);
   ASSERT_TRUE(host.ok());
-  ASSERT_EQ(host->chips.size(), 16U);
+  ASSERT_EQ(host->host.chips.size(), 16U);
   auto type = make_node_type(*host);
   ASSERT_TRUE(type.ok());
   EXPECT_EQ(type->level_of(0, 15), Level::kHccs);  // a full mesh

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ascend/common/error.h"
+#include "ascend/npu/backend.h"  // resolve_root
 #include "ascend/npu/device_query.h"
 #include "ascend/npu/state.h"
 
@@ -23,9 +24,6 @@ namespace ascend::npu {
 // Relative to the root.
 inline constexpr const char* kStateDir = "usr/local/Ascend/driver/lib64/npu-sim";
 inline constexpr const char* kStateFile = "usr/local/Ascend/driver/lib64/npu-sim/state.json";
-
-// The root: `flag` when given, else $ASCEND_SIM_ROOT, else "/".
-std::string resolve_root(const std::optional<std::string>& flag);
 
 struct LoadOptions {
   std::optional<DeviceMajors> majors;  // default: free majors of the running kernel

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ascend/common/error.h"
+#include "ascend/npu/host_model.h"
 #include "ascend/npu/state.h"
 
 namespace ascend::npu {
@@ -14,11 +15,7 @@ namespace ascend::npu {
 std::vector<std::string> builtin_profile_names();  // atlas800-9000, atlas800t-a2, atlas800t-a3, atlas300i-duo
 Result<HostState> builtin_profile(std::string_view name);
 
-// The hccn.conf convention: the NIC address of device `phy_id` on the cluster's node `node_index` (0-based).
-// "10.<100+phy>.<node/254>.<node%254+1>" -- unique for 254*256 nodes and 64 devices.
-std::string device_ip(int node_index, int phy_id);
-
-// Applies `node_index` to every chip's device_ip.
+// Applies `node_index` to every chip's device_ip (device_ip, host_model.h).
 void assign_device_ips(HostState& s, int node_index);
 
 // The vNPU templates of a chip family and a chip's HBM size (from the driver's template tables).

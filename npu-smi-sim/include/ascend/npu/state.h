@@ -31,8 +31,6 @@ struct DeviceMajors {
 
 // "a,b,c,d,e": the five majors in the order above (npu-sim --majors).
 Result<DeviceMajors> parse_majors(std::string_view s);
-// A fault code as an operator types it: hexadecimal, "0x" optional, at most 32 bits (npu-sim --code).
-Result<std::uint32_t> parse_fault_code(std::string_view s);
 
 // Work running on one chip, as `npu-sim load-gen` records it (workload.h says how it moves the chip's
 // telemetry). Kept in the state file so that every process that reads the host sees it.

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ascend/common/error.h"
-#include "ascend/npu/state.h"
+#include "ascend/npu/seam.h"
 
 namespace ascend::hook {
 

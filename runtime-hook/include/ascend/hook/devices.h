@@ -1,9 +1,7 @@
-// The device seam as the runtime's binaries open it (config `backend`; npu/backend.h):
-//   emulator  the emulated host's state file (npu::Emulator)
-//   dcmi      the driver's DCMI library, reached from these static binaries through the device nodes and
-//             the dynamically linked helper ascend-dcmi-query (npu/node_query.h)
-//   auto      dcmi when the configured dcmi-library or the driver's libdcmi.so under the host root exists,
-//             else the emulator
+// The device seam as the runtime's binaries open it (config `backend`): through the one backend factory
+// (npu::open_device_query, npu/backend.h), whose `auto` rule the device plugin applies too, with DCMI
+// reached from these static binaries through the device nodes and the dynamically linked helper
+// ascend-dcmi-query (npu/node_query.h).
 #pragma once
 
 #include <memory>

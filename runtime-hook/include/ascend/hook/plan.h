@@ -9,7 +9,7 @@
 
 #include "ascend/hook/mount_list.h"
 #include "ascend/hook/request.h"
-#include "ascend/npu/state.h"
+#include "ascend/npu/seam.h"
 
 namespace ascend::hook {
 

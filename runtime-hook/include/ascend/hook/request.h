@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "ascend/common/error.h"
-#include "ascend/npu/state.h"
+#include "ascend/npu/seam.h"
 
 namespace ascend::hook {
 

@@ -19,7 +19,7 @@
 
 #include "ascend/common/error.h"
 #include "ascend/npu/device_query.h"
-#include "ascend/npu/state.h"
+#include "ascend/npu/seam.h"
 #include "ascend/plugin/config.h"
 #include "ascend/plugin/inventory.h"
 #include "ascend/plugin/ledger.h"

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ascend/npu/state.h"
+#include "ascend/npu/seam.h"
 #include "ascend/plugin/config.h"
 #include "ascend/plugin/ledger.h"
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "ascend/common/error.h"
-#include "ascend/npu/state.h"
+#include "ascend/npu/seam.h"
 #include "ascend/npu/vnpu_load.h"
 
 namespace ascend::plugin {

@@ -22,7 +22,7 @@
 #include <string>
 
 #include "ascend/common/error.h"
-#include "ascend/npu/state.h"
+#include "ascend/npu/seam.h"
 
 namespace prometheus {
 class Collectable;

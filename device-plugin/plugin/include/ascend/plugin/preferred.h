@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "ascend/common/error.h"
-#include "ascend/npu/state.h"
+#include "ascend/npu/seam.h"
 #include "ascend/plugin/inventory.h"
 #include "ascend/plugin/ledger.h"
 

@@ -11,7 +11,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "ascend/common/error.h"
-#include "ascend/npu/state.h"
+#include "ascend/npu/host_model.h"
 #include "ascend/topology/cluster.h"
 #include "ascend/topology/fields.h"
 #include "ascend/topology/interconnect.h"
@@ -49,7 +49,7 @@ Result<ChipSpec> chip_from_json(const nlohmann::json& j, const LineLocator& wher
 
 // The host a node of this chip is: its built-in profile, or (chip files) a full HCCS mesh of
 // chips_per_node chips.
-Result<npu::HostState> node_host(const ChipSpec& c);
+Result<npu::HostModel> node_host(const ChipSpec& c);
 
 // `defaults` with the chip file's intra-node and inter-node bandwidths applied.
 Bandwidth bandwidth_for(const ChipSpec& c, const Bandwidth& defaults);

@@ -13,15 +13,13 @@
 #include <vector>
 
 #include "ascend/common/error.h"
-#include "ascend/npu/state.h"
+#include "ascend/npu/seam.h"
 
 namespace ascend::topology {
 
 // `host` gives the family, cards and HCCS domains; `free` the phy ids that may be used; `must_include`
 // ids that must be in the answer (a subset of free). Returns `size` phy ids in ascending order, or an error
 // (EINVAL: size not allowed for this family; ENOSPC: no placement) naming why.
-Result<std::vector<int>> choose(const npu::HostState& host, const std::vector<int>& free,
-                                const std::vector<int>& must_include, int size);
 Result<std::vector<int>> choose(const npu::DeviceSnapshot& host, const std::vector<int>& free,
                                 const std::vector<int>& must_include, int size);
 

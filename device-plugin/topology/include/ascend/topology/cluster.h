@@ -17,7 +17,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "ascend/common/error.h"
-#include "ascend/npu/state.h"
+#include "ascend/npu/host_model.h"
 #include "ascend/topology/fields.h"
 
 namespace ascend::topology {
@@ -35,9 +35,10 @@ struct Bandwidth {
   double bytes_per_s(Level l) const { return gbps[static_cast<int>(l)] * 1e9; }
 };
 
-// Everything the placer needs to know about one host profile, derived once from its HostState.
+// Everything the placer needs to know about one host profile, derived once from its host model.
 struct NodeType {
-  npu::HostState host;
+  std::string profile;  // the host model's profile name
+  npu::DeviceSnapshot host;
   npu::Family family = npu::Family::k910B;
   int size = 0;                // chips (slots)
   std::vector<int> phy;        // slot -> phy id
@@ -57,7 +58,7 @@ struct NodeType {
 };
 
 // Builds a NodeType; fails (EINVAL) for more than 64 chips or an empty profile.
-Result<NodeType> make_node_type(const npu::HostState& host);
+Result<NodeType> make_node_type(const npu::HostModel& model);
 
 struct Node {
   std::string name;
@@ -107,7 +108,7 @@ struct NodeSpec {
 };
 
 // Resolves a profile name (built-in, or a path the caller knows how to read) to a host.
-using ProfileSource = std::function<Result<npu::HostState>(const std::string& name)>;
+using ProfileSource = std::function<Result<npu::HostModel>(const std::string& name)>;
 
 // A source that knows only the built-in profiles (pure).
 ProfileSource builtin_profiles();

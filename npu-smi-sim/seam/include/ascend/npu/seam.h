@@ -86,6 +86,9 @@ struct Fault {
 // The severity a fault code carries when none is given: bits 27..24 of the code (the second hex digit of
 // 0x8XXXXXXX): 0-3 Warning, 4-7 Alarm, 8-F Critical. Documented in `npu-sim fault --help`.
 Health severity_of_code(std::uint32_t code);
+// A fault code as an operator types it: hexadecimal, "0x" optional, at most 32 bits (npu-sim --code, the
+// device plugin's fault-code file).
+Result<std::uint32_t> parse_fault_code(std::string_view s);
 
 // One device (a die on A3, a chip elsewhere). Telemetry fields are what npu-smi prints: the profile gives
 // the idle values, and the emulator applies the work running on the chip (`npu-sim load-gen`, workload.h)

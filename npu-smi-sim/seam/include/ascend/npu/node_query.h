@@ -18,6 +18,7 @@
 
 #include "ascend/common/error.h"
 #include "ascend/common/process.h"
+#include "ascend/npu/backend.h"
 #include "ascend/npu/device_query.h"
 
 namespace ascend::npu {
@@ -47,9 +48,10 @@ inline const std::vector<std::string>& helper_env() {
 // The helper's command line for a verb: the program, --root and --library (when set), then the verb.
 std::vector<std::string> helper_argv(const HelperOptions& o, const std::vector<std::string>& verb);
 
-// Whether `verb` (what follows helper_argv's fixed part) is one this client sends: `snapshot`; `create --phy
-// N --template NAME [--id N] [--owner JSON]`; `destroy --id N [--phy N] [--holder JSON]`, each option once,
-// in the separate-value form. Everything else is refused (EPERM), in particular --root, --library and
+// Whether `verb` (what follows helper_argv's fixed part) is one this client sends: `snapshot`; `probe`;
+// `create
+// --phy N --template NAME [--id N] [--owner JSON]`; `destroy --id N [--phy N] [--holder JSON]`, each option
+// once, in the separate-value form. Everything else is refused (EPERM), in particular --root, --library and
 // --backend, which the helper also takes after its verb: an exec broker admits only these, so the process
 // it serves cannot point the helper at another host or make it load another library.
 Status admit_helper_verb(std::span<const std::string> verb);
@@ -59,6 +61,12 @@ Status admit_helper_verb(std::span<const std::string> verb);
 Result<DeviceSnapshot> scan_device_nodes(const std::string& root);
 
 std::unique_ptr<DeviceQuery> open_node_query(HelperOptions opts);
+
+// The static binaries' way to DCMI, for open_device_query (backend.h): open_node_query(`opts`), with the
+// factory's root and library. When the library is only a guess at the loader's search path
+// (dcmi_library_guessed), it first asks the helper whether it loads there (`probe`; ENOENT when it does
+// not): so that `auto` decides as the dynamically linked programs, which try dlopen, do.
+DcmiOpener helper_dcmi_opener(HelperOptions opts);
 
 // The helper's side of the protocol (tools/ascend_dcmi_query.cc): one JSON document on stdout, either the
 // answer or {"error": {"code": <errno>, "message": "..."}} (exit 1).

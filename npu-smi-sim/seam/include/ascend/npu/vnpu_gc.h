@@ -23,7 +23,6 @@
 
 #include "ascend/common/error.h"
 #include "ascend/npu/device_query.h"
-#include "ascend/npu/state.h"
 
 namespace ascend::npu {
 

@@ -1,7 +1,7 @@
 // The device query seam: the one interface through which the runtime hook, the device plugin and the
-// scheduler tools learn about NPUs and change them, in the seam's own types (seam.h). The emulator (Emulator,
-// emulator.h) is its one implementation today; a DCMI backend (dlopen of the driver's libdcmi.so) is still
-// to come (issue 11), and the emulated host already installs a libdcmi.so that speaks DCMI.
+// scheduler tools learn about NPUs and change them, in the seam's own types (seam.h). Its backends (the
+// emulator; DCMI, through dlopen or the helper of the static binaries) sit below it, in libraries the
+// components do not see: a component gets a DeviceQuery from the one factory, open_device_query (backend.h).
 // Implementations are thread-safe: every call may come from any thread.
 #pragma once
 
@@ -39,6 +39,10 @@ class DeviceQuery {
 
   // The host path of an absolute path as the host sees it ("/dev/davinci0" -> "<root>/dev/davinci0").
   virtual std::string host_path(const std::string& abs_path) const = 0;
+
+  // The driver files every NPU container receives, absolute as the host sees them (before host_path). The
+  // default is the seam's list (driver_files.h), which both backends share today.
+  virtual std::vector<std::string> driver_files() const;
 
   // Creates a vNPU of `template_name` on chip `phy_id`; `id` picks the vNPU id (else the lowest free in
   // 100+16*phy .. +15). Refuses over-commit of AICore, memory and AICPU. Creates /dev/vdavinci<id>. A
