@@ -4,6 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "ascend/hook/config.h"
 #include "ascend/hook/shim.h"
 #include "support.h"
@@ -218,19 +223,31 @@ TEST(Config, RejectsUnknownKeysWrongTypesAndRelativePaths) {
   EXPECT_NE(missing.error().message().find("missing.yaml"), std::string::npos);
 }
 
+// The list an unknown key's refusal gives.
+const std::string kKnown =
+    "(known: host-root, runtime-path, hook-path, mount-list-dir, log-file, log-level, injection, "
+    "accept-env-when-unprivileged, backend, dcmi-library, dcmi-helper)";
+
+// Each config text is refused with exactly `config FILE: ` and the text given with it, as EINVAL.
+void expect_refusals(const std::vector<std::pair<std::string, std::string>>& cases) {
+  TempDir d("cfg");
+  const std::string f = d / "bad.yaml";
+  for (const auto& [text, want] : cases) {
+    SCOPED_TRACE(text);
+    spit(f, text);
+    auto c = load_config(f, {"/bin", "", d / "none"});
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.error().message(), "config " + f + ": " + want);
+    EXPECT_EQ(c.error().code(), EINVAL);
+  }
+}
+
 // The whole of each refusal, written down from the messages as they were when the config got its own CLI11
 // app (they must not change: scripts and users match them). Every one is EINVAL and names the file.
 TEST(Config, RefusalsWordForWord) {
-  TempDir d("cfg");
-  const std::string f = d / "bad.yaml";
-  const std::pair<const char*, std::string> cases[] = {
-      {"host_root: /h\n",
-       "unknown key 'host_root' (known: host-root, runtime-path, hook-path, mount-list-dir, log-file, "
-       "log-level, "
-       "injection, accept-env-when-unprivileged, backend, dcmi-library, dcmi-helper)"},
-      {"help: true\n",
-       "unknown key 'help' (known: host-root, runtime-path, hook-path, mount-list-dir, log-file, log-level, "
-       "injection, accept-env-when-unprivileged, backend, dcmi-library, dcmi-helper)"},
+  expect_refusals({
+      {"host_root: /h\n", "unknown key 'host_root' " + kKnown},
+      {"help: true\n", "unknown key 'help' " + kKnown},
       {"host-root: relative\n", "'host-root' must be an absolute path, not 'relative'"},
       {"hook-path: ''\n", "'hook-path' must be an absolute path, not ''"},
       {"mount-list-dir: lists\n", "'mount-list-dir' must be an absolute path, not 'lists'"},
@@ -249,16 +266,10 @@ TEST(Config, RefusalsWordForWord) {
       {"accept-env-when-unprivileged: no-thanks\n", "'accept-env-when-unprivileged' must be true or false"},
       {"accept-env-when-unprivileged: 'false'\n", "'accept-env-when-unprivileged' must be true or false"},
       {"accept-env-when-unprivileged:\n", "'accept-env-when-unprivileged' must be true or false"},
-  };
-  for (const auto& [text, want] : cases) {
-    SCOPED_TRACE(text);
-    spit(f, text);
-    auto c = load_config(f, {"/bin", "", d / "none"});
-    ASSERT_FALSE(c.ok());
-    EXPECT_EQ(c.error().message(), "config " + f + ": " + want);
-    EXPECT_EQ(c.error().code(), EINVAL);
-  }
+  });
   // A YAML syntax error is yaml-cpp's, after the file and the line.
+  TempDir d("cfg");
+  const std::string f = d / "bad.yaml";
   spit(f, "log-level: info\nhost-root: [\n");
   auto c = load_config(f, {"/bin", "", d / "none"});
   ASSERT_FALSE(c.ok());
@@ -269,26 +280,15 @@ TEST(Config, RefusalsWordForWord) {
 // A file with several faults names the first key in name order that has one, whatever the fault (the keys
 // are read sorted, each checked in full before the next).
 TEST(Config, TheFirstFaultyKeyInNameOrderIsNamed) {
-  TempDir d("cfg");
-  const std::string f = d / "bad.yaml";
-  const std::pair<const char*, std::string> cases[] = {
+  expect_refusals({
       {"zz: 1\nhost-root: rel\n", "'host-root' must be an absolute path, not 'rel'"},
-      {"host-root: rel\naa: 1\n",
-       "unknown key 'aa' (known: host-root, runtime-path, hook-path, mount-list-dir, log-file, log-level, "
-       "injection, accept-env-when-unprivileged, backend, dcmi-library, dcmi-helper)"},
+      {"host-root: rel\naa: 1\n", "unknown key 'aa' " + kKnown},
       {"log-level: 3\nhook-path: rel\n", "'hook-path' must be an absolute path, not 'rel'"},
       {"injection: x\nhost-root: 3\n", "'host-root' must be a string"},
       {"runtime-path: ''\naccept-env-when-unprivileged: 1\n",
        "'accept-env-when-unprivileged' must be true or false"},
       {"backend: cuda\nlog-file: rel\n", "'backend': backend 'cuda' (use auto, emulator or dcmi)"},
-  };
-  for (const auto& [text, want] : cases) {
-    SCOPED_TRACE(text);
-    spit(f, text);
-    auto c = load_config(f, {"/bin", "", d / "none"});
-    ASSERT_FALSE(c.ok());
-    EXPECT_EQ(c.error().message(), "config " + f + ": " + want);
-  }
+  });
 }
 
 TEST(Config, TheSeamsKeysAndAnEmptyLogFile) {
