@@ -54,7 +54,7 @@ function(ascend_sanitize_fixups)
   # Leak checking cannot run at the hook's exit (tests/sanitize/hook_sanitizer_options.cc says why).
   target_sources(ascend-docker-hook PRIVATE ${CMAKE_SOURCE_DIR}/tests/sanitize/hook_sanitizer_options.cc)
   set(plain -fno-sanitize=all)
-  foreach(lib ascend_common_core ascend_npu_core)
+  foreach(lib ascend_common_core ascend_npu_seam ascend_npu_core)
     get_target_property(srcs ${lib} SOURCES)
     get_target_property(dir ${lib} SOURCE_DIR)
     set(abs_srcs)
@@ -66,15 +66,17 @@ function(ascend_sanitize_fixups)
       endif()
     endforeach()
     add_library(${lib}_plain STATIC ${abs_srcs})
-    target_include_directories(${lib}_plain PUBLIC ${dir}/include)
+    # The original's public include folder (the seam's is seam/include).
+    target_include_directories(${lib}_plain PUBLIC $<TARGET_PROPERTY:${lib},INTERFACE_INCLUDE_DIRECTORIES>)
     # The original's own include folders and definitions (its private src/, where generated sources such as
     # profile_data.cc find their header; fmt's header-only mode), with those of what it links.
     target_include_directories(${lib}_plain PRIVATE $<TARGET_PROPERTY:${lib},INCLUDE_DIRECTORIES>)
     target_compile_definitions(${lib}_plain PRIVATE $<TARGET_PROPERTY:${lib},COMPILE_DEFINITIONS>)
     target_compile_options(${lib}_plain PRIVATE ${plain})
   endforeach()
-  target_link_libraries(ascend_npu_core_plain PUBLIC ascend_common_core_plain nlohmann_json::nlohmann_json
+  target_link_libraries(ascend_npu_seam_plain PUBLIC ascend_common_core_plain nlohmann_json::nlohmann_json
                                                      Threads::Threads)
+  target_link_libraries(ascend_npu_core_plain PUBLIC ascend_npu_seam_plain)
   set_target_properties(npu-smi PROPERTIES LINK_LIBRARIES ascend_npu_core_plain)
   # That replaced the -static-pie that cmake/hardening.cmake puts with the libraries: put it back, or the
   # npu-smi that containers run is dynamic and finds no libc in a busybox image (no NPU rows in its output).

@@ -69,7 +69,8 @@ HostSnapshot snapshot_host(const std::string& host_root, const std::vector<std::
     for (const std::string& watched :
          {host_root, std::string("/etc"), std::string("/usr"), std::string("/dev"),
           std::string("/var/run/ascend"), std::string("/run/ascend")}) {
-      if (mp.rfind(watched, 0) == 0) s.mounts.insert(mp + " " + root + " " + opts);
+      if (mp.rfind(watched, 0) == 0)
+        s.mounts.insert(std::string(mp).append(" ").append(root).append(" ").append(opts));
     }
   }
   return s;
