@@ -62,7 +62,8 @@ class Plugin {
   // be null: no scheduler) and `clock` (may be null: real time) must outlive the plugin. The driver check and
   // the rank-table refresh wait on `clock` (a test passes one it advances: ascend/common/loop_clock.h).
   static Result<std::unique_ptr<Plugin>> create(npu::DeviceQuery& query, Config cfg, Metrics* metrics,
-                                                SchedulerApi* scheduler = nullptr, LoopClock* clock = nullptr);
+                                                SchedulerApi* scheduler = nullptr,
+                                                LoopClock* clock = nullptr);
   ~Plugin();
 
   // Subscribes to device-query changes (health, vNPUs) and starts the driver check (check_driver every
@@ -202,7 +203,7 @@ class Plugin {
   // subscription.
   std::thread health_;
   std::thread ranktable_refresh_;
-  bool stopping_ = false;  // under mu_
+  bool stopping_ = false;       // under mu_
   LoopClock* clock_ = nullptr;  // what they wait on (set by create)
 
   std::unique_ptr<npu::Subscription> subscription_;  // last: stopped first on destruction
