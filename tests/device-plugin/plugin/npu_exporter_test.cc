@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "ascend/common/fs.h"
+#include "ascend/common/unique_fd.h"
 #include "ascend/plugin/npu_exporter.h"
 #include "guarded_capture.h"
 
@@ -169,15 +170,26 @@ TEST(NpuExporterTelegraf, AChipWithoutHbmOrPowerLeavesThoseFieldsOut) {
             "npu_chip_info_network_status=1i,npu_chip_info_temperature=43,npu_chip_info_utilization=0 5\n");
 }
 
+// A pipe whose ends close with it.
+struct Pipe {
+  UniqueFd r;
+  UniqueFd w;
+  Pipe() {
+    int fds[2];
+    if (::pipe(fds) == 0) {
+      r.reset(fds[0]);
+      w.reset(fds[1]);
+    }
+  }
+};
+
 // The execd loop: a gather at once, one per interval, one at each line on its input (Telegraf's STDIN
 // signal), and the end when its input closes; a failing gather writes nothing.
 TEST(NpuExporterTelegraf, GathersAtOnceOnEachSignalAndStopsWhenItsInputCloses) {
-  int in[2];
-  int out[2];
-  int stop[2];
-  ASSERT_EQ(::pipe(in), 0);
-  ASSERT_EQ(::pipe(out), 0);
-  ASSERT_EQ(::pipe(stop), 0);
+  Pipe in;
+  Pipe out;
+  Pipe stop;
+  ASSERT_TRUE(in.w.valid() && out.w.valid() && stop.w.valid());
   std::atomic<int> reads{0};
   NpuExporter::Sources s;
   s.telemetry = [&]() -> Result<std::vector<npu::ChipTelemetry>> {
@@ -197,13 +209,13 @@ TEST(NpuExporterTelegraf, GathersAtOnceOnEachSignalAndStopsWhenItsInputCloses) {
   Status result = Error(EINVAL, "not returned");
   std::thread loop([&] {
     // An hour between gathers: only the first one and the signals write.
-    result = run_telegraf(s, "Ascend910", std::chrono::hours(1), in[0], out[1], stop[0]);
+    result = run_telegraf(s, "Ascend910", std::chrono::hours(1), in.r.get(), out.w.get(), stop.r.get());
   });
   auto read_lines = [&](std::size_t lines) {
     std::string got;
     char buf[4096];
     while (static_cast<std::size_t>(std::count(got.begin(), got.end(), '\n')) < lines) {
-      ssize_t n = ::read(out[0], buf, sizeof buf);
+      ssize_t n = ::read(out.r.get(), buf, sizeof buf);
       if (n <= 0) break;
       got.append(buf, static_cast<std::size_t>(n));
     }
@@ -212,40 +224,34 @@ TEST(NpuExporterTelegraf, GathersAtOnceOnEachSignalAndStopsWhenItsInputCloses) {
   std::string first = read_lines(2);
   EXPECT_EQ(first.rfind("Ascend910-0 ", 0), 0U) << first;
   EXPECT_NE(first.find("\nAscend910-1 npu_chip_info_error_code_0=2162263042i,"), std::string::npos) << first;
-  ASSERT_EQ(::write(in[1], "\n", 1), 1);  // the second gather fails: nothing written
+  ASSERT_EQ(::write(in.w.get(), "\n", 1), 1);  // the second gather fails: nothing written
   for (int i = 0; i < 3000 && reads.load() < 2; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_EQ(reads.load(), 2) << "no gather on Telegraf's signal";
-  ASSERT_EQ(::write(in[1], "\n", 1), 1);  // the third is whole again
+  ASSERT_EQ(::write(in.w.get(), "\n", 1), 1);  // the third is whole again
   std::string third = read_lines(2);
   EXPECT_EQ(std::count(third.begin(), third.end(), '\n'), 2) << third;
-  ::close(in[1]);  // Telegraf stops the plugin
+  in.w.reset();  // Telegraf stops the plugin
   loop.join();
   EXPECT_TRUE(result.ok()) << (result.ok() ? "" : result.error().message());
   EXPECT_EQ(reads.load(), 3);
-  for (int fd : {in[0], out[0], out[1], stop[0], stop[1]}) ::close(fd);
 }
 
 TEST(NpuExporterTelegraf, AnOutputThatCannotBeWrittenEndsTheLoopWithAnError) {
-  int in[2];
-  int out[2];
-  int stop[2];
-  ASSERT_EQ(::pipe(in), 0);
-  ASSERT_EQ(::pipe(out), 0);
-  ASSERT_EQ(::pipe(stop), 0);
-  ::close(
-      out[0]);  // Telegraf is gone: the write fails with EPIPE (SIGPIPE ignored, as the plugin's main does)
+  Pipe in;
+  Pipe out;
+  Pipe stop;
+  out.r.reset();  // Telegraf is gone: the write fails with EPIPE (SIGPIPE ignored, as the plugin's main does)
   auto old = std::signal(SIGPIPE, SIG_IGN);
   NpuExporter::Sources s;
   s.telemetry = []() -> Result<std::vector<npu::ChipTelemetry>> { return their_telemetry(); };
   s.host = [] { return npu::DeviceSnapshot{}; };
-  Status st = run_telegraf(s, "Ascend910", std::chrono::hours(1), in[0], out[1], stop[0]);
+  Status st = run_telegraf(s, "Ascend910", std::chrono::hours(1), in.r.get(), out.w.get(), stop.r.get());
   std::signal(SIGPIPE, old);
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().code(), EPIPE);
   EXPECT_NE(st.error().message().find("writing the Telegraf lines"), std::string::npos)
       << st.error().message();
-  for (int fd : {in[0], in[1], out[1], stop[0], stop[1]}) ::close(fd);
 }
 
 }  // namespace
