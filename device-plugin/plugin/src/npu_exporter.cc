@@ -212,8 +212,9 @@ std::string telegraf_lines(const std::vector<ChipIdentity>& chips,
     l.real("npu_chip_info_temperature", t.temp_c);
     if (t.power_w) l.real("npu_chip_info_power", *t.power_w);
     if (it != chips.end() && it->has_hbm && t.memory_total_mb > 0) {
-      l.real("npu_chip_info_hbm_utilization",
-             static_cast<double>(t.memory_used_mb * 100 / t.memory_total_mb));
+      // A whole percent, as DCMI's utilization rate is.
+      const long long pct = t.memory_used_mb * 100 / t.memory_total_mb;
+      l.real("npu_chip_info_hbm_utilization", static_cast<double>(pct));
       l.integer("npu_chip_info_hbm_used_memory", t.memory_used_mb * 1024 * 1024);
     }
     for (std::size_t i = 0; i < t.error_codes.size(); ++i)
