@@ -6,12 +6,12 @@
 #include <httplib.h>
 
 #include <filesystem>
-#include <regex>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "ascend/scheduler/server.h"
+#include "browser.h"
 #include "extender_util.h"
 #include "run_command.h"
 
@@ -20,26 +20,10 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<std::string> chromium(const std::string& profile_dir, const std::vector<std::string>& what) {
-  std::vector<std::string> argv = {"chromium",
-                                   "--headless",
-                                   "--no-sandbox",
-                                   "--disable-gpu",
-                                   "--disable-quic",
-                                   "--no-first-run",
-                                   "--disable-background-networking",
-                                   "--disable-component-update",
-                                   "--disable-sync",
-                                   "--user-data-dir=" + profile_dir,
-                                   "--virtual-time-budget=5000"};
-  argv.insert(argv.end(), what.begin(), what.end());
-  return argv;
-}
+using ascend::testing::chromium;
 
 int count(const std::string& text, const std::string& re) {
-  std::regex r(re);
-  return static_cast<int>(
-      std::distance(std::sregex_iterator(text.begin(), text.end(), r), std::sregex_iterator()));
+  return ascend::testing::count_matches(text, re);
 }
 
 TEST(Dashboard, ShowsThePlacedJobsTpGroupsAndUnhealthyChipsInARealBrowser) {

@@ -9,6 +9,7 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <sstream>
@@ -24,9 +25,11 @@
 #include "ascend/scheduler/kube_records.h"
 #include "ascend/scheduler/kube_sync.h"
 #include "ascend/scheduler/server.h"
+#include "browser.h"
 #include "extender_util.h"
 #include "fake_apiserver.h"
 #include "guarded_capture.h"
+#include "run_command.h"
 
 namespace ascend::scheduler {
 namespace {
@@ -564,6 +567,48 @@ TEST(KubeRecovery, AMildFaultEvictsNobodyAndSaysSoARestartNpuFaultOnAHealthyChip
   fault_chip(api, where[3].first, where[3].second[0], "8C03A000", "RestartNPU");
   EXPECT_TRUE(wait_for([&] { return !pod_there(api, "mild-3"); }));
   EXPECT_TRUE(pod_there(api, "mild-0"));
+}
+
+// What an operator sees during a recovery (issue 23): the dashboard, in a real browser, lists the job as
+// Recovering (its row class, the summary's count) and outlines the chip an operator isolated.
+TEST(KubeRecovery, TheDashboardShowsARecoveringJobAndAnIsolatedChipInARealBrowser) {
+  if (ascend::testing::run_command({"chromium", "--version"}).exit_code != 0) {
+    FAIL() << "chromium is not installed (scripts/deps installs it)";
+  }
+  FakeApiServer api;
+  put_nodes(api);
+  Cached s(api);
+  ASSERT_TRUE(wait_for([&] { return s.ready(); }));
+  auto where = run_job(api, s, "dash", "pod", 3);
+  ASSERT_EQ(where.size(), 4u);
+  const auto [node2, chips2] = where[2];
+  // Pod 2's chip fails (it is evicted: Recovering); on a node the job does not use, chip 6 is isolated.
+  std::string spare;
+  for (int i = 0; i < kNodes && spare.empty(); ++i) {
+    const std::string n = "node-" + std::to_string(i);
+    bool used = false;
+    for (const auto& [pod, w] : where) used = used || w.first == n;
+    if (!used) spare = n;
+  }
+  ASSERT_FALSE(spare.empty());
+  fail_chip(api, node2, chips2[0]);
+  fault_chip(api, spare, -1, "", "", {6});
+  ASSERT_TRUE(wait_for([&] { return job_status(s, "dash")["state"] == "Recovering"; }));
+  ASSERT_TRUE(wait_for(
+      [&] { return metrics(s).find("ascend_scheduler_chips{state=\"isolated\"} 1") != std::string::npos; }));
+  std::string artifacts = std::string(ASCEND_BIN_DIR) + "/../tests/artifacts";
+  std::filesystem::create_directories(artifacts);
+  const std::string profile = artifacts + "/chromium-profile-recovery";
+  const std::string url = "http://127.0.0.1:" + std::to_string(s.server->port()) + "/";
+  auto dom = ascend::testing::run_command(ascend::testing::chromium(profile, {"--dump-dom", url}));
+  std::filesystem::remove_all(profile);
+  ASSERT_EQ(dom.exit_code, 0) << dom.err;
+  const std::string& html = dom.out;
+  EXPECT_NE(html.find("data-ready=\"1\""), std::string::npos) << "the page's script ran and rendered";
+  EXPECT_EQ(ascend::testing::count_matches(html, R"(<tr class="job Recovering" data-job="default/dash">)"), 1)
+      << html;
+  EXPECT_NE(html.find("unhealthy (1 isolated); 1 jobs, 1 recovering"), std::string::npos) << html;
+  EXPECT_EQ(ascend::testing::count_matches(html, R"(class="chip [a-z ]*isolated" data-phy="6")"), 1) << html;
 }
 
 TEST(KubeRecovery, AFaultOnAFreeChipEvictsNothing) {
