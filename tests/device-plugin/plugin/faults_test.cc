@@ -9,6 +9,7 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <thread>
 
 #include "ascend/common/kube_client.h"
@@ -19,6 +20,7 @@
 #include "ascend/plugin/kube_publisher.h"
 #include "ascend/plugin/plugin.h"
 #include "fake_apiserver.h"
+#include "log_capture.h"
 #include "plugin_on_api.h"
 #include "test_dir.h"
 #include "test_query.h"
@@ -229,6 +231,7 @@ class GradedHost : public api_test::PluginOnApi {
 };
 
 TEST_F(GradedHost, SeparateNpuCodeIsUnhealthyRestartRequestIsNot) {
+  ascend::testing::LogCapture log;
   auto pub = start();
   ASSERT_TRUE(emu.set_fault(3, 0x80E18402, npu::Health::kWarning).ok());   // SeparateNPU
   ASSERT_TRUE(emu.set_fault(5, 0x80C98008, npu::Health::kCritical).ok());  // RestartRequest
@@ -240,14 +243,32 @@ TEST_F(GradedHost, SeparateNpuCodeIsUnhealthyRestartRequestIsNot) {
   EXPECT_EQ(fault_entry(5)["fault_level"], "RestartRequest");
   EXPECT_EQ(fault_entry(5)["large_model_fault_level"], "RestartRequest");
   EXPECT_EQ(device_list()["huawei.com/Ascend910-Unhealthy"], "Ascend910-3");
-  // Each change of level is an Event on the Node.
+  // Each change of level is an Event on the Node (Warning when it takes the chip out) and one log line.
+  std::map<std::string, std::pair<std::string, std::string>> by_chip;  // chip -> (type, note)
   ASSERT_TRUE(wait_until(
       [&] {
-        for (const auto& r : api.requests())
-          if (r.method == "POST" && r.path.find("/events") != std::string::npos) return true;
-        return false;
+        by_chip.clear();
+        const json events = api.list("/apis/events.k8s.io/v1/namespaces/default/events");
+        for (const auto& e : events["items"]) {
+          if (e.value("reason", "") != "AscendFaultLevel" || e["regarding"].value("kind", "") != "Node")
+            continue;
+          const std::string note = e.value("note", "");
+          by_chip[note.substr(0, note.find(':'))] = {e.value("type", ""), note};
+        }
+        return by_chip.size() == 2;
       },
       5s));
+  EXPECT_EQ(by_chip["Ascend910-3"].first, "Warning");
+  EXPECT_NE(by_chip["Ascend910-3"].second.find(" -> SeparateNPU (Unhealthy): "), std::string::npos)
+      << by_chip["Ascend910-3"].second;
+  EXPECT_EQ(by_chip["Ascend910-5"].first, "Normal");
+  EXPECT_NE(by_chip["Ascend910-5"].second.find(" -> RestartRequest (usable): "), std::string::npos)
+      << by_chip["Ascend910-5"].second;
+  EXPECT_EQ(log.count("chip 3: fault level "), 1);
+  EXPECT_EQ(
+      log.lines("chip 3: fault level ").at(0).find(" -> SeparateNPU (Unhealthy): ") != std::string::npos,
+      true);
+  EXPECT_EQ(log.count("chip 5: fault level "), 1);
 }
 
 TEST_F(GradedHost, ThreeFaultsIsolateTheChipUntilTheOperatorRemovesIt) {

@@ -4,7 +4,6 @@
 // sends no PATCH), a label removed by hand restored, an existing ConfigMap patched with others' keys kept,
 // and an API server that refuses for a while.
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -22,6 +21,7 @@
 #include "ascend/plugin/plugin.h"
 #include "eventually.h"
 #include "fake_apiserver.h"
+#include "log_capture.h"
 #include "plugin_on_api.h"
 #include "test_dir.h"
 #include "test_query.h"
@@ -51,27 +51,7 @@ const std::map<std::string, std::string> kLabels = {
     {"huawei.com/npu.count", "8"},
 };
 
-// Captures what the publisher logs (spdlog's default logger) for the test's duration (as lifecycle_test's).
-class LogCapture {
- public:
-  LogCapture()
-      : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)), old_(spdlog::default_logger()) {
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink_));
-  }
-  ~LogCapture() { spdlog::set_default_logger(old_); }
-  LogCapture(const LogCapture&) = delete;
-  LogCapture& operator=(const LogCapture&) = delete;
-  int count(const std::string& needle) const {
-    const auto lines = sink_->last_formatted();
-    return static_cast<int>(std::count_if(lines.begin(), lines.end(), [&](const std::string& l) {
-      return l.find(needle) != std::string::npos;
-    }));
-  }
-
- private:
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-  std::shared_ptr<spdlog::logger> old_;
-};
+using ascend::testing::LogCapture;
 
 class KubePublish : public api_test::PluginOnApi {
  protected:

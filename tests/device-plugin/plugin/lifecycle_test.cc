@@ -3,7 +3,6 @@
 // ids the plugin did not prefer, and the periodic gc of dynamic vNPUs whose container is gone. Against the
 // fake kubelet and an emulated host in a temporary root; device nodes only as root.
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -22,6 +21,7 @@
 #include "ascend/plugin/plugin.h"
 #include "eventually.h"
 #include "fake_kubelet.h"
+#include "log_capture.h"
 #include "plugin_fixture.h"
 #include "test_dir.h"
 #include "test_query.h"
@@ -39,31 +39,7 @@ bool all_are(const v1beta1::ListAndWatchResponse& r, int n, const std::string& h
                      [&](const auto& d) { return d.health() == health; });
 }
 
-// Captures what the plugin logs (spdlog's default logger) for the test's duration.
-class LogCapture {
- public:
-  LogCapture() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(4096)) {
-    old_ = spdlog::default_logger();
-    auto logger = std::make_shared<spdlog::logger>("capture", sink_);
-    logger->set_level(spdlog::level::info);
-    spdlog::set_default_logger(logger);
-  }
-  ~LogCapture() { spdlog::set_default_logger(old_); }
-  LogCapture(const LogCapture&) = delete;
-  LogCapture& operator=(const LogCapture&) = delete;
-  // The captured lines that contain `needle`.
-  std::vector<std::string> lines(const std::string& needle) const {
-    std::vector<std::string> out;
-    for (const auto& l : sink_->last_formatted()) {
-      if (l.find(needle) != std::string::npos) out.push_back(l);
-    }
-    return out;
-  }
-
- private:
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-  std::shared_ptr<spdlog::logger> old_;
-};
+using ascend::testing::LogCapture;
 
 class LifecycleE2E : public testing::PluginFixture {
  protected:
