@@ -28,7 +28,8 @@ for list in "$@"; do
   # The emulator, its state file and profiles, npu-smi's formats: not on a component's include path.
   for h in ascend/npu/emulator.h ascend/npu/state.h ascend/npu/profiles.h ascend/npu/smi.h ascend/npu/workload.h; do
     out=$(compile "$tmp/probe.cc" "$list" "$h")
-    if [[ $? -ne 0 && $out == *"$h"*"No such file"* ]]; then
+    # GCC says "No such file or directory", clang "'HEADER' file not found".
+    if [[ $? -ne 0 && ($out == *"$h"*"No such file"* || $out == *"$h"*"file not found"*) ]]; then
       echo "ok: $name cannot include $h"
     else
       echo "FAIL: $name can include the emulator's $h"; fails=$((fails + 1))
