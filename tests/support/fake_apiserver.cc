@@ -442,6 +442,10 @@ struct FakeApiServer::Impl {
   std::deque<Event> history;
   std::size_t history_limit = kDefaultHistoryLimit;
   std::set<std::shared_ptr<Watcher>> watchers;
+  std::set<std::string> held;  // resources whose watches send nothing for now (hold_watches)
+  bool held_back(const Watcher& w) const {
+    return !held.empty() && held.count(w.collection.substr(w.collection.rfind(' ') + 1)) != 0;
+  }
   std::chrono::milliseconds bookmark_every{0};
   std::uint64_t bookmark_generation = 0;
   std::string token;
@@ -485,7 +489,7 @@ struct FakeApiServer::Impl {
 void FakeApiServer::Impl::start() {
   svr.new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
   svr.set_payload_max_length(kMaxBodyBytes);
-  svr.set_tcp_nodelay(true);    // as the real API server (Go sets TCP_NODELAY on every connection)
+  svr.set_tcp_nodelay(true);      // as the real API server (Go sets TCP_NODELAY on every connection)
   svr.set_keep_alive_timeout(1);  // an idle kept-alive connection holds up stop() this long
   auto handler = [this](const httplib::Request& req, httplib::Response& res) { serve(req, res); };
   svr.Get(".*", handler);
@@ -920,6 +924,7 @@ void FakeApiServer::Impl::start_watch(const httplib::Request& req, httplib::Resp
 }
 
 bool FakeApiServer::Impl::has_work(const Watcher& w) const {
+  if (!stopping && w.fault == Watcher::Fault::kNone && held_back(w)) return false;
   return stopping || w.fault != Watcher::Fault::kNone || w.garbage > 0 || !w.pending.empty() ||
          rv > w.last_rv || (w.bookmarks && w.bookmark_generation != bookmark_generation);
 }
@@ -966,6 +971,7 @@ void FakeApiServer::Impl::collect(Watcher& w, Delivery& d) {
     d.close = true;
     return;
   }
+  if (held_back(w)) return;  // a lagging watch: nothing now, everything once released
   if (w.end_after_pending || w.last_rv >= floor) {
     for (auto& line : w.pending) d.lines.push_back(std::move(line));
     w.pending.clear();
@@ -1150,6 +1156,16 @@ void FakeApiServer::restart(std::uint64_t jump) {
   impl_->floor = impl_->rv;
   impl_->history.clear();
   for (const auto& w : impl_->watchers) w->fault = Watcher::Fault::kCut;
+  impl_->cv.notify_all();
+}
+
+void FakeApiServer::hold_watches(const std::string& resource, bool hold) {
+  std::lock_guard lock(impl_->mu);
+  if (hold) {
+    impl_->held.insert(resource);
+  } else {
+    impl_->held.erase(resource);
+  }
   impl_->cv.notify_all();
 }
 

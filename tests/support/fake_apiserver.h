@@ -69,6 +69,10 @@ class FakeApiServer {
   void restart(std::uint64_t jump = 1000);
   void set_bookmark_interval(std::chrono::milliseconds every);  // 0: none (the default)
   void fail_next(int http_status, int count = 1);  // the next `count` requests of any kind get this status
+  // A watch lags (the real one serves watches from its watch cache, behind what a GET reads): while held,
+  // the open watches of `resource` ("pods", "configmaps") send nothing, not even a bookmark; released, each
+  // sends every event it missed, in order.
+  void hold_watches(const std::string& resource, bool hold);
   // How many events the history keeps (10000 by default); a watch from before the oldest kept one gets 410.
   void set_history_limit(std::size_t events);
 

@@ -589,6 +589,25 @@ TEST_F(FakeApiServerTest, GarbageDeliversALineThatIsNotJsonAndKeepsTheStreamOpen
   EXPECT_FALSE(w->done());
 }
 
+TEST_F(FakeApiServerTest, AHeldWatchLagsBehindWhatAGetReadsThenSendsEverythingInOrder) {
+  auto w = watch("&allowWatchBookmarks=true");
+  ASSERT_TRUE(wait_open_watches(1));
+  server_.set_bookmark_interval(20ms);
+  server_.hold_watches("pods", true);
+  create_pod(pod("p0"));
+  create_pod(pod("p1"));
+  EXPECT_TRUE(server_.get("/api/v1/namespaces/default/pods/p0").is_object()) << "a GET reads it at once";
+  std::this_thread::sleep_for(200ms);  // ten bookmark intervals: a held watch sends not even those
+  EXPECT_TRUE(w->lines().empty()) << w->raw();
+  server_.hold_watches("pods", false);
+  ASSERT_TRUE(w->wait_lines(2));
+  std::vector<std::string> added;
+  for (const auto& e : w->events()) {
+    if (e["type"] == "ADDED") added.push_back(e["object"]["metadata"]["name"]);
+  }
+  EXPECT_EQ(added, (std::vector<std::string>{"p0", "p1"}));
+}
+
 TEST_F(FakeApiServerTest, RestartJumpsTheVersionCutsWatchesAndForgetsTheHistory) {
   create_pod(pod("p0"));
   auto before = server_.resource_version();

@@ -360,6 +360,18 @@ FilterResult Scheduler::filter_job(const PodInfo& pod, const std::vector<std::st
     return fail_all("pod " + std::to_string(pod.index) + " of job " + key + " is already pod " + s.pod,
                     false);
   }
+  if (holds(s.state) && s.pod == pod.name && !s.uid.empty() && !pod.uid.empty() && s.uid != pod.uid) {
+    // This pod made again (an Indexed Job's or a StatefulSet's, after an eviction) before the watch told of
+    // the old one's deletion: the API server has one pod of a name, so the old one is gone, and its chips
+    // with it.
+    unhold(s);
+    s.state = SlotState::kReleased;
+    s.pod.clear();
+    s.uid.clear();
+    s.since = now;
+    ++j.version;
+    ++changes_;
+  }
   if (!holds(s.state)) {  // released or expired: take the same chips again if they are free
     std::uint64_t want = mask_of(s.node, s.phys);
     if ((free_mask(s.node) & want) != want) {
@@ -620,10 +632,16 @@ void Scheduler::unbind(const std::string& ns, const std::string& name, Clock::ti
   }
 }
 
-Status Scheduler::release(const std::string& ns, const std::string& name, Clock::time_point now) {
+Status Scheduler::release(const std::string& ns, const std::string& name, Clock::time_point now,
+                          const std::string& uid) {
   std::string key = ns + "/" + name;
-  seen_.erase(key);
-  if (auto it = pods_.find(key); it != pods_.end()) {
+  // Another pod of this name (different uid) is not this one: a late DELETED of the pod it replaced leaves it
+  // be.
+  auto other = [&](const std::string& held_uid) {
+    return !uid.empty() && !held_uid.empty() && held_uid != uid;
+  };
+  if (auto it = seen_.find(key); it != seen_.end() && !other(it->second.pod.uid)) seen_.erase(it);
+  if (auto it = pods_.find(key); it != pods_.end() && !other(it->second.slot.uid)) {
     unhold(it->second.slot);
     pods_.erase(it);
     ++changes_;
@@ -632,7 +650,7 @@ Status Scheduler::release(const std::string& ns, const std::string& name, Clock:
   for (auto& [jk, j] : jobs_) {
     if (j.ns != ns) continue;
     for (Slot& s : j.slots) {
-      if (s.pod != name || !holds(s.state)) continue;
+      if (s.pod != name || !holds(s.state) || other(s.uid)) continue;
       unhold(s);
       s.state = SlotState::kReleased;
       s.since = now;

@@ -24,10 +24,9 @@ SlotState bound_state(const ApiPod& p) {
 }  // namespace
 
 Observed Scheduler::observe_pod(const ApiPod& p, bool gone, Clock::time_point now, std::string* why) {
-  const std::string key = p.info.key();
   if (gone || p.finished()) {
-    seen_.erase(key);
-    return release(p.info.ns, p.info.name, now).ok() ? Observed::kReleased : Observed::kNothing;
+    // release() forgets what passed filter under this name too, unless it is a newer pod's (another uid).
+    return release(p.info.ns, p.info.name, now, p.info.uid).ok() ? Observed::kReleased : Observed::kNothing;
   }
   if (p.node.empty() || p.chips.empty()) return Observed::kNothing;  // not bound by us (yet)
   int n = node_index(p.node);
@@ -335,12 +334,13 @@ std::uint64_t Scheduler::job_version(const std::string& ns, const std::string& j
 }
 
 std::optional<Scheduler::Held> Scheduler::held_by(const std::string& ns, const std::string& pod) const {
-  if (auto it = pods_.find(ns + "/" + pod); it != pods_.end()) return Held{it->second.slot.phys, -1};
+  if (auto it = pods_.find(ns + "/" + pod); it != pods_.end())
+    return Held{it->second.slot.phys, -1, it->second.slot.uid};
   for (const auto& [key, j] : jobs_) {
     if (j.ns != ns) continue;
     for (std::size_t i = 0; i < j.slots.size(); ++i) {
       const Slot& s = j.slots[i];
-      if (s.pod == pod && holds(s.state)) return Held{s.phys, static_cast<int>(i) * j.chips_per_pod};
+      if (s.pod == pod && holds(s.state)) return Held{s.phys, static_cast<int>(i) * j.chips_per_pod, s.uid};
     }
   }
   return std::nullopt;

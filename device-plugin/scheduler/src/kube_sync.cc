@@ -96,14 +96,19 @@ struct KubeSync::Impl {
       return;
     }
     bool gone = type == kube::EventType::kDeleted;
-    remember(*p, gone);
-    if (!followed_pod(*p)) return;
+    if (!followed_pod(*p)) {
+      remember(*p, gone);
+      return;
+    }
     count(&Stats::pods_observed);
     std::string job_key;
     std::string why;
     Observed o = Observed::kNothing;
     std::vector<Scheduler::Recovered> recovered;
     access.with([&](Scheduler& s) {
+      // What the cache follows changes under the scheduler's lock, with the scheduler: a job's reconcile (on
+      // another thread, also under it) never sees the pod gone from one and still held in the other.
+      remember(*p, gone);
       job_key = s.job_of(p->info.ns, p->info.name);
       o = s.observe_pod(*p, gone, now(), &why);
       // A Binding (ours, or another replica's) comes back through this watch: jobs it made whole again.
@@ -182,16 +187,17 @@ struct KubeSync::Impl {
     const std::string job_key = ns + "/" + job;
     std::vector<ApiPod> mine;
     std::set<std::string> present;
-    {
-      std::lock_guard l(mu);
-      for (const auto& key : by_job[job_key]) {
-        mine.push_back(followed.at(key));
-        present.insert(key);
-      }
-    }
     bool pods_synced = pods && pods->synced();
     std::vector<std::pair<ApiPod, Observed>> done;
+    std::vector<ApiPod> absent;  // held, and not in the cache
     access.with([&](Scheduler& s) {
+      {  // read under the scheduler's lock: on_pod changes both together
+        std::lock_guard l(mu);
+        for (const auto& key : by_job[job_key]) {
+          mine.push_back(followed.at(key));
+          present.insert(key);
+        }
+      }
       for (const ApiPod& p : mine) done.emplace_back(p, s.observe_pod(p, false, now()));
       if (!pods_synced) return;
       for (const auto& holder : s.holders(job_key)) {
@@ -199,9 +205,24 @@ struct KubeSync::Impl {
         ApiPod gone;
         gone.info.ns = ns;
         gone.info.name = holder.substr(holder.find('/') + 1);
-        done.emplace_back(gone, s.observe_pod(gone, true, now()));
+        if (auto h = s.held_by(ns, gone.info.name)) gone.info.uid = h->uid;
+        absent.push_back(std::move(gone));
       }
     });
+    // Not in the cache is not gone: the watch may not have brought a pod made and bound a moment ago. The API
+    // server says; a pod it has (the same uid) stays, an answer other than "not found" leaves it to the next
+    // reconcile.
+    std::erase_if(absent, [&](const ApiPod& p) { return !confirmed_gone(p); });
+    if (!absent.empty()) {
+      access.with([&](Scheduler& s) {
+        std::lock_guard l(mu);
+        for (const ApiPod& p : absent) {
+          if (followed.count(p.info.key()) != 0) continue;  // arrived meanwhile: on_pod has it
+          // With the uid: a pod of this name made since keeps what it holds.
+          done.emplace_back(p, s.observe_pod(p, true, now()));
+        }
+      });
+    }
     bool changed = false;
     for (const auto& [p, o] : done) {
       if (o == Observed::kReleased || o == Observed::kAdopted) changed = true;
@@ -213,6 +234,14 @@ struct KubeSync::Impl {
       }
     }
     if (changed) sync_job(ns, job);
+  }
+
+  // Whether the API server no longer has the pod `p` names (or has another pod of that name).
+  bool confirmed_gone(const ApiPod& p) {
+    auto r = client->get(kube::path_of("v1", "pods", p.info.ns, p.info.name));
+    if (!r.ok()) return r.error().code() == ENOENT;
+    if (!r->is_object()) return false;  // not the shape of a Pod: no answer
+    return !p.info.uid.empty() && meta_str(*r, "uid") != p.info.uid;
   }
 
   void on_node(kube::EventType type, const json& node) {
@@ -358,18 +387,28 @@ struct KubeSync::Impl {
     std::set<std::string> api_nodes;
     for (const auto& [key, n] : nodes->snapshot()) api_nodes.insert(key);
     std::set<std::string> present;
-    {
-      std::lock_guard l(mu);
-      for (const auto& [key, p] : followed) present.insert(key);
-    }
-    std::set<std::string> touched_jobs;
+    std::vector<ApiPod> absent;
     access.with([&](Scheduler& s) {
+      {  // under the scheduler's lock, as on_pod changes it
+        std::lock_guard l(mu);
+        for (const auto& [key, p] : followed) present.insert(key);
+      }
       for (const auto& n : s.cluster().nodes) s.set_node_present(n.name, api_nodes.count(n.name) != 0);
       for (const auto& holder : s.holders()) {
         if (present.count(holder) != 0) continue;
         ApiPod gone;
         gone.info.ns = holder.substr(0, holder.find('/'));
         gone.info.name = holder.substr(holder.find('/') + 1);
+        if (auto h = s.held_by(gone.info.ns, gone.info.name)) gone.info.uid = h->uid;
+        absent.push_back(std::move(gone));
+      }
+    });
+    std::erase_if(absent, [&](const ApiPod& p) { return !confirmed_gone(p); });  // as in reconcile_job
+    std::set<std::string> touched_jobs;
+    access.with([&](Scheduler& s) {
+      std::lock_guard l(mu);
+      for (const ApiPod& gone : absent) {
+        if (followed.count(gone.info.key()) != 0) continue;
         std::string job = s.job_of(gone.info.ns, gone.info.name);
         if (s.observe_pod(gone, true, now()) == Observed::kReleased && !job.empty()) touched_jobs.insert(job);
       }

@@ -541,6 +541,40 @@ TEST(KubeRecoveryState, SpentRestartsFailTheJobOnceItsPodsAreNotPlacedAgainAndIt
   EXPECT_EQ(s.status_of("default", "train").error().code(), ENOENT);
 }
 
+// The evicted pod made again (same name, a new uid) reaches /filter before the watch tells of the old one's
+// deletion: the old pod is gone (the API server has one pod of a name), so its slot is placed again, not on
+// the failed chip, and the old pod's late DELETED takes nothing from the new one (recovery_bench found both).
+TEST(KubeRecoveryState, APodMadeAgainBeforeTheOldOnesDeletionIsSeenKeepsWhatItIsGiven) {
+  Scheduler s(small_cluster(4));
+  auto where = bound_job(s, "pod", "3");
+  auto held = *s.held_by("default", "train-2");
+  const auto t_fault = kT0 + milliseconds(1000);
+  ASSERT_TRUE(sick_only(s, where[2], {held.chips[1]}, t_fault).ok());
+  ASSERT_EQ(s.recover(where[2], {held.chips[1]}, t_fault, "SeparateNPU 80E18402").size(), 1u);
+  json again = with_recovery(job_pod("train", 2, 4, "tp=4,pp=2,dp=2"), "pod", "3");
+  again["metadata"]["uid"] = "uid-train-2-again";
+  ASSERT_NE(again["metadata"]["uid"], testing::uid_of("train-2"));
+  auto r = s.filter(info(again), names(4), t_fault + milliseconds(200));
+  ASSERT_EQ(r.passed.size(), 1u);
+  // The old pod's DELETED, late: it is not the pod that passed filter.
+  ApiPod old = gone_pod("train-2");
+  old.info.uid = testing::uid_of("train-2");
+  EXPECT_EQ(s.observe_pod(old, true, t_fault + milliseconds(300)), Observed::kNothing);
+  ASSERT_TRUE(
+      s.bind("default", "train-2", "uid-train-2-again", r.passed[0], t_fault + milliseconds(400)).ok());
+  auto now_held = *s.held_by("default", "train-2");
+  if (r.passed[0] == where[2]) {
+    EXPECT_EQ(std::count(now_held.chips.begin(), now_held.chips.end(), held.chips[1]), 0)
+        << "not the failed chip";
+  }
+  EXPECT_EQ(now_held.rank_start, 8);
+  EXPECT_EQ(state_of(s), "Running");
+  // The new pod's own DELETED still frees its chips.
+  ApiPod gone = gone_pod("train-2");
+  gone.info.uid = "uid-train-2-again";
+  EXPECT_EQ(s.observe_pod(gone, true, t_fault + milliseconds(500)), Observed::kReleased);
+}
+
 TEST(KubeRecoveryState, TheStateAndFaultsTravelInTheRecordToAnotherReplica) {
   Scheduler a(small_cluster(4));
   auto where = bound_job(a, "pod", "3");

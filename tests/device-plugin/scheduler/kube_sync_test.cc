@@ -411,6 +411,55 @@ std::string make_again(FakeApiServer& api, Cached& s, const std::string& job, in
   return r["NodeNames"][0];
 }
 
+// The pod watch lags behind the binds (the real API server serves watches from its cache): the job's
+// ConfigMap comes back first and its reconcile finds the scheduler holding chips for pods its cache has not
+// seen. Not in the cache is not gone: it asks the API server, which has them, and nothing is released.
+TEST(KubeSync, PodsBoundBeforeTheWatchBringsThemKeepTheirChipsWhenTheJobsConfigMapComesFirst) {
+  FakeApiServer api;
+  put_nodes(api);
+  Cached s(api);
+  ASSERT_TRUE(wait_for([&] { return s.ready(); }));
+  api.hold_watches("pods", true);
+  for (int i = 0; i < 4; ++i) {
+    json pod = api.create("/api/v1/namespaces/default/pods", testing::job_pod("lag", i, 4, "tp=4,pp=2,dp=2"));
+    json r = s.post(*s.extender, "/filter", {{"Pod", pod}, {"NodeNames", all_nodes()}});
+    ASSERT_EQ(r["NodeNames"].size(), 1u) << r.dump();
+    json b = s.post(*s.extender, "/bind",
+                    {{"PodName", pod["metadata"]["name"]},
+                     {"PodNamespace", "default"},
+                     {"PodUID", pod["metadata"]["uid"]},
+                     {"Node", r["NodeNames"][0]}});
+    ASSERT_EQ(b.value("Error", ""), "") << b.dump();
+  }
+  // The reconcile of the job's ConfigMap asked the API server about the pods its cache lacks.
+  auto asked = [&] {
+    for (const auto& r : api.requests()) {
+      if (r.method == "GET" && r.path == "/api/v1/namespaces/default/pods/lag-3") return true;
+    }
+    return false;
+  };
+  ASSERT_TRUE(wait_for(asked)) << "the job's ConfigMap never reached its reconcile";
+  EXPECT_EQ(held(s.view()).size(), 16u) << s.view().dump().substr(0, 2000);
+  EXPECT_EQ(held(s.view()), held_in_api(api));
+  EXPECT_EQ(job_status(s, "lag")["state"], "Running");
+  api.hold_watches("pods", false);
+  // The pods arrive, then one is deleted: the watch brings events in order, so once its release is told,
+  // the cache has seen every pod, and that release is the only one there was.
+  api.remove("/api/v1/namespaces/default/pods/lag-0");
+  auto released = [&] {
+    std::vector<std::string> out;
+    const json events = api.list("/apis/events.k8s.io/v1/namespaces/default/events");
+    for (const auto& e : events["items"]) {
+      if (e.value("reason", "") == "AscendReleased") out.push_back(e["regarding"]["name"]);
+    }
+    return out;
+  };
+  ASSERT_TRUE(wait_for([&] { return !released().empty(); }));
+  EXPECT_EQ(released(), std::vector<std::string>{"lag-0"});
+  EXPECT_EQ(held(s.view()).size(), 12u);
+  EXPECT_EQ(held(s.view()), held_in_api(api));
+}
+
 TEST(KubeRecovery, TheSurvivorsRankTableIsRewrittenWithTheirRanksUnchangedAndTheJobGoesRecoveringToRunning) {
   FakeApiServer api;
   put_nodes(api);

@@ -191,7 +191,10 @@ class Scheduler {
   // Undoes a bind whose Binding could not be created in the API server.
   void unbind(const std::string& ns, const std::string& name, Clock::time_point now);
   // Frees the pod's chips. ENOENT: the scheduler holds nothing for it.
-  Status release(const std::string& ns, const std::string& name, Clock::time_point now);
+  // `uid` (when given): only what that pod holds or passed filter with goes; a pod of the same name made
+  // again since (an Indexed Job's or a StatefulSet's) keeps its reservation and its chips.
+  Status release(const std::string& ns, const std::string& name, Clock::time_point now,
+                 const std::string& uid = {});
   // Ends never-bound reservations older than the TTL and forgets pods seen long ago. Returns how many
   // slots expired; `jobs` (when given) gets the jobs they were of ("ns/job").
   int expire(Clock::time_point now, std::vector<std::string>* jobs = nullptr);
@@ -301,6 +304,7 @@ class Scheduler {
   struct Held {
     std::vector<int> chips;
     int rank_start = -1;
+    std::string uid;  // the pod's, once bound ("" for a reservation or a record without it)
   };
   std::optional<Held> held_by(const std::string& ns, const std::string& pod) const;
 
