@@ -116,6 +116,10 @@ constexpr ResourceInfo kResources[] = {
     {"clusterrolebindings", "ClusterRoleBinding", true},
     {"roles", "Role", false},
     {"rolebindings", "RoleBinding", false},
+    {"resourceslices", "ResourceSlice", true},  // resource.k8s.io (DRA)
+    {"deviceclasses", "DeviceClass", true},
+    {"resourceclaims", "ResourceClaim", false},
+    {"resourceclaimtemplates", "ResourceClaimTemplate", false},
 };
 
 const ResourceInfo* find_resource(const std::string& resource) {
@@ -256,8 +260,9 @@ std::vector<Requirement> parse_selector(const std::string& text, bool bare_ok, c
 }
 
 const std::vector<std::string>& supported_fields() {
+  // Pods' spec.nodeName and status.phase; ResourceSlices' spec.nodeName and spec.driver.
   static const std::vector<std::string> kFields = {"metadata.name", "metadata.namespace", "spec.nodeName",
-                                                   "status.phase"};
+                                                   "status.phase", "spec.driver"};
   return kFields;
 }
 
