@@ -10,6 +10,7 @@
 
 #include "ascend/common/guarded.h"
 #include "ascend/common/kube_client.h"
+#include "ascend/plugin/dra_slices.h"
 #include "ascend/plugin/inventory.h"
 #include "ascend/plugin/plugin.h"
 
@@ -304,6 +305,7 @@ Status KubePublisher::publish() {
   const auto d = node_devices(host, plugin_.chip_faults(), plugin_.isolated(), resource_, node_, unix_now());
   const auto facts = node_facts(host, resource_);
   const bool due = configmap_due(written_, d, since_written(), opts_.refresh_every);
+  if (opts_.dra_slices) ASCEND_CHECK(publish_slices(host), "");
   if (!due && labelled_ == facts) {  // the version moved, but not what is published
     if (!node_uid_.empty()) post_events();
     return {};
@@ -322,6 +324,63 @@ Status KubePublisher::publish() {
   // The labels are read again whenever the ConfigMap is refreshed, so that a label removed by hand returns.
   ASCEND_CHECK(reconcile_labels(facts), "");
   post_events();
+  return {};
+}
+
+Status KubePublisher::publish_slices(const npu::DeviceSnapshot& host) {
+  auto node = client_.get(kube::path_of("v1", "nodes", "", node_));
+  if (!node.ok()) return node.error().context("read Node " + node_ + " for its ResourceSlices");
+  const dra::SliceNode owner = dra::slice_node(*node);
+  std::set<int> unusable = plugin_.isolated();
+  for (const auto& c : host.chips)
+    if (!is_healthy(c.health())) unusable.insert(c.phy_id);
+  const std::string list_path =
+      std::string(dra::kSlicesPath) + "?fieldSelector=" +
+      kube::escape(std::string("spec.driver=") + dra::kDriver + ",spec.nodeName=" + node_);
+  auto listed = client_.get(list_path);
+  if (!listed.ok()) return listed.error().context("list the ResourceSlices of node " + node_);
+  std::vector<nlohmann::json> have;
+  if (listed->contains("items") && (*listed)["items"].is_array()) {
+    for (const auto& item : (*listed)["items"]) {
+      have.push_back(item);
+      if (item.contains("spec") && item["spec"].contains("pool") &&
+          item["spec"]["pool"].contains("generation") &&
+          item["spec"]["pool"]["generation"].is_number_integer())
+        slice_generation_ =
+            std::max(slice_generation_, item["spec"]["pool"]["generation"].get<std::int64_t>());
+    }
+  }
+  if (dra::slices_match(have, dra::resource_slices(host, unusable, owner, slice_generation_))) return {};
+  // Something differs: the whole pool again under a new generation (a reader takes the newest complete one).
+  const auto want = dra::resource_slices(host, unusable, owner, ++slice_generation_);
+  std::map<std::string, std::string> versions;  // name -> resourceVersion of the slices there now
+  for (const auto& s : have) {
+    const auto& m = s["metadata"];
+    versions[m.value("name", "")] = m.contains("resourceVersion") && m["resourceVersion"].is_string()
+                                        ? m["resourceVersion"].get<std::string>()
+                                        : "";
+  }
+  for (auto slice : want) {
+    const std::string name = slice["metadata"]["name"];
+    const std::string path = std::string(dra::kSlicesPath) + "/" + kube::escape(name);
+    if (auto it = versions.find(name); it != versions.end()) {
+      slice["metadata"]["resourceVersion"] = it->second;
+      ASCEND_CHECK(client_.replace(path, slice), "update ResourceSlice " + name);
+      versions.erase(it);
+    } else {
+      ASCEND_CHECK(client_.create(dra::kSlicesPath, slice), "create ResourceSlice " + name);
+    }
+    count(&Stats::slice_writes);
+  }
+  for (const auto& [name, rv] : versions) {  // slices of a larger pool before
+    auto st = client_.del(std::string(dra::kSlicesPath) + "/" + kube::escape(name), "", rv);
+    if (!st.ok() && st.error().code() != ENOENT) return st.error().context("delete ResourceSlice " + name);
+    count(&Stats::slice_writes);
+  }
+  std::size_t healthy = host.chips.size();
+  for (const auto& c : host.chips) healthy -= unusable.count(c.phy_id);
+  spdlog::info("published the ResourceSlices of node {} (driver {}, generation {}): {} chips, {} healthy",
+               node_, dra::kDriver, slice_generation_, host.chips.size(), healthy);
   return {};
 }
 

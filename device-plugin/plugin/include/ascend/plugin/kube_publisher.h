@@ -85,6 +85,9 @@ std::optional<nlohmann::json> label_patch(const std::map<std::string, std::strin
 
 struct KubePublisherOptions {
   std::chrono::milliseconds refresh_every{60000};
+  // Dynamic Resource Allocation (--dra): the node's chips as ResourceSlices too (dra_slices.h), written
+  // whenever what they say changes (a fault, an isolation, the Node's leaf/spine labels at the refresh).
+  bool dra_slices = false;
   std::chrono::milliseconds backoff_first{500};
   std::chrono::milliseconds backoff_max{30000};
 };
@@ -104,6 +107,7 @@ class KubePublisher {
     int configmap_writes = 0;  // ConfigMap creates and patches that succeeded
     int label_patches = 0;     // Node label patches that succeeded
     int failures = 0;          // passes that failed (retried)
+    int slice_writes = 0;      // ResourceSlice creates, replaces and deletes that succeeded (--dra)
   };
   Stats stats() const;
 
@@ -117,6 +121,9 @@ class KubePublisher {
   // Creates the ConfigMap; true when it was there already.
   Result<bool> create_configmap(const nlohmann::json& cm);
   Status reconcile_labels(const deviceinfo::NodeFacts& facts);
+  // --dra: lists this node's ResourceSlices and makes them say what `host` says (a new pool generation when
+  // they do not). The Node is read for its uid and leaf/spine labels.
+  Status publish_slices(const npu::DeviceSnapshot& host);
   // Reads ManuallySeparateNPU and applies the operator's edits to the plugin (isolation_edits).
   Status sync_isolation();
   // One Event on the Node per level change the plugin reports; failures are logged, not retried.
@@ -139,6 +146,7 @@ class KubePublisher {
   std::string read_version_;                       // the ConfigMap's resourceVersion sync_isolation read
   std::string node_uid_;                           // from the last GET of the Node (Events name it)
   std::string last_list_error_;                    // a bad ManuallySeparateNPU is said once
+  std::int64_t slice_generation_ = 0;              // the pool generation last written (--dra)
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
