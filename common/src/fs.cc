@@ -151,6 +151,10 @@ Result<FileLock> FileLock::acquire(const std::string& lock_path) {
   }
 }
 
+bool is_file_name(std::string_view name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string_view::npos;
+}
+
 FileLock::~FileLock() {
   if (fd_.valid()) ::flock(fd_.get(), LOCK_UN);
 }

@@ -33,10 +33,6 @@ std::uint64_t as_u64(const nlohmann::json& j) {
   return 0;
 }
 
-bool safe_id(const std::string& id) {
-  return !id.empty() && id != "." && id != ".." && id.find('/') == std::string::npos;
-}
-
 }  // namespace
 
 std::uint64_t process_start(const std::string& proc, int pid) {
@@ -98,7 +94,7 @@ Liveness ContainerProbe::check(const VnpuOwner& o, const std::string& boot) cons
   const std::string& id = o.container_id;
   if (earlier_boot(o.boot, boot))
     return {S::kGone, "container " + id + " was of a boot before the last reboot"};
-  if (!safe_id(id)) return {S::kUnsure, "container id '" + id + "' is not a runc id"};
+  if (!is_file_name(id)) return {S::kUnsure, "container id '" + id + "' is not a runc id"};
   if (!o.pid_ns.empty() && o.pid_ns != pid_ns_) {
     return {S::kUnsure, "created in pid namespace " + o.pid_ns + ", this is " +
                             (pid_ns_.empty() ? "unknown" : pid_ns_) +

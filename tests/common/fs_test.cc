@@ -110,6 +110,15 @@ TEST(AtomicReplace, ReadersNeverSeeATornFile) {
   EXPECT_GT(reads, 0);
 }
 
+TEST(IsFileName, OneEntryOfAFolderAndNothingElse) {
+  for (const char* yes : {"abc", "0123456789abcdef", ".hidden", "...", "a..b"}) {
+    EXPECT_TRUE(is_file_name(yes)) << '"' << yes << '"';
+  }
+  for (const char* no : {"", ".", "..", "a/b", "/", "../x", "x/"}) {
+    EXPECT_FALSE(is_file_name(no)) << '"' << no << '"';
+  }
+}
+
 TEST(MakeDirs, CreatesNestedAndRejectsFile) {
   TempDir d;
   ASSERT_TRUE(make_dirs(d / "x/y/z").ok());

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "ascend/common/fs.h"
+
 namespace ascend::plugin {
 
 InventoryReport inventory_report(const npu::DeviceSnapshot& host, const ResourceSpec& chips,
@@ -95,7 +97,7 @@ std::optional<std::vector<std::string_view>> clean_components(std::string_view p
   while (true) {
     const auto slash = p.find('/');
     const std::string_view c = p.substr(0, slash);
-    if (c.empty() || c == "." || c == "..") return std::nullopt;
+    if (!is_file_name(c)) return std::nullopt;
     out.push_back(c);
     if (slash == std::string_view::npos) return out;
     p.remove_prefix(slash + 1);

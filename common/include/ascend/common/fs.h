@@ -37,6 +37,12 @@ enum class Durability {
 Status atomic_replace(const std::string& path, std::string_view content, mode_t mode = 0644,
                       Durability durability = Durability::kSynced);
 
+// Whether `name` can be one entry of a folder: not empty, not "." or "..", and no '/'. The one rule for a
+// name that becomes part of a path (a container id looked up as a folder, each component of a path that is
+// taken apart), so that no such name can climb out of the folder it is meant for. Length and NUL bytes are
+// the caller's concern.
+bool is_file_name(std::string_view name);
+
 // Creates every missing directory of `path` (like mkdir -p) with `mode`.
 Status make_dirs(const std::string& path, mode_t mode = 0755);
 
