@@ -69,6 +69,7 @@ Result<int> phy_of_device(std::string_view device) {
   if (!device.starts_with(kPrefix) || device.size() == kPrefix.size() || device.size() > kPrefix.size() + 4)
     return bad();
   const auto digits = device.substr(kPrefix.size());
+  if (digits[0] < '0' || digits[0] > '9') return bad();     // from_chars would take "-1"
   if (digits.size() > 1 && digits[0] == '0') return bad();  // "npu-03" is not the name we publish
   int phy = -1;
   auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), phy);
