@@ -1,0 +1,614 @@
+#include "ascend/plugin/dra_service.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/server_posix.h>
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <optional>
+#include <thread>
+
+#include "ascend/common/fs.h"
+#include "ascend/common/guarded.h"
+#include "ascend/common/kube_client.h"
+#include "ascend/common/unique_fd.h"
+#include "ascend/plugin/grpc_status.h"
+#include "ascend/plugin/inventory.h"
+#include "ascend/plugin/plugin.h"
+#include "dra/v1/dra_v1.grpc.pb.h"
+#include "dra/v1beta1/dra_v1beta1.grpc.pb.h"
+#include "dra_claims.h"
+#include "pluginregistration/v1/pluginregistration_v1.grpc.pb.h"
+
+namespace ascend::plugin {
+
+namespace {
+
+namespace drav1 = k8s::io::kubelet::pkg::apis::dra::v1;
+namespace drav1beta1 = k8s::io::kubelet::pkg::apis::dra::v1beta1;
+
+constexpr const char* kRegistrationType = "DRAPlugin";  // pluginregistration/v1 DRAPlugin
+constexpr const char* kDraSocketName = "dra.sock";
+constexpr const char* kCheckpointName = "checkpoint.json";
+constexpr mode_t kDraSocketMode = 0600;  // root's kubelet is the only client
+constexpr mode_t kDraFolderMode = 0750;
+constexpr mode_t kCheckpointMode = 0600;
+// 128 claims of the longest names are about 60 KiB; nothing the kubelet sends comes near this.
+constexpr int kMaxMessageBytes = 1 << 20;
+// gRPC's synchronous handlers each hold a thread (while the API server answers); the kubelet makes a few
+// calls at a time.
+constexpr int kMaxServerThreads = 16;
+// What is kept of a text the kubelet sends us to log (NotifyRegistrationStatus' error).
+constexpr std::size_t kMaxLoggedText = 512;
+
+std::string join_path(const std::string& dir, const std::string& name) {
+  return dir + (dir.ends_with('/') ? "" : "/") + name;
+}
+
+// A unix socket listener whose connections gRPC serves only when the peer is root or this process's user:
+// the peer's credentials (SO_PEERCRED) are read when the connection is accepted, before gRPC reads a byte of
+// it, and a connection from anyone else is closed. The socket is bound in a fresh 0700 folder beside its
+// path, made 0600 there and renamed into place, so it is never reachable with a wider mode (endpoint.cc says
+// why a chmod after the bind, or the umask, would not do).
+class PeerCheckedListener {
+ public:
+  static Result<std::unique_ptr<PeerCheckedListener>> open(const std::string& path, std::string name) {
+    auto l = std::unique_ptr<PeerCheckedListener>(new PeerCheckedListener(path, std::move(name)));
+    ASCEND_CHECK(l->bind(), "serve " + l->name_ + " on " + path);
+    return l;
+  }
+  ~PeerCheckedListener() { stop(); }
+  PeerCheckedListener(const PeerCheckedListener&) = delete;
+  PeerCheckedListener& operator=(const PeerCheckedListener&) = delete;
+
+  // Hands each allowed connection to `server` (which must outlive stop()), on a thread of its own.
+  void serve(grpc::Server* server) {
+    server_ = server;
+    thread_ = std::thread([this] { accept_loop(); });
+  }
+
+  // Ends the accept loop and removes the socket file when it is still the one bound here.
+  void stop() {
+    if (thread_.joinable()) {
+      const char byte = 0;
+      if (::write(wake_w_.get(), &byte, 1) < 0) spdlog::warn("{}: wake the accept loop: {}", name_, errno);
+      thread_.join();
+    }
+    if (!fd_.valid()) return;
+    struct stat st {};
+    if (::lstat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) ::unlink(path_.c_str());
+    fd_.reset();
+  }
+
+ private:
+  PeerCheckedListener(std::string path, std::string name) : path_(std::move(path)), name_(std::move(name)) {}
+
+  Status bind() {
+    sockaddr_un addr{};
+    if (path_.size() >= sizeof(addr.sun_path))
+      return Error(ENAMETOOLONG,
+                   fmt::format("a unix socket path is at most {} bytes", sizeof(addr.sun_path) - 1));
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) return Error::from_errno(errno, "pipe2");
+    wake_r_.reset(pipe_fds[0]);
+    wake_w_.reset(pipe_fds[1]);
+    const std::string dir = path_.substr(0, path_.rfind('/') + 1);
+    std::string private_dir = dir + ".ascend-XXXXXX";
+    if (::mkdtemp(private_dir.data()) == nullptr)
+      return Error::from_errno(errno, "create a private folder in " + dir);
+    const std::string bound = private_dir + "/s";
+    auto cleanup = [&] {
+      ::unlink(bound.c_str());
+      ::rmdir(private_dir.c_str());
+    };
+    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!fd.valid()) {
+      cleanup();
+      return Error::from_errno(errno, "socket");
+    }
+    addr.sun_family = AF_UNIX;
+    bound.copy(addr.sun_path, sizeof(addr.sun_path) - 1);
+    auto fail = [&](const std::string& what) {
+      const int err = errno;
+      cleanup();
+      return Error::from_errno(err, what);
+    };
+    if (bound.size() >= sizeof(addr.sun_path)) return fail("bind " + bound + ": path too long");
+    if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0)
+      return fail("bind " + bound);
+    if (::chmod(bound.c_str(), kDraSocketMode) != 0) return fail("chmod " + bound);
+    if (::listen(fd.get(), SOMAXCONN) != 0) return fail("listen on " + bound);
+    if (::rename(bound.c_str(), path_.c_str()) != 0) return fail("rename " + bound + " to " + path_);
+    ::rmdir(private_dir.c_str());
+    struct stat st {};
+    if (::lstat(path_.c_str(), &st) != 0) return Error::from_errno(errno, "stat " + path_);
+    dev_ = st.st_dev;
+    ino_ = st.st_ino;
+    fd_ = std::move(fd);
+    return {};
+  }
+
+  void accept_loop() {
+    std::string failed;  // the last exception's text (guarded.h)
+    for (;;) {
+      pollfd fds[2] = {{fd_.get(), POLLIN, 0}, {wake_r_.get(), POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0) {
+        if (errno != EINTR) pause_after(fmt::format("poll: {}", std::strerror(errno)));
+        continue;
+      }
+      if (fds[1].revents != 0) return;
+      if ((fds[0].revents & POLLIN) == 0) {
+        if (fds[0].revents != 0)
+          pause_after(fmt::format("the listening socket reports {:#x}", fds[0].revents));
+        continue;
+      }
+      run_guarded(
+          name_ + ": accept", [this] { accept_one(); }, "carrying on", &failed);
+    }
+  }
+
+  void accept_one() {
+    UniqueFd conn(::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (!conn.valid()) {
+      // Out of descriptors or memory: wait rather than spin on a connection that stays queued.
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+        pause_after(fmt::format("accept: {}", std::strerror(errno)));
+      return;  // EAGAIN, ECONNABORTED, EINTR: the next poll tells
+    }
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    if (::getsockopt(conn.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+      spdlog::warn("{}: closed a connection whose peer is unknown (SO_PEERCRED: {})", name_,
+                   std::strerror(errno));
+      return;
+    }
+    if (cred.uid != 0 && cred.uid != ::geteuid()) {
+      spdlog::warn("{}: refused a connection from uid {} (pid {}): only root (the kubelet) may call", name_,
+                   cred.uid, cred.pid);
+      return;
+    }
+    grpc::AddInsecureChannelFromFd(server_, conn.release());
+  }
+
+  void pause_after(const std::string& why) const {
+    spdlog::warn("{}: {}; accepting again in 100 ms", name_, why);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+
+  const std::string path_;
+  const std::string name_;
+  UniqueFd fd_;
+  UniqueFd wake_r_, wake_w_;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+  grpc::Server* server_ = nullptr;
+  std::thread thread_;
+};
+
+// Runs a handler's body: an exception escaping it (a bug, out of memory) is logged and answered INTERNAL
+// with one line, never thrown into gRPC's thread (where it would end the process).
+template <typename Body>
+grpc::Status guarded_call(const std::string& call, google::protobuf::Message* resp, Body&& body) {
+  grpc::Status out;
+  std::string why;
+  if (run_guarded(
+          call, [&] { out = body(); }, "answering INTERNAL", &why))
+    return out;
+  resp->Clear();  // whatever the body had written is not an answer
+  return {grpc::StatusCode::INTERNAL, call + ": internal error: " + why};
+}
+
+template <typename Claims>
+std::vector<DraClaimRef> refs_of(const Claims& claims) {
+  std::vector<DraClaimRef> out;
+  out.reserve(claims.size());
+  for (const auto& c : claims) out.push_back({c.namespace_(), c.uid(), c.name()});
+  return out;
+}
+
+// The messages of one version of the DRAPlugin service (v1 and v1beta1 are the same but for the package).
+template <typename Service, typename PrepareReq, typename PrepareResp, typename UnprepareReq,
+          typename UnprepareResp>
+struct DraApi {
+  using ServiceT = Service;
+  using PrepareRequest = PrepareReq;
+  using PrepareResponse = PrepareResp;
+  using UnprepareRequest = UnprepareReq;
+  using UnprepareResponse = UnprepareResp;
+};
+using DraV1 =
+    DraApi<drav1::DRAPlugin::Service, drav1::NodePrepareResourcesRequest, drav1::NodePrepareResourcesResponse,
+           drav1::NodeUnprepareResourcesRequest, drav1::NodeUnprepareResourcesResponse>;
+using DraV1beta1 = DraApi<drav1beta1::DRAPlugin::Service, drav1beta1::NodePrepareResourcesRequest,
+                          drav1beta1::NodePrepareResourcesResponse, drav1beta1::NodeUnprepareResourcesRequest,
+                          drav1beta1::NodeUnprepareResourcesResponse>;
+
+// One version of the DRAPlugin service over DraService's bodies. Synchronous handlers: a prepare waits for
+// the API server, and gRPC's pool gives it a thread of its own for that.
+template <typename Api>
+class DraPluginService final : public Api::ServiceT {
+ public:
+  DraPluginService(DraService& svc, const char* version) : svc_(svc), version_(version) {}
+
+  grpc::Status NodePrepareResources(grpc::ServerContext* /*ctx*/, const typename Api::PrepareRequest* req,
+                                    typename Api::PrepareResponse* resp) override {
+    return guarded_call(fmt::format("DRA {} NodePrepareResources", version_), resp, [&] {
+      auto answers = svc_.prepare(refs_of(req->claims()));
+      if (!answers.ok()) return to_grpc_status(answers.error().context("NodePrepareResources"));
+      for (const auto& [uid, a] : *answers) {
+        auto& out = (*resp->mutable_claims())[uid];
+        out.set_error(a.error);
+        for (const auto& d : a.devices) {
+          auto* pd = out.add_devices();
+          for (const auto& r : d.request_names) pd->add_request_names(r);
+          pd->set_pool_name(d.pool_name);
+          pd->set_device_name(d.device_name);
+          for (const auto& id : d.cdi_device_ids) pd->add_cdi_device_ids(id);
+        }
+      }
+      return grpc::Status::OK;
+    });
+  }
+
+  grpc::Status NodeUnprepareResources(grpc::ServerContext* /*ctx*/, const typename Api::UnprepareRequest* req,
+                                      typename Api::UnprepareResponse* resp) override {
+    return guarded_call(fmt::format("DRA {} NodeUnprepareResources", version_), resp, [&] {
+      auto answers = svc_.unprepare(refs_of(req->claims()));
+      if (!answers.ok()) return to_grpc_status(answers.error().context("NodeUnprepareResources"));
+      for (const auto& [uid, error] : *answers) (*resp->mutable_claims())[uid].set_error(error);
+      return grpc::Status::OK;
+    });
+  }
+
+ private:
+  DraService& svc_;
+  const char* version_;
+};
+
+class RegistrationService final : public pluginregistration::Registration::Service {
+ public:
+  explicit RegistrationService(DraService& svc) : svc_(svc) {}
+
+  grpc::Status GetInfo(grpc::ServerContext* /*ctx*/, const pluginregistration::InfoRequest* /*req*/,
+                       pluginregistration::PluginInfo* resp) override {
+    return guarded_call("DRA registration GetInfo", resp, [&] {
+      resp->set_type(kRegistrationType);
+      resp->set_name(dra::kDriver);
+      resp->set_endpoint(svc_.dra_socket());
+      resp->add_supported_versions(kDraServiceV1);
+      resp->add_supported_versions(kDraServiceV1beta1);
+      return grpc::Status::OK;
+    });
+  }
+
+  grpc::Status NotifyRegistrationStatus(grpc::ServerContext* /*ctx*/,
+                                        const pluginregistration::RegistrationStatus* req,
+                                        pluginregistration::RegistrationStatusResponse* resp) override {
+    return guarded_call("DRA registration NotifyRegistrationStatus", resp, [&] {
+      svc_.note_registration(req->plugin_registered(), req->error());
+      return grpc::Status::OK;
+    });
+  }
+
+ private:
+  DraService& svc_;
+};
+
+std::unique_ptr<grpc::Server> build_server(const std::vector<grpc::Service*>& services) {
+  grpc::ServerBuilder builder;
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  grpc::ResourceQuota quota("ascend-dra");
+  quota.SetMaxThreads(kMaxServerThreads);
+  builder.SetResourceQuota(quota);
+  for (auto* s : services) builder.RegisterService(s);
+  return builder.BuildAndStart();  // no listening port: PeerCheckedListener hands it the connections
+}
+
+std::string device_summary(const std::vector<DraDevice>& devices) {
+  std::vector<std::string> parts;
+  for (const auto& d : devices) {
+    parts.push_back(fmt::format("{} ({}) -> {}", d.device_name, fmt::join(d.request_names, ","),
+                                fmt::join(d.cdi_device_ids, ",")));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+}  // namespace
+
+// The two servers, and their listeners; stopped registration first.
+struct DraService::Servers {
+  explicit Servers(DraService& svc) : v1(svc, "v1"), v1beta1(svc, "v1beta1"), registration(svc) {}
+  ~Servers() {
+    stop_one(reg_listener, reg_server);
+    stop_one(dra_listener, dra_server);
+  }
+  Servers(const Servers&) = delete;
+  Servers& operator=(const Servers&) = delete;
+
+  static void stop_one(std::unique_ptr<PeerCheckedListener>& l, std::unique_ptr<grpc::Server>& s) {
+    if (l) l->stop();  // no connection is handed to the server after this
+    if (s) {
+      s->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+      s->Wait();
+    }
+    l.reset();
+    s.reset();
+  }
+
+  // Serves `services` on `path`.
+  static Status serve(const std::string& path, const std::string& name,
+                      const std::vector<grpc::Service*>& services, std::unique_ptr<PeerCheckedListener>& l,
+                      std::unique_ptr<grpc::Server>& s) {
+    ASCEND_ASSIGN(l, PeerCheckedListener::open(path, name), "DRA");
+    s = build_server(services);
+    if (!s) {
+      l.reset();
+      return Error(EADDRNOTAVAIL,
+                   "DRA: start the gRPC server of " + name + " (see the log for gRPC's reason)");
+    }
+    l->serve(s.get());
+    return {};
+  }
+
+  DraPluginService<DraV1> v1;
+  DraPluginService<DraV1beta1> v1beta1;
+  RegistrationService registration;
+  std::unique_ptr<grpc::Server> dra_server, reg_server;
+  std::unique_ptr<PeerCheckedListener> dra_listener, reg_listener;
+};
+
+DraNodeChips dra_usable_chips(const Plugin& plugin) {
+  return [&plugin]() -> Result<std::vector<int>> {
+    if (auto why = plugin.driver_lost(); !why.empty())
+      return Error(EAGAIN, "the NPU driver is unavailable: " + why);
+    const npu::DeviceSnapshot host = plugin.host();
+    std::vector<int> out;
+    for (const auto& c : host.chips) {
+      if (is_healthy(c.health()) && !host.holds_vnpus(c.phy_id)) out.push_back(c.phy_id);
+    }
+    return out;
+  };
+}
+
+DraService::DraService(DraOptions opts, kube::Client& api, DraNodeChips chips)
+    : opts_(std::move(opts)), api_(api), chips_(std::move(chips)) {}
+
+DraService::~DraService() {
+  stop();
+}
+
+std::string DraService::registration_socket() const {
+  return join_path(opts_.registry_dir, std::string(dra::kDriver) + "-reg.sock");
+}
+
+std::string DraService::dra_socket() const {
+  return join_path(opts_.plugin_dir, kDraSocketName);
+}
+
+std::string DraService::checkpoint_path() const {
+  return join_path(opts_.plugin_dir, kCheckpointName);
+}
+
+bool DraService::serving() const {
+  return servers_ != nullptr;
+}
+
+bool DraService::registered() const {
+  std::lock_guard lock(mu_);
+  return registered_;
+}
+
+Status DraService::start() {
+  if (servers_) return {};
+  if (opts_.node_name.empty()) return Error::invalid("DRA: no node name (the pool this node's chips are in)");
+  ASCEND_CHECK(make_dirs(opts_.plugin_dir, kDraFolderMode), "DRA: create " + opts_.plugin_dir);
+  ASCEND_CHECK(make_dirs(opts_.registry_dir, kDraFolderMode), "DRA: create " + opts_.registry_dir);
+  ASCEND_CHECK(load_checkpoint(), "DRA");
+  auto s = std::make_unique<Servers>(*this);
+  // The DRA server first: the kubelet calls it as soon as it has read GetInfo.
+  ASCEND_CHECK(
+      Servers::serve(dra_socket(), "DRA plugin", {&s->v1, &s->v1beta1}, s->dra_listener, s->dra_server), "");
+  ASCEND_CHECK(Servers::serve(registration_socket(), "DRA registration", {&s->registration}, s->reg_listener,
+                              s->reg_server),
+               "");
+  servers_ = std::move(s);
+  std::size_t prepared = 0;
+  {
+    std::lock_guard lock(mu_);
+    prepared = prepared_.size();
+  }
+  spdlog::info("DRA driver {}: serving {} (registration {}); {} claims prepared before", dra::kDriver,
+               dra_socket(), registration_socket(), prepared);
+  return {};
+}
+
+void DraService::stop() {
+  if (!servers_) return;
+  servers_.reset();
+  {
+    std::lock_guard lock(mu_);
+    registered_ = false;
+  }
+  spdlog::info("DRA driver {}: stopped serving", dra::kDriver);
+}
+
+void DraService::note_registration(bool registered, const std::string& error) {
+  {
+    std::lock_guard lock(mu_);
+    registered_ = registered;
+  }
+  if (registered) {
+    spdlog::info("DRA driver {}: the kubelet registered it", dra::kDriver);
+  } else {
+    spdlog::warn("DRA driver {}: the kubelet did not register it: {}", dra::kDriver,
+                 error.substr(0, kMaxLoggedText));
+  }
+}
+
+Status DraService::load_checkpoint() {
+  const std::string path = checkpoint_path();
+  auto text = read_file(path, dra_kubelet::kMaxCheckpointBytes);
+  if (!text.ok() && text.error().code() == ENOENT) return {};
+  std::optional<Error> bad;
+  if (!text.ok()) {
+    if (text.error().code() != EFBIG) return text.error().context("read the checkpoint");
+    bad = text.error();
+  } else {
+    auto claims = dra_kubelet::decode_checkpoint(*text);
+    if (claims.ok()) {
+      std::lock_guard lock(mu_);
+      prepared_ = std::move(*claims);
+      return {};
+    }
+    bad = claims.error();
+  }
+  // The claims it held are prepared again from the API server when the kubelet asks (preparing changes
+  // nothing on the node), so a file that cannot be read is no reason not to serve; kept for a person to read.
+  const std::string aside = fmt::format("{}.corrupt-{}", path, std::time(nullptr));
+  if (::rename(path.c_str(), aside.c_str()) != 0) {
+    spdlog::warn(
+        "DRA: the checkpoint {} is unusable ({}) and could not be moved aside ({}); starting with no "
+        "prepared claims",
+        path, bad->message(), std::strerror(errno));
+  } else {
+    spdlog::warn("DRA: the checkpoint {} is unusable ({}); moved to {}, starting with no prepared claims",
+                 path, bad->message(), aside);
+  }
+  return {};
+}
+
+Status DraService::write_checkpoint_locked() const {
+  return atomic_replace(checkpoint_path(), dra_kubelet::encode_checkpoint(prepared_), kCheckpointMode);
+}
+
+Result<std::vector<DraDevice>> DraService::read_claim(const DraClaimRef& ref, const std::vector<int>& chips) {
+  ASCEND_ASSIGN(const auto claim,
+                api_.get(kube::path_of(dra::kApiVersion, "resourceclaims", ref.ns, ref.name)),
+                "read ResourceClaim " + ref.ns + "/" + ref.name);
+  return dra_kubelet::devices_of_claim(claim, ref, opts_.node_name, chips);
+}
+
+namespace {
+
+Status check_call(const std::vector<DraClaimRef>& claims) {
+  if (claims.size() > kDraMaxClaimsPerCall)
+    return Error::invalid(
+        fmt::format("{} claims in one call; at most {}", claims.size(), kDraMaxClaimsPerCall));
+  for (const auto& c : claims) ASCEND_CHECK(dra_kubelet::check_uid(c.uid), "claim " + c.ns + "/" + c.name);
+  return {};
+}
+
+}  // namespace
+
+Result<std::map<std::string, DraPrepared>> DraService::prepare(const std::vector<DraClaimRef>& claims) {
+  ASCEND_CHECK(check_call(claims), "");
+  std::map<std::string, DraPrepared> out;
+  std::map<std::string, DraPreparedClaim> fresh;  // read from the API server in this call
+  std::optional<Result<std::vector<int>>> chips;  // asked once, when a claim needs it
+  for (const auto& ref : claims) {
+    if (out.contains(ref.uid) || fresh.contains(ref.uid)) continue;  // named twice in one call
+    if (auto st = dra_kubelet::check_names(ref); !st.ok()) {
+      out[ref.uid].error = st.error().message();
+      continue;
+    }
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = prepared_.find(ref.uid); it != prepared_.end()) {
+        out[ref.uid].devices = it->second.devices;  // prepared before: the same answer, nothing done again
+        continue;
+      }
+    }
+    if (!chips) chips = chips_();
+    if (!chips->ok()) {
+      out[ref.uid].error = chips->error().message();
+      continue;
+    }
+    auto devices = read_claim(ref, chips->value());
+    if (!devices.ok()) {
+      out[ref.uid].error = devices.error().message();
+      continue;
+    }
+    fresh[ref.uid] = {ref.ns, ref.name, std::move(*devices)};
+  }
+
+  std::vector<std::string> added;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [uid, c] : fresh) {
+      if (auto it = prepared_.find(uid); it != prepared_.end()) {  // a concurrent call prepared it
+        out[uid].devices = it->second.devices;
+      } else if (prepared_.size() >= kDraMaxPreparedClaims) {
+        out[uid].error =
+            fmt::format("this node has {} claims prepared already, the most it keeps", prepared_.size());
+      } else {
+        prepared_.emplace(uid, c);
+        added.push_back(uid);
+      }
+    }
+    if (!added.empty()) {
+      if (auto st = write_checkpoint_locked(); !st.ok()) {
+        for (const auto& uid : added) {
+          prepared_.erase(uid);
+          out[uid].error = "record the claim in the checkpoint: " + st.error().message();
+        }
+        added.clear();
+      }
+    }
+  }
+  for (const auto& uid : added) {
+    const auto& c = fresh[uid];
+    out[uid].devices = c.devices;
+    spdlog::info("DRA: prepared claim {}/{} ({}): {}", c.ns, c.name, uid, device_summary(c.devices));
+  }
+  for (const auto& [uid, a] : out) {
+    if (!a.error.empty()) spdlog::warn("DRA: did not prepare claim {}: {}", uid, a.error);
+  }
+  return out;
+}
+
+Result<std::map<std::string, std::string>> DraService::unprepare(const std::vector<DraClaimRef>& claims) {
+  ASCEND_CHECK(check_call(claims), "");
+  std::map<std::string, std::string> out;
+  std::map<std::string, DraPreparedClaim> removed;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& ref : claims) {
+      out[ref.uid];  // every claim asked has an answer, also one never prepared
+      if (auto it = prepared_.find(ref.uid); it != prepared_.end()) {
+        removed.insert(prepared_.extract(it));
+      }
+    }
+    if (!removed.empty()) {
+      if (auto st = write_checkpoint_locked(); !st.ok()) {
+        for (auto& [uid, c] : removed) {
+          out[uid] = "remove the claim from the checkpoint: " + st.error().message();
+          prepared_.emplace(uid, std::move(c));
+        }
+        for (const auto& [uid, why] : out) {
+          if (!why.empty()) spdlog::warn("DRA: did not unprepare claim {}: {}", uid, why);
+        }
+        return out;
+      }
+    }
+  }
+  for (const auto& ref : claims) {
+    if (auto it = removed.find(ref.uid); it != removed.end()) {
+      spdlog::info("DRA: unprepared claim {}/{} ({}): {}", it->second.ns, it->second.name, ref.uid,
+                   device_summary(it->second.devices));
+      removed.erase(it);
+    }
+  }
+  return out;
+}
+
+}  // namespace ascend::plugin
