@@ -60,6 +60,10 @@ Status validate_kube(const Config& c) {
     return Error::invalid("--kube-token-file and --kube-ca-file go with --kube-api URL");
   if (!c.kubeconfig.empty() && !c.kube_api.empty())
     return Error::invalid("give either --kubeconfig or --kube-api, not both");
+  if (c.dra && (c.no_kube || c.metrics_only || c.telegraf))
+    return Error::invalid(
+        "--dra publishes ResourceSlices through the API server: it cannot go with --no-kube, --metrics-only "
+        "or --telegraf");
   return {};
 }
 

@@ -98,6 +98,10 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config cfg, npu::DeviceQuery& que
     spdlog::info("scheduler {} (node {})", cfg.scheduler_url, cfg.node_name);
   }
   ASCEND_ASSIGN(auto kube, kube_config(cfg), "the API server");
+  if (cfg.dra && !kube)
+    return Error::invalid(
+        "--dra needs the API server (its ResourceSlices live there): give --kubeconfig or --kube-api, or run "
+        "in a cluster");
   if (kube) {
     if (cfg.node_name.empty()) cfg.node_name = d->cfg_.node_name = default_node_name();
     spdlog::info("API server {} ({}): publishing node {}'s chips", kube->server, kube->source, cfg.node_name);
@@ -209,6 +213,7 @@ Status Daemon::run() {
   if (kube_) {
     KubePublisherOptions opts;
     opts.refresh_every = cfg_.kube_refresh;
+    opts.dra_slices = cfg_.dra;
     publisher = std::make_unique<KubePublisher>(*plugin_, *kube_, cfg_.node_name, opts);
   }
 

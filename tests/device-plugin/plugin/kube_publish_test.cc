@@ -234,6 +234,148 @@ TEST_F(KubePublish, WithoutItsNodeTheConfigMapIsStillWritten) {
   ASSERT_TRUE(wait_until([&] { return labelled(); }, kEventually));
 }
 
+// ---- DRA (--dra): the chips as ResourceSlices -------------------------------------------------------
+
+constexpr const char* kSlicesPath = "/apis/resource.k8s.io/v1/resourceslices";
+constexpr const char* kSlicePath = "/apis/resource.k8s.io/v1/resourceslices/worker-1-npu.ascend.huawei.com-0";
+
+class DraPublish : public KubePublish {
+ protected:
+  std::unique_ptr<KubePublisher> start_dra() {
+    KubePublisherOptions o;
+    o.backoff_first = 50ms;
+    o.backoff_max = 200ms;
+    o.dra_slices = true;
+    return std::make_unique<KubePublisher>(*plugin, *client, kNode, o);
+  }
+  void add_labelled_node() {
+    api.create("/api/v1/nodes", {{"apiVersion", "v1"},
+                                 {"kind", "Node"},
+                                 {"metadata",
+                                  {{"name", kNode},
+                                   {"labels",
+                                    {{"topology.ascend.huawei.com/leaf", "leaf-2"},
+                                     {"topology.ascend.huawei.com/spine", "spine-0"}}}}}});
+  }
+  // device name -> its "healthy" attribute, from the API server's slice.
+  std::map<std::string, bool> health() {
+    std::map<std::string, bool> out;
+    const json s = api.get(kSlicePath);
+    if (!s.is_object()) return out;
+    for (const auto& d : s["spec"]["devices"]) out[d["name"]] = d["attributes"]["healthy"]["bool"];
+    return out;
+  }
+  std::int64_t generation() { return api.get(kSlicePath)["spec"]["pool"]["generation"]; }
+  int writes() {
+    int n = 0;
+    for (const auto& r : api.requests()) {
+      if (r.path.starts_with(kSlicesPath) && r.method != "GET") ++n;
+    }
+    return n;
+  }
+};
+
+TEST_F(DraPublish, TheNodesChipsAreOneResourceSliceItOwnsAndAFaultTurnsItsChipUnhealthy) {
+  add_labelled_node();
+  auto pub = start_dra();
+  ASSERT_TRUE(wait_until([&] { return api.get(kSlicePath).is_object(); }, kEventually));
+  const json s = api.get(kSlicePath);
+  EXPECT_EQ(s["spec"]["driver"], "npu.ascend.huawei.com");
+  EXPECT_EQ(s["spec"]["nodeName"], kNode);
+  EXPECT_EQ(s["spec"]["pool"]["name"], kNode);
+  EXPECT_EQ(s["spec"]["pool"]["resourceSliceCount"], 1);
+  ASSERT_EQ(s["metadata"]["ownerReferences"].size(), 1u);
+  EXPECT_EQ(s["metadata"]["ownerReferences"][0]["uid"], api.get(kNodePath)["metadata"]["uid"]);
+  EXPECT_EQ(s["metadata"]["ownerReferences"][0]["kind"], "Node");
+  const std::map<std::string, bool> all_healthy = {{"npu-0", true}, {"npu-1", true}, {"npu-2", true},
+                                                   {"npu-3", true}, {"npu-4", true}, {"npu-5", true},
+                                                   {"npu-6", true}, {"npu-7", true}};
+  EXPECT_EQ(health(), all_healthy);
+  const json& a = s["spec"]["devices"][3]["attributes"];
+  EXPECT_EQ(a["model"]["string"], "910B3");
+  EXPECT_EQ(a["pcieBus"]["string"], "0000:82:00.0");  // a2-info.txt, NPU 3
+  EXPECT_EQ(a["leaf"]["string"], "leaf-2");
+  EXPECT_EQ(a["spine"]["string"], "spine-0");
+  const auto g0 = generation();
+
+  // A fault at SeparateNPU level (80E18402, Critical): chip 3 stays in the pool, unhealthy, in a newer
+  // generation; the others are untouched.
+  ASSERT_TRUE(emu.set_fault(3, 0x80E18402, npu::Health::kCritical).ok());
+  auto want = all_healthy;
+  want["npu-3"] = false;
+  ASSERT_TRUE(wait_until([&] { return health() == want; }, kEventually)) << api.get(kSlicePath).dump();
+  EXPECT_GT(generation(), g0);
+  EXPECT_GE(pub->stats().slice_writes, 2);
+}
+
+TEST_F(DraPublish, ARestartedPublisherFindsTheSlicesRightAndWritesNothing) {
+  add_labelled_node();
+  auto pub = start_dra();
+  ASSERT_TRUE(wait_until([&] { return api.get(kSlicePath).is_object(); }, kEventually));
+  const auto g0 = generation();
+  pub.reset();
+  api.clear_requests();
+  pub = start_dra();
+  // Its first pass lists the slices (and writes the ConfigMap, whose labels were done): once the labels'
+  // GET of the Node is there, the slices' pass is over.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (const auto& r : api.requests())
+          if (r.method == "GET" && r.path == kSlicesPath) return true;
+        return false;
+      },
+      kEventually));
+  ASSERT_TRUE(wait_until([&] { return pub->stats().passes >= 1; }, kEventually));
+  EXPECT_EQ(writes(), 0);
+  EXPECT_EQ(generation(), g0);
+}
+
+TEST_F(DraPublish, ASliceOfALargerPoolBeforeIsDeletedAndOthersSlicesAreLeftAlone) {
+  add_labelled_node();
+  auto stale = [](const std::string& name, const std::string& node, const std::string& driver) {
+    return json{{"apiVersion", "resource.k8s.io/v1"},
+                {"kind", "ResourceSlice"},
+                {"metadata", {{"name", name}}},
+                {"spec",
+                 {{"driver", driver},
+                  {"nodeName", node},
+                  {"pool", {{"name", node}, {"generation", 5}, {"resourceSliceCount", 2}}},
+                  {"devices", json::array({{{"name", "npu-200"}}})}}}};
+  };
+  api.create(kSlicesPath, stale("worker-1-npu.ascend.huawei.com-1", kNode, "npu.ascend.huawei.com"));
+  api.create(kSlicesPath, stale("worker-1-gpu", kNode, "gpu.example.com"));
+  api.create(kSlicesPath, stale("worker-2-npu.ascend.huawei.com-0", "worker-2", "npu.ascend.huawei.com"));
+  auto pub = start_dra();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return api.get(kSlicePath).is_object() &&
+               api.get(std::string(kSlicesPath) + "/worker-1-npu.ascend.huawei.com-1").is_null();
+      },
+      kEventually));
+  EXPECT_EQ(generation(), 6) << "newer than the stale pool's";
+  EXPECT_TRUE(api.get(std::string(kSlicesPath) + "/worker-1-gpu").is_object()) << "another driver's";
+  EXPECT_TRUE(api.get(std::string(kSlicesPath) + "/worker-2-npu.ascend.huawei.com-0").is_object())
+      << "another node's";
+}
+
+TEST_F(DraPublish, DraWithoutTheApiServerIsRefusedWithAReason) {
+  Config c;
+  c.kubelet_socket_dir = tmp / "device-plugins";
+  c.host_root = root;
+  c.dra = true;
+  c.no_kube = true;
+  auto v = validate(c);
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.error().message().find("--dra publishes ResourceSlices through the API server"),
+            std::string::npos)
+      << v.error().message();
+  c.no_kube = false;  // and no --kubeconfig, --kube-api or in-cluster configuration
+  ::unsetenv("KUBERNETES_SERVICE_HOST");
+  auto d = Daemon::create(c, *query);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.error().message().find("--dra needs the API server"), std::string::npos) << d.error().message();
+}
+
 // The daemon with --kube-api publishes (no kubelet needed: it waits for one meanwhile).
 TEST_F(KubePublish, DaemonWithKubeApiPublishes) {
   add_node();
@@ -244,12 +386,14 @@ TEST_F(KubePublish, DaemonWithKubeApiPublishes) {
   c.vnpu_gc_interval = 0s;
   c.kube_api = api.url();
   c.node_name = kNode;
+  c.dra = true;
   auto d = Daemon::create(c, *query);
   ASSERT_TRUE(d.ok()) << d.error().message();
   Status run_status;
   std::thread runner([&] { run_status = (*d)->run(); });
   EXPECT_TRUE(
       wait_until([&] { return deviceinfo::from_configmap(api.get(kCmPath)).ok() && labelled(); }, 5s));
+  EXPECT_TRUE(wait_until([&] { return api.get(kSlicePath).is_object(); }, kEventually)) << "--dra";
   (*d)->stop();
   runner.join();
   EXPECT_TRUE(run_status.ok()) << run_status.error().message();

@@ -104,6 +104,9 @@ struct Config {
   // How often the ConfigMap is written although nothing changed (MindCluster refreshes its UpdateTime every
   // minute). Not a flag: tests shorten it.
   std::chrono::milliseconds kube_refresh{60000};
+  // Dynamic Resource Allocation (--dra): the chips as ResourceSlices of driver npu.ascend.huawei.com
+  // (dra_slices.h), beside the device plugin's resources. Needs the API server.
+  bool dra = false;
 };
 
 // True when Allocate must remember the whole chips it hands out: dynamic vNPUs (a chip is never handed out
