@@ -1,0 +1,404 @@
+// The DRA driver's kubelet side (dra_service.h) as the kubelet meets it: a grpc++ client over the unix
+// sockets (the registration socket in a plugins_registry folder, the DRA socket it names) against the API
+// server stand-in holding the ResourceClaims. GetInfo's fields; a claim prepared to its CDI ids, the same
+// answer again (no second read), after a restart from the checkpoint, over v1beta1 too; unprepare (also of an
+// unknown claim); each wrong claim its own error; the bounds; a corrupt checkpoint set aside; the sockets'
+// mode and a peer that is neither root nor us refused. Every expected value is written out here.
+#include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ascend/common/fs.h"
+#include "ascend/common/kube_client.h"
+#include "ascend/plugin/dra_service.h"
+#include "dra/v1/dra_v1.grpc.pb.h"
+#include "dra/v1beta1/dra_v1beta1.grpc.pb.h"
+#include "fake_apiserver.h"
+#include "log_capture.h"
+#include "pluginregistration/v1/pluginregistration_v1.grpc.pb.h"
+#include "test_dir.h"
+
+namespace ascend::plugin {
+namespace {
+
+using nlohmann::json;
+using testing::LogCapture;
+using testing::TempDir;
+namespace drav1 = k8s::io::kubelet::pkg::apis::dra::v1;
+namespace drav1beta1 = k8s::io::kubelet::pkg::apis::dra::v1beta1;
+
+constexpr const char* kNode = "worker-1";
+constexpr const char* kClaims = "/apis/resource.k8s.io/v1/namespaces/team-a/resourceclaims";
+
+json result(const std::string& request, const std::string& device, const std::string& pool = kNode,
+            const std::string& driver = "npu.ascend.huawei.com") {
+  return {{"request", request}, {"driver", driver}, {"pool", pool}, {"device", device}};
+}
+
+// A ResourceClaim in team-a; `results` null: not allocated.
+json claim_object(const std::string& name, const json& results) {
+  json c = {{"apiVersion", "resource.k8s.io/v1"},
+            {"kind", "ResourceClaim"},
+            {"metadata", {{"name", name}, {"namespace", "team-a"}}},
+            {"spec", {{"devices", {{"requests", json::array({{{"name", "npus"}}})}}}}}};
+  if (!results.is_null()) c["status"] = {{"allocation", {{"devices", {{"results", results}}}}}};
+  return c;
+}
+
+struct Expected {
+  std::vector<std::string> requests;
+  std::string device;
+  std::string cdi;
+};
+
+template <typename Answer>
+void expect_devices(const Answer& a, const std::vector<Expected>& want) {
+  EXPECT_EQ(a.error(), "");
+  ASSERT_EQ(a.devices_size(), static_cast<int>(want.size()));
+  for (int i = 0; i < a.devices_size(); ++i) {
+    const auto& d = a.devices(i);
+    const auto& w = want[static_cast<std::size_t>(i)];
+    EXPECT_EQ(std::vector<std::string>(d.request_names().begin(), d.request_names().end()), w.requests);
+    EXPECT_EQ(d.pool_name(), "worker-1");
+    EXPECT_EQ(d.device_name(), w.device);
+    ASSERT_EQ(d.cdi_device_ids_size(), 1);
+    EXPECT_EQ(d.cdi_device_ids(0), w.cdi);
+  }
+}
+
+class DraServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto cfg = kube::url_config(api.url(), "", "");
+    ASSERT_TRUE(cfg.ok()) << cfg.error().message();
+    client = std::make_unique<kube::Client>(*cfg);
+    opts.node_name = kNode;
+    opts.registry_dir = tmp / "plugins_registry";
+    opts.plugin_dir = tmp / "plugins/npu.ascend.huawei.com";
+  }
+
+  void start() {
+    svc = std::make_unique<DraService>(opts, *client, [this]() -> Result<std::vector<int>> { return chips; });
+    auto st = svc->start();
+    ASSERT_TRUE(st.ok()) << st.error().message();
+    dra = grpc::CreateChannel("unix://" + tmp / "plugins/npu.ascend.huawei.com/dra.sock",
+                              grpc::InsecureChannelCredentials());
+  }
+
+  // Creates the claim in the API server; its uid.
+  std::string make_claim(const std::string& name, const json& results) {
+    return api.create(kClaims, claim_object(name, results))["metadata"]["uid"].get<std::string>();
+  }
+
+  static void add_claim(drav1::NodePrepareResourcesRequest& req, const std::string& name,
+                        const std::string& uid, const std::string& ns = "team-a") {
+    auto* c = req.add_claims();
+    c->set_namespace_(ns);
+    c->set_name(name);
+    c->set_uid(uid);
+  }
+
+  grpc::Status prepare(const drav1::NodePrepareResourcesRequest& req,
+                       drav1::NodePrepareResourcesResponse* resp) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return drav1::DRAPlugin::NewStub(dra)->NodePrepareResources(&ctx, req, resp);
+  }
+
+  // One claim's answer, the call expected to succeed.
+  drav1::NodePrepareResourceResponse prepare_one(const std::string& name, const std::string& uid) {
+    drav1::NodePrepareResourcesRequest req;
+    add_claim(req, name, uid);
+    drav1::NodePrepareResourcesResponse resp;
+    auto s = prepare(req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(resp.claims_size(), 1);
+    return resp.claims().contains(uid) ? resp.claims().at(uid) : drav1::NodePrepareResourceResponse();
+  }
+
+  std::string unprepare_one(const std::string& name, const std::string& uid) {
+    drav1::NodeUnprepareResourcesRequest req;
+    auto* c = req.add_claims();
+    c->set_namespace_("team-a");
+    c->set_name(name);
+    c->set_uid(uid);
+    drav1::NodeUnprepareResourcesResponse resp;
+    grpc::ClientContext ctx;
+    auto s = drav1::DRAPlugin::NewStub(dra)->NodeUnprepareResources(&ctx, req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    EXPECT_TRUE(resp.claims().contains(uid));
+    return resp.claims().contains(uid) ? resp.claims().at(uid).error() : "(no answer)";
+  }
+
+  // How many times the API server was asked for claim `name`.
+  int reads_of(const std::string& name) const {
+    int n = 0;
+    for (const auto& r : api.requests())
+      n += (r.method == "GET" && r.path == std::string(kClaims) + "/" + name);
+    return n;
+  }
+
+  json checkpoint() const {
+    std::ifstream in(tmp / "plugins/npu.ascend.huawei.com/checkpoint.json");
+    return json::parse(in, nullptr, false);
+  }
+
+  TempDir tmp;
+  ascend::testing::FakeApiServer api;
+  std::unique_ptr<kube::Client> client;
+  DraOptions opts;
+  std::vector<int> chips = {0, 1, 2, 3, 4, 5, 6, 7};
+  std::unique_ptr<DraService> svc;
+  std::shared_ptr<grpc::Channel> dra;
+};
+
+TEST_F(DraServiceTest, GetInfoNamesTheDriverItsSocketAndBothVersions) {
+  start();
+  auto reg = grpc::CreateChannel("unix://" + tmp / "plugins_registry/npu.ascend.huawei.com-reg.sock",
+                                 grpc::InsecureChannelCredentials());
+  auto stub = pluginregistration::Registration::NewStub(reg);
+  grpc::ClientContext ctx;
+  pluginregistration::PluginInfo info;
+  ASSERT_TRUE(stub->GetInfo(&ctx, pluginregistration::InfoRequest(), &info).ok());
+  EXPECT_EQ(info.type(), "DRAPlugin");
+  EXPECT_EQ(info.name(), "npu.ascend.huawei.com");
+  EXPECT_EQ(info.endpoint(), tmp.path() + "/plugins/npu.ascend.huawei.com/dra.sock");
+  EXPECT_EQ(std::vector<std::string>(info.supported_versions().begin(), info.supported_versions().end()),
+            (std::vector<std::string>{"v1.DRAPlugin", "v1beta1.DRAPlugin"}));
+
+  LogCapture log;
+  pluginregistration::RegistrationStatus status;
+  pluginregistration::RegistrationStatusResponse sr;
+  status.set_plugin_registered(true);
+  grpc::ClientContext c1;
+  ASSERT_TRUE(stub->NotifyRegistrationStatus(&c1, status, &sr).ok());
+  EXPECT_TRUE(svc->registered());
+  status.set_plugin_registered(false);
+  status.set_error("endpoint already registered");
+  grpc::ClientContext c2;
+  ASSERT_TRUE(stub->NotifyRegistrationStatus(&c2, status, &sr).ok());
+  EXPECT_FALSE(svc->registered());
+  EXPECT_EQ(log.count("the kubelet did not register it: endpoint already registered"), 1);
+
+  // Both sockets: only root (and the kubelet is root) can connect.
+  for (const char* s :
+       {"plugins_registry/npu.ascend.huawei.com-reg.sock", "plugins/npu.ascend.huawei.com/dra.sock"}) {
+    struct stat st {};
+    ASSERT_EQ(::lstat((tmp / s).c_str(), &st), 0) << s;
+    EXPECT_TRUE(S_ISSOCK(st.st_mode)) << s;
+    EXPECT_EQ(st.st_mode & 07777, 0600U) << s;
+  }
+  svc->stop();
+  EXPECT_FALSE(std::filesystem::exists(tmp / "plugins_registry/npu.ascend.huawei.com-reg.sock"));
+  EXPECT_FALSE(std::filesystem::exists(tmp / "plugins/npu.ascend.huawei.com/dra.sock"));
+}
+
+TEST_F(DraServiceTest, PreparesTheChipsOfThisNodeOnceAndAgainAfterARestart) {
+  start();
+  // npu-1 and npu-3 for request "npus" (the second through a subrequest, named by its base request), and a
+  // device of another driver, which is that driver's to prepare.
+  const std::string uid =
+      make_claim("train", json::array({result("npus", "npu-1"), result("npus/eight", "npu-3"),
+                                       result("nics", "nic-0", kNode, "nic.example.com")}));
+  const std::vector<Expected> want = {{{"npus"}, "npu-1", "huawei.com/npu=1"},
+                                      {{"npus"}, "npu-3", "huawei.com/npu=3"}};
+  LogCapture log;
+  expect_devices(prepare_one("train", uid), want);
+  EXPECT_EQ(log.count("prepared claim team-a/train (" + uid + ")"), 1);
+
+  // The kubelet repeats it: the same answer, from the checkpoint, without reading the claim again.
+  expect_devices(prepare_one("train", uid), want);
+  EXPECT_EQ(reads_of("train"), 1);
+  const json cp = checkpoint();
+  EXPECT_EQ(cp["format"], "ascend-dra-checkpoint");
+  EXPECT_EQ(cp["version"], 1);
+  EXPECT_EQ(cp["claims"][uid]["name"], "train");
+  struct stat st {};
+  ASSERT_EQ(::lstat((tmp / "plugins/npu.ascend.huawei.com/checkpoint.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600U);
+
+  // A restart: a new service on the same folder answers from its checkpoint, even with the claim gone from
+  // the API server.
+  svc.reset();
+  ASSERT_TRUE(api.remove(std::string(kClaims) + "/train"));
+  api.clear_requests();
+  start();
+  expect_devices(prepare_one("train", uid), want);
+  EXPECT_EQ(reads_of("train"), 0);
+
+  // The same answer over v1beta1.
+  drav1beta1::NodePrepareResourcesRequest req;
+  auto* c = req.add_claims();
+  c->set_namespace_("team-a");
+  c->set_name("train");
+  c->set_uid(uid);
+  drav1beta1::NodePrepareResourcesResponse resp;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(drav1beta1::DRAPlugin::NewStub(dra)->NodePrepareResources(&ctx, req, &resp).ok());
+  ASSERT_TRUE(resp.claims().contains(uid));
+  expect_devices(resp.claims().at(uid), want);
+}
+
+TEST_F(DraServiceTest, UnprepareForgetsTheClaimAndAnUnknownOneIsASuccess) {
+  start();
+  const std::string uid = make_claim("train", json::array({result("npus", "npu-2")}));
+  expect_devices(prepare_one("train", uid), {{{"npus"}, "npu-2", "huawei.com/npu=2"}});
+  LogCapture log;
+  EXPECT_EQ(unprepare_one("train", uid), "");
+  EXPECT_EQ(log.count("unprepared claim team-a/train (" + uid + "): npu-2"), 1);
+  EXPECT_FALSE(checkpoint()["claims"].contains(uid));
+  EXPECT_EQ(unprepare_one("train", uid), "");  // again: the kubelet's retry
+  EXPECT_EQ(unprepare_one("never", "0b9d3c1e-0000-4000-8000-000000000001"), "");
+
+  // Prepared again after an unprepare: read from the API server again.
+  expect_devices(prepare_one("train", uid), {{{"npus"}, "npu-2", "huawei.com/npu=2"}});
+  EXPECT_EQ(reads_of("train"), 2);
+
+  // A claim the API server does not have.
+  const auto ghost = prepare_one("ghost", "0b9d3c1e-0000-4000-8000-000000000002");
+  EXPECT_EQ(ghost.devices_size(), 0);
+  EXPECT_NE(ghost.error().find("read ResourceClaim team-a/ghost"), std::string::npos) << ghost.error();
+  EXPECT_NE(ghost.error().find("not found"), std::string::npos) << ghost.error();
+}
+
+TEST_F(DraServiceTest, EachWrongClaimGetsItsOwnError) {
+  start();
+  const std::string replaced = make_claim("replaced", json::array({result("npus", "npu-0")}));
+  const std::string unallocated = make_claim("unallocated", nullptr);
+  const std::string elsewhere = make_claim("elsewhere", json::array({result("npus", "npu-0", "worker-2")}));
+  const std::string others =
+      make_claim("others", json::array({result("gpus", "gpu-0", kNode, "gpu.example.com")}));
+  const std::string missing = make_claim("missing", json::array({result("npus", "npu-99")}));
+  const std::string good = make_claim("good", json::array({result("npus", "npu-5")}));
+  const std::string long_name(300, 'a');
+
+  drav1::NodePrepareResourcesRequest req;
+  add_claim(req, "replaced", "0b9d3c1e-0000-4000-8000-0000000000aa");  // the uid of a claim deleted before
+  add_claim(req, "unallocated", unallocated);
+  add_claim(req, "elsewhere", elsewhere);
+  add_claim(req, "others", others);
+  add_claim(req, "missing", missing);
+  add_claim(req, long_name, "0b9d3c1e-0000-4000-8000-0000000000bb");
+  add_claim(req, "good", good);
+  drav1::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(prepare(req, &resp).ok());
+  ASSERT_EQ(resp.claims_size(), 7);
+  const std::map<std::string, std::string> want = {
+      {"0b9d3c1e-0000-4000-8000-0000000000aa",
+       "claim team-a/replaced is another one than asked for: uid " + replaced +
+           ", not 0b9d3c1e-0000-4000-8000-0000000000aa (deleted and made again)"},
+      {unallocated, "claim team-a/unallocated is not allocated (no status.allocation)"},
+      {elsewhere,
+       "claim team-a/elsewhere: device npu-0 is allocated in pool \"worker-2\", not in this node's "
+       "(worker-1)"},
+      {others, "claim team-a/others has no device of driver npu.ascend.huawei.com"},
+      {missing,
+       "claim team-a/missing: device npu-99 is not a usable chip of this node (usable: 0,1,2,3,4,5,6,7)"},
+      {"0b9d3c1e-0000-4000-8000-0000000000bb", "the claim's name must be 1 to 253 bytes, not 300"},
+  };
+  for (const auto& [uid, error] : want) {
+    ASSERT_TRUE(resp.claims().contains(uid)) << uid;
+    EXPECT_EQ(resp.claims().at(uid).error(), error);
+    EXPECT_EQ(resp.claims().at(uid).devices_size(), 0);
+  }
+  expect_devices(resp.claims().at(good), {{{"npus"}, "npu-5", "huawei.com/npu=5"}});
+  EXPECT_EQ(checkpoint()["claims"].size(), 1U);  // only the good one is prepared
+
+  // A chip the node cannot hand out now (unhealthy) is refused like one it does not have.
+  chips = {0, 1, 2, 3, 4, 6, 7};
+  const std::string sick = make_claim("sick", json::array({result("npus", "npu-5")}));
+  EXPECT_EQ(prepare_one("sick", sick).error(),
+            "claim team-a/sick: device npu-5 is not a usable chip of this node (usable: 0,1,2,3,4,6,7)");
+}
+
+TEST_F(DraServiceTest, RefusesAnOversizedCallAsInvalidArgument) {
+  start();
+  drav1::NodePrepareResourcesRequest req;
+  for (int i = 0; i < 129; ++i) add_claim(req, fmt::format("c{}", i), fmt::format("uid-{}", i));
+  drav1::NodePrepareResourcesResponse resp;
+  auto s = prepare(req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "NodePrepareResources: 129 claims in one call; at most 128");
+  EXPECT_EQ(api.requests().size(), 0U);  // refused before anything was read
+
+  // A uid the answer cannot be keyed by.
+  drav1::NodePrepareResourcesRequest bad_uid;
+  add_claim(bad_uid, "train", std::string(200, 'u'));
+  s = prepare(bad_uid, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(),
+            "NodePrepareResources: claim team-a/train: a claim uid must be 1 to 128 bytes, not 200");
+
+  drav1::NodeUnprepareResourcesRequest unprep;
+  for (int i = 0; i < 129; ++i) unprep.add_claims()->set_uid(fmt::format("uid-{}", i));
+  drav1::NodeUnprepareResourcesResponse uresp;
+  grpc::ClientContext ctx;
+  s = drav1::DRAPlugin::NewStub(dra)->NodeUnprepareResources(&ctx, unprep, &uresp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(DraServiceTest, ACorruptCheckpointIsSetAside) {
+  ASSERT_TRUE(make_dirs(tmp / "plugins/npu.ascend.huawei.com", 0750).ok());
+  ASSERT_TRUE(atomic_replace(tmp / "plugins/npu.ascend.huawei.com/checkpoint.json",
+                             "{\"format\": \"ascend-dra-chec", 0600)
+                  .ok());
+  LogCapture log;
+  start();
+  EXPECT_EQ(log.count("DRA: the checkpoint " + tmp / "plugins/npu.ascend.huawei.com/checkpoint.json" +
+                      " is unusable (not JSON); moved to "),
+            1);
+  int aside = 0;
+  for (const auto& e : std::filesystem::directory_iterator(tmp / "plugins/npu.ascend.huawei.com")) {
+    aside += e.path().filename().string().starts_with("checkpoint.json.corrupt-");
+  }
+  EXPECT_EQ(aside, 1);
+  const std::string uid = make_claim("train", json::array({result("npus", "npu-4")}));
+  expect_devices(prepare_one("train", uid), {{{"npus"}, "npu-4", "huawei.com/npu=4"}});
+  EXPECT_TRUE(checkpoint()["claims"].contains(uid));
+}
+
+TEST_F(DraServiceTest, AnotherUsersConnectionIsClosedBeforeItIsRead) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: a peer of another uid is made with setuid";
+  start();
+  const std::string path = tmp / "plugins/npu.ascend.huawei.com/dra.sock";
+  // Past the file mode (which alone keeps others out), as a process that inherited a way in would be.
+  ASSERT_EQ(::chmod(path.c_str(), 0666), 0);
+  ASSERT_EQ(::chmod(tmp.path().c_str(), 0755), 0);
+  ASSERT_EQ(::chmod((tmp / "plugins").c_str(), 0755), 0);
+  ASSERT_EQ(::chmod((tmp / "plugins/npu.ascend.huawei.com").c_str(), 0755), 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  path.copy(addr.sun_path, sizeof(addr.sun_path) - 1);
+  LogCapture log;
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // Only system calls here: the parent has threads.
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) ::_exit(3);
+    static const char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    if (::write(fd, kPreface, sizeof(kPreface) - 1) < 0) ::_exit(0);  // already closed
+    char buf[64];
+    ::_exit(::read(fd, buf, sizeof(buf)) <= 0 ? 0 : 4);  // closed, never answered
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(log.count("DRA plugin: refused a connection from uid 65534"), 1);
+}
+
+}  // namespace
+}  // namespace ascend::plugin
