@@ -276,6 +276,102 @@ TEST_F(Kube, ThePluginRegistersWithTheKubeletAndAChipFaultLowersAllocatable) {
   EXPECT_TRUE(wait_until([] { return world->npus_of(world->cluster().node()) == std::pair{8, 8}; }, 10s));
 }
 
+// ---- Dynamic Resource Allocation (issue 30) ------------------------------------------------------------
+
+// `npu-smi info` of the emulated host, as a person reads it: NPU id -> "name bus-id HBM-total".
+std::map<int, std::string> smi_chips() {
+  ht::RunOptions o;
+  o.env = std::vector<std::string>{"ASCEND_SIM_ROOT=" + world->host_root(), "PATH=/usr/bin:/bin"};
+  auto r = ht::run({ht::bin("npu-smi"), "info"}, o);
+  std::map<int, std::string> out;
+  std::istringstream in(r.out);
+  std::string line;
+  int npu = -1;
+  std::string name;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cols;  // the cells between '|', trimmed
+    std::istringstream cells(line);
+    std::string cell;
+    while (std::getline(cells, cell, '|')) cols.push_back(cell);
+    if (cols.size() < 4) continue;
+    std::istringstream first(cols[1]);
+    std::string a, b;
+    first >> a >> b;
+    if (!a.empty() && std::all_of(a.begin(), a.end(), ::isdigit) && !b.empty()) {
+      npu = std::stoi(a);  // "| 0     910B3   | OK ..." : NPU and Name
+      name = b;
+    } else if (npu >= 0 && a == "0" && b.empty()) {  // "| 0   | 0000:C1:00.0 | ... 3318 / 65536 |"
+      std::istringstream bus(cols[2]);
+      std::string bus_id;
+      bus >> bus_id;
+      const std::string usage = cols[3];
+      const std::string hbm = usage.substr(usage.rfind('/') + 1);
+      out[npu] = name + " " + bus_id + " " + std::to_string(std::stol(hbm));
+      npu = -1;
+    }
+  }
+  return out;
+}
+
+// The same from the API server's ResourceSlices of driver npu.ascend.huawei.com on the node:
+// phy -> "model pcieBus hbmMiB", and phy -> healthy.
+std::pair<std::map<int, std::string>, std::map<int, bool>> slice_chips() {
+  std::map<int, std::string> facts;
+  std::map<int, bool> healthy;
+  const json slices =
+      world->cluster().get({"resourceslices", "--field-selector",
+                            "spec.driver=npu.ascend.huawei.com,spec.nodeName=" + world->cluster().node()});
+  if (!slices.is_object()) return {};
+  for (const auto& s : slices["items"]) {
+    for (const auto& d : s["spec"]["devices"]) {
+      const json& a = d["attributes"];
+      const int phy = a["phyId"]["int"];
+      facts[phy] = a["model"]["string"].get<std::string>() + " " + a["pcieBus"]["string"].get<std::string>() +
+                   " " + std::to_string(a["hbmMiB"]["int"].get<long>());
+      healthy[phy] = a["healthy"]["bool"];
+    }
+  }
+  return {facts, healthy};
+}
+
+TEST_F(Kube, WithDraTheNodesResourceSlicesAreTheChipsNpuSmiShowsAndAFaultTakesOneOutOfTheDeviceClass) {
+  world->stop_plugin();
+  world->start_plugin({"--dra"});
+  const auto smi = smi_chips();
+  ASSERT_EQ(smi.size(), 8u) << "npu-smi info of the emulated host";
+  ASSERT_TRUE(wait_until([&] { return slice_chips().first == smi; }, 20s))
+      << world->cluster().kubectl({"get", "resourceslices", "-o", "yaml"}).out
+      << ht::slurp(world->path("plugin.log"));
+  std::map<int, bool> all;
+  for (int i = 0; i < 8; ++i) all[i] = true;
+  EXPECT_EQ(slice_chips().second, all);
+  // The DeviceClass of deploy/ selects exactly the healthy chips: the API server evaluates its CEL when a
+  // claim is allocated; here the expression is checked by a dry-run claim and by the attribute it reads.
+  const json cls = world->cluster().get({"deviceclass", "npu.ascend.huawei.com"});
+  ASSERT_TRUE(cls.is_object()) << "deploy/kubernetes/dra-deviceclass.yaml is applied";
+  EXPECT_NE(cls["spec"]["selectors"][0]["cel"]["expression"].get<std::string>().find(
+                "device.attributes[\"npu.ascend.huawei.com\"].healthy == true"),
+            std::string::npos);
+  // A SeparateNPU fault on chip 5: its device stays, unhealthy; cleared, it is healthy again.
+  auto f = ht::run({ht::bin("npu-sim"), "fault", "set", "--root", world->host_root(), "--device", "5",
+                    "--code", "0x80E18402", "--severity", "critical"});
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  auto sick = all;
+  sick[5] = false;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(wait_until([&] { return slice_chips().second == sick; }, 15s));
+  std::printf("fault -> ResourceSlice in %lld ms\n",
+              static_cast<long long>(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+                      .count()));
+  EXPECT_EQ(slice_chips().first, smi) << "the chip stays in the pool";
+  auto c = ht::run({ht::bin("npu-sim"), "fault", "clear", "--root", world->host_root(), "--device", "5"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_TRUE(wait_until([&] { return slice_chips().second == all; }, 15s));
+  world->stop_plugin();
+  world->start_plugin();
+}
+
 TEST_F(Kube, AChipFaultReachesTheSchedulerThroughThePluginsDeviceConfigMap) {
   // The plugin without the scheduler's HTTP inventory: what it knows reaches the scheduler through the API
   // server only (MindCluster's mindx-dl-deviceinfo-<node>, which Volcano reads too).
