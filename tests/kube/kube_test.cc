@@ -215,6 +215,12 @@ TEST(KubeDeploy, EveryManifestIsAcceptedByTheApiServerUnchanged) {
   EXPECT_FALSE(can("ascend-device-plugin", {"create", "configmaps", "-n", "default"}));
   EXPECT_FALSE(can("ascend-device-plugin", {"get", "secrets", "-n", "kube-system"}));
   EXPECT_FALSE(can("ascend-device-plugin", {"list", "pods"}));
+  // --dra: its ResourceSlices, and reading the claims the kubelet asks it to prepare.
+  EXPECT_TRUE(can("ascend-device-plugin", {"create", "resourceslices.resource.k8s.io"}));
+  EXPECT_TRUE(can("ascend-device-plugin", {"delete", "resourceslices.resource.k8s.io"}));
+  EXPECT_TRUE(can("ascend-device-plugin", {"get", "resourceclaims.resource.k8s.io", "-n", "default"}));
+  EXPECT_FALSE(can("ascend-device-plugin", {"update", "resourceclaims.resource.k8s.io", "-n", "default"}));
+  EXPECT_FALSE(can("ascend-device-plugin", {"create", "deviceclasses.resource.k8s.io"}));
 }
 
 // ---- the device plugin and the real kubelet
