@@ -25,8 +25,8 @@
 #include "ascend/plugin/grpc_status.h"
 #include "ascend/plugin/inventory.h"
 #include "ascend/plugin/plugin.h"
-#include "dra/v1/dra_v1.grpc.pb.h"
-#include "dra/v1beta1/dra_v1beta1.grpc.pb.h"
+#include "dra/dra_v1.grpc.pb.h"
+#include "dra/dra_v1beta1.grpc.pb.h"
 #include "dra_claims.h"
 #include "pluginregistration/v1/pluginregistration_v1.grpc.pb.h"
 
@@ -208,40 +208,24 @@ grpc::Status guarded_call(const std::string& call, google::protobuf::Message* re
   return {grpc::StatusCode::INTERNAL, call + ": internal error: " + why};
 }
 
-template <typename Claims>
-std::vector<DraClaimRef> refs_of(const Claims& claims) {
+std::vector<DraClaimRef> refs_of(const google::protobuf::RepeatedPtrField<drav1::Claim>& claims) {
   std::vector<DraClaimRef> out;
   out.reserve(claims.size());
   for (const auto& c : claims) out.push_back({c.namespace_(), c.uid(), c.name()});
   return out;
 }
 
-// The messages of one version of the DRAPlugin service (v1 and v1beta1 are the same but for the package).
-template <typename Service, typename PrepareReq, typename PrepareResp, typename UnprepareReq,
-          typename UnprepareResp>
-struct DraApi {
-  using ServiceT = Service;
-  using PrepareRequest = PrepareReq;
-  using PrepareResponse = PrepareResp;
-  using UnprepareRequest = UnprepareReq;
-  using UnprepareResponse = UnprepareResp;
-};
-using DraV1 =
-    DraApi<drav1::DRAPlugin::Service, drav1::NodePrepareResourcesRequest, drav1::NodePrepareResourcesResponse,
-           drav1::NodeUnprepareResourcesRequest, drav1::NodeUnprepareResourcesResponse>;
-using DraV1beta1 = DraApi<drav1beta1::DRAPlugin::Service, drav1beta1::NodePrepareResourcesRequest,
-                          drav1beta1::NodePrepareResourcesResponse, drav1beta1::NodeUnprepareResourcesRequest,
-                          drav1beta1::NodeUnprepareResourcesResponse>;
-
-// One version of the DRAPlugin service over DraService's bodies. Synchronous handlers: a prepare waits for
-// the API server, and gRPC's pool gives it a thread of its own for that.
-template <typename Api>
-class DraPluginService final : public Api::ServiceT {
+// One version of the DRAPlugin service (`Base`: v1's or v1beta1's, which take the same messages) over
+// DraService's bodies. Synchronous handlers: a prepare waits for the API server, and gRPC's pool gives it a
+// thread of its own for that.
+template <typename Base>
+class DraPluginService final : public Base {
  public:
   DraPluginService(DraService& svc, const char* version) : svc_(svc), version_(version) {}
 
-  grpc::Status NodePrepareResources(grpc::ServerContext* /*ctx*/, const typename Api::PrepareRequest* req,
-                                    typename Api::PrepareResponse* resp) override {
+  grpc::Status NodePrepareResources(grpc::ServerContext* /*ctx*/,
+                                    const drav1::NodePrepareResourcesRequest* req,
+                                    drav1::NodePrepareResourcesResponse* resp) override {
     return guarded_call(fmt::format("DRA {} NodePrepareResources", version_), resp, [&] {
       auto answers = svc_.prepare(refs_of(req->claims()));
       if (!answers.ok()) return to_grpc_status(answers.error().context("NodePrepareResources"));
@@ -260,8 +244,9 @@ class DraPluginService final : public Api::ServiceT {
     });
   }
 
-  grpc::Status NodeUnprepareResources(grpc::ServerContext* /*ctx*/, const typename Api::UnprepareRequest* req,
-                                      typename Api::UnprepareResponse* resp) override {
+  grpc::Status NodeUnprepareResources(grpc::ServerContext* /*ctx*/,
+                                      const drav1::NodeUnprepareResourcesRequest* req,
+                                      drav1::NodeUnprepareResourcesResponse* resp) override {
     return guarded_call(fmt::format("DRA {} NodeUnprepareResources", version_), resp, [&] {
       auto answers = svc_.unprepare(refs_of(req->claims()));
       if (!answers.ok()) return to_grpc_status(answers.error().context("NodeUnprepareResources"));
@@ -316,6 +301,7 @@ std::unique_ptr<grpc::Server> build_server(const std::vector<grpc::Service*>& se
 
 std::string device_summary(const std::vector<DraDevice>& devices) {
   std::vector<std::string> parts;
+  parts.reserve(devices.size());
   for (const auto& d : devices) {
     parts.push_back(fmt::format("{} ({}) -> {}", d.device_name, fmt::join(d.request_names, ","),
                                 fmt::join(d.cdi_device_ids, ",")));
@@ -360,8 +346,8 @@ struct DraService::Servers {
     return {};
   }
 
-  DraPluginService<DraV1> v1;
-  DraPluginService<DraV1beta1> v1beta1;
+  DraPluginService<drav1::DRAPlugin::Service> v1;
+  DraPluginService<drav1beta1::DRAPlugin::Service> v1beta1;
   RegistrationService registration;
   std::unique_ptr<grpc::Server> dra_server, reg_server;
   std::unique_ptr<PeerCheckedListener> dra_listener, reg_listener;

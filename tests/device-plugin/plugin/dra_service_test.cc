@@ -22,8 +22,8 @@
 #include "ascend/common/fs.h"
 #include "ascend/common/kube_client.h"
 #include "ascend/plugin/dra_service.h"
-#include "dra/v1/dra_v1.grpc.pb.h"
-#include "dra/v1beta1/dra_v1beta1.grpc.pb.h"
+#include "dra/dra_v1.grpc.pb.h"
+#include "dra/dra_v1beta1.grpc.pb.h"
 #include "fake_apiserver.h"
 #include "log_capture.h"
 #include "pluginregistration/v1/pluginregistration_v1.grpc.pb.h"
@@ -238,12 +238,12 @@ TEST_F(DraServiceTest, PreparesTheChipsOfThisNodeOnceAndAgainAfterARestart) {
   EXPECT_EQ(reads_of("train"), 0);
 
   // The same answer over v1beta1.
-  drav1beta1::NodePrepareResourcesRequest req;
+  drav1::NodePrepareResourcesRequest req;
   auto* c = req.add_claims();
   c->set_namespace_("team-a");
   c->set_name("train");
   c->set_uid(uid);
-  drav1beta1::NodePrepareResourcesResponse resp;
+  drav1::NodePrepareResourcesResponse resp;
   grpc::ClientContext ctx;
   ASSERT_TRUE(drav1beta1::DRAPlugin::NewStub(dra)->NodePrepareResources(&ctx, req, &resp).ok());
   ASSERT_TRUE(resp.claims().contains(uid));
