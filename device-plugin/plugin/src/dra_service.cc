@@ -195,19 +195,6 @@ class PeerCheckedListener {
   std::thread thread_;
 };
 
-// Runs a handler's body: an exception escaping it (a bug, out of memory) is logged and answered INTERNAL
-// with one line, never thrown into gRPC's thread (where it would end the process).
-template <typename Body>
-grpc::Status guarded_call(const std::string& call, google::protobuf::Message* resp, Body&& body) {
-  grpc::Status out;
-  std::string why;
-  if (run_guarded(
-          call, [&] { out = body(); }, "answering INTERNAL", &why))
-    return out;
-  resp->Clear();  // whatever the body had written is not an answer
-  return {grpc::StatusCode::INTERNAL, call + ": internal error: " + why};
-}
-
 std::vector<DraClaimRef> refs_of(const google::protobuf::RepeatedPtrField<drav1::Claim>& claims) {
   std::vector<DraClaimRef> out;
   out.reserve(claims.size());

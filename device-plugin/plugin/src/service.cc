@@ -52,19 +52,6 @@ void to_proto(const ContainerAllocation& a, v1beta1::ContainerAllocateResponse* 
   for (const auto& c : a.cdi_devices) out->add_cdi_devices()->set_name(c);
 }
 
-// Runs a unary call's body: an exception escaping it (a bug, out of memory) is logged and answered INTERNAL
-// with one line, instead of reaching gRPC's thread (where it would end the process).
-template <typename Body>
-grpc::Status guarded_call(const std::string& call, google::protobuf::Message* resp, Body&& body) {
-  grpc::Status out;
-  std::string why;
-  if (run_guarded(
-          call, [&] { out = body(); }, "answering INTERNAL", &why))
-    return out;
-  if (resp != nullptr) resp->Clear();  // whatever the body had written is not an answer
-  return {grpc::StatusCode::INTERNAL, call + ": internal error: " + why};
-}
-
 }  // namespace
 
 // One ListAndWatch stream. Owned by a shared_ptr that the reactor holds on itself from Start() to OnDone();
