@@ -368,6 +368,68 @@ TEST_F(DraServiceTest, ACorruptCheckpointIsSetAside) {
   EXPECT_TRUE(checkpoint()["claims"].contains(uid));
 }
 
+// A checkpoint of format 1 written out by hand: a restarted plugin answers its claims as they were prepared,
+// without the API server.
+TEST_F(DraServiceTest, ReadsACheckpointOfFormatOne) {
+  ASSERT_TRUE(make_dirs(tmp / "plugins/npu.ascend.huawei.com", 0750).ok());
+  ASSERT_TRUE(atomic_replace(tmp / "plugins/npu.ascend.huawei.com/checkpoint.json", R"({
+  "format": "ascend-dra-checkpoint",
+  "version": 1,
+  "claims": {
+    "0b9d3c1e-0000-4000-8000-0000000000c1": {
+      "namespace": "team-a",
+      "name": "train",
+      "devices": [
+        {"request_names": ["npus"], "pool_name": "worker-1", "device_name": "npu-6",
+         "cdi_device_ids": ["huawei.com/npu=6"]},
+        {"request_names": ["npus"], "pool_name": "worker-1", "device_name": "npu-7",
+         "cdi_device_ids": ["huawei.com/npu=7"]}
+      ]
+    }
+  }
+})",
+                             0600)
+                  .ok());
+  LogCapture log;
+  start();
+  EXPECT_EQ(log.count("; 1 claims prepared before"), 1);
+  expect_devices(prepare_one("train", "0b9d3c1e-0000-4000-8000-0000000000c1"),
+                 {{{"npus"}, "npu-6", "huawei.com/npu=6"}, {{"npus"}, "npu-7", "huawei.com/npu=7"}});
+  EXPECT_EQ(reads_of("train"), 0);
+}
+
+TEST_F(DraServiceTest, EachUnusableCheckpointIsSetAsideWithItsReason) {
+  struct Case {
+    std::string text;
+    std::string why;
+  };
+  const std::vector<Case> cases = {
+      {R"({"format": "ascend-dra-chec)", "not JSON"},
+      {R"({"format": "other", "version": 1, "claims": {}})", "format is not \"ascend-dra-checkpoint\""},
+      {R"({"format": "ascend-dra-checkpoint", "version": 2, "claims": {}})", "version is not 1"},
+      {R"({"format": "ascend-dra-checkpoint", "version": 1, "claims": []})",
+       "claims: not an object of at most 1024"},
+      {R"({"format": "ascend-dra-checkpoint", "version": 1, "claims": {"u1": {"namespace": "team-a", "name": "train",
+          "devices": [{"request_names": ["npus"], "pool_name": "worker-1", "device_name": 6, "cdi_device_ids": []}]}}})",
+       "claims: u1: claim team-a/train: device: device_name: not a string of at most 256 bytes"},
+      {std::string(20, '[') + std::string(20, ']'), "nested deeper than 8"},
+  };
+  const std::string dir = tmp / "plugins/npu.ascend.huawei.com";
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.why);
+    ASSERT_TRUE(make_dirs(dir, 0750).ok());
+    ASSERT_TRUE(atomic_replace(dir + "/checkpoint.json", c.text, 0600).ok());
+    LogCapture log;
+    start();
+    EXPECT_EQ(
+        log.count("DRA: the checkpoint " + dir + "/checkpoint.json is unusable (" + c.why + "); moved to "),
+        1);
+    EXPECT_FALSE(std::filesystem::exists(dir + "/checkpoint.json"));
+    svc.reset();
+    std::filesystem::remove_all(dir);
+  }
+}
+
 TEST_F(DraServiceTest, AnotherUsersConnectionIsClosedBeforeItIsRead) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root: a peer of another uid is made with setuid";
   start();
