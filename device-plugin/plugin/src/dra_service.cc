@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <optional>
 #include <thread>
@@ -59,7 +60,9 @@ std::string join_path(const std::string& dir, const std::string& name) {
 // the peer's credentials (SO_PEERCRED) are read when the connection is accepted, before gRPC reads a byte of
 // it, and a connection from anyone else is closed. The socket is bound in a fresh 0700 folder beside its
 // path, made 0600 there and renamed into place, so it is never reachable with a wider mode (endpoint.cc says
-// why a chmod after the bind, or the umask, would not do).
+// why a chmod after the bind, or the umask, would not do). The folder's name starts with '.': the kubelet's
+// plugin watcher skips such names in plugins_registry, so it meets the registration socket only once the
+// rename has put it in place.
 class PeerCheckedListener {
  public:
   static Result<std::unique_ptr<PeerCheckedListener>> open(const std::string& path, std::string name) {
@@ -81,7 +84,8 @@ class PeerCheckedListener {
   void stop() {
     if (thread_.joinable()) {
       const char byte = 0;
-      if (::write(wake_w_.get(), &byte, 1) < 0) spdlog::warn("{}: wake the accept loop: {}", name_, errno);
+      if (::write(wake_w_.get(), &byte, 1) < 0)
+        spdlog::warn("{}: wake the accept loop: {}", name_, std::strerror(errno));
       thread_.join();
     }
     if (!fd_.valid()) return;
