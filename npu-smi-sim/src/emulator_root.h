@@ -7,7 +7,11 @@
 #include <string>
 
 #include "ascend/common/error.h"
-#include "ascend/npu/emulator.h"
+
+namespace ascend::npu {
+class Emulator;
+struct HostState;
+}  // namespace ascend::npu
 
 namespace ascend::npu::emulator_detail {
 
