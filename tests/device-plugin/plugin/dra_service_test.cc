@@ -3,7 +3,9 @@
 // server stand-in holding the ResourceClaims. GetInfo's fields; a claim prepared to its CDI ids, the same
 // answer again (no second read), after a restart from the checkpoint, over v1beta1 too; unprepare (also of an
 // unknown claim); each wrong claim its own error; the bounds; a corrupt checkpoint set aside; the sockets'
-// mode and a peer that is neither root nor us refused. Every expected value is written out here.
+// mode and a peer that is neither root nor us refused; a checkpoint written by hand. And the chips the daemon
+// lets it hand out (dra_usable_chips) on an emulated host: faults, isolation, the driver away. Every expected
+// value is written out here.
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -26,6 +28,7 @@
 #include "dra/dra_v1beta1.grpc.pb.h"
 #include "fake_apiserver.h"
 #include "log_capture.h"
+#include "plugin_on_api.h"
 #include "pluginregistration/v1/pluginregistration_v1.grpc.pb.h"
 #include "test_dir.h"
 
@@ -460,6 +463,37 @@ TEST_F(DraServiceTest, AnotherUsersConnectionIsClosedBeforeItIsRead) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
   EXPECT_EQ(log.count("DRA plugin: refused a connection from uid 65534"), 1);
+}
+
+// The chips the daemon lets the DRA service hand out (dra_usable_chips): the plugin's healthy ones, as
+// Allocate hands them out; none while the driver is away.
+class DraOnPlugin : public api_test::PluginOnApi {};
+
+TEST_F(DraOnPlugin, UsableChipsFollowFaultsIsolationAndTheDriver) {
+  using std::chrono::seconds;
+  start_plugin(std::chrono::milliseconds(50));
+  const DraNodeChips chips = dra_usable_chips(*plugin);
+  auto are = [&](const std::vector<int>& want) {
+    return api_test::wait_until(
+        [&] {
+          auto c = chips();
+          return c.ok() && *c == want;
+        },
+        seconds(10));
+  };
+  EXPECT_TRUE(are({0, 1, 2, 3, 4, 5, 6, 7}));
+  // A fault at SeparateNPU level (the code's level in the table) takes its chip out.
+  ASSERT_TRUE(emu.set_fault(3, 0x80E18402, npu::Health::kCritical).ok());
+  EXPECT_TRUE(are({0, 1, 2, 4, 5, 6, 7}));
+  plugin->isolate(6, "by hand");
+  EXPECT_TRUE(are({0, 1, 2, 4, 5, 7}));
+  ASSERT_TRUE(emu.unload().ok());
+  EXPECT_TRUE(api_test::wait_until(
+      [&] {
+        auto c = chips();
+        return !c.ok() && c.error().message().starts_with("the NPU driver is unavailable: ");
+      },
+      seconds(10)));
 }
 
 }  // namespace
