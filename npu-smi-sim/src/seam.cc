@@ -12,6 +12,7 @@
 #include "ascend/npu/driver_files.h"
 #include "ascend/npu/host_model.h"
 #include "lookup.h"
+#include "seam_json.h"
 
 namespace ascend::npu {
 
@@ -248,42 +249,8 @@ std::vector<int> hccs_domains(const DeviceSnapshot& s) {
   return domain;
 }
 
-// ---- JSON (the seam's own form; the emulator's state file is state.cc's business) -----------------------
-
-NLOHMANN_JSON_SERIALIZE_ENUM(Health, {{Health::kOk, "OK"},
-                                      {Health::kWarning, "Warning"},
-                                      {Health::kAlarm, "Alarm"},
-                                      {Health::kCritical, "Critical"}})
-NLOHMANN_JSON_SERIALIZE_ENUM(Link, {{Link::kNa, "NA"},
-                                    {Link::kSelf, "X"},
-                                    {Link::kSio, "SIO"},
-                                    {Link::kHccs, "HCCS"},
-                                    {Link::kHccsSw, "HCCS_SW"},
-                                    {Link::kPix, "PIX"},
-                                    {Link::kPxb, "PXB"},
-                                    {Link::kPhb, "PHB"},
-                                    {Link::kSys, "SYS"}})
-NLOHMANN_JSON_SERIALIZE_ENUM(Family, {{Family::k910B, "910B"},
-                                      {Family::k910, "910"},
-                                      {Family::k910_93, "910_93"},
-                                      {Family::k310P, "310P"}})
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(VnpuTemplate, name, aicore, memory_mb, aicpu, vpc, venc, vdec, jpegd,
-                                   jpege, pngd)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(VnpuCapacity, aicore, memory_gb, aicpu, vpc, venc, vdec, jpegd, jpege,
-                                   pngd)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Process, pid, name, memory_mb, container_pid)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Fault, code, severity)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Chip, phy_id, logic_id, card_id, chip_index, name, chip_version, vdie_id,
-                                   bus_id, numa_node, cpu_affinity, hccs_domain, device_ip, aicore_count,
-                                   hbm_total_mb, hbm_used_mb, mem_total_mb, mem_used_mb, power_w, power_na,
-                                   temp_c, aicore_usage_pct, aicpu_usage_pct, link_up, hugepages_used,
-                                   hugepages_total, processes, faults)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(VnpuOwner, container_id, state_root, pid, pid_start, pid_ns, boot)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Vnpu, id, phy_id, template_name, vgroup, owner, status)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceNode, path, major, minor, mode)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceSnapshot, backend, family, chip_type, driver_version, resource_name,
-                                   vnpu_capacity, templates, chips, chip_nodes, vnpus, vnpu_nodes, control,
-                                   links, vnpu_mode, boot_id)
+// ---- JSON: the seam's own form of each type's codec (seam_json.h)
+// ------------------------------------------
 
 namespace {
 template <typename T>

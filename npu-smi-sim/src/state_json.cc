@@ -1,84 +1,58 @@
-// The state file's JSON form (state.h: serialize, parse_state, state_from_json and to_json).
+// The state file's JSON form (state.h: serialize, parse_state, state_from_json and to_json). Every type is
+// written and read through its one codec: seam_json.h's for the seam's types, the ones below for the state's
+// own. The file's form differs from the seam's in ways it has always had:
+//   - every field may be left out (it keeps its default; a chip's logic_id is then its phy_id), and a field
+//   of
+//     the wrong type, or one the type does not have, is an error naming it (StrictReader);
+//   - a chip has no chip_version or vdie_id (the emulator derives them when it answers), and its
+//     aicpu_usage_pct and link_up are written only when they differ from their default, so that the state of
+//     a host nobody loaded or unplugged reads as before;
+//   - a fault's code is hex text, as an operator types it, and its severity may be left out (the code's
+//   class);
+//   - a vNPU's template is "template", its owner's container id sits beside its other fields, and the rest of
+//     the owner is written only for a dynamic vNPU.
 #include "ascend/npu/state.h"
 
 #include <fmt/format.h>
+
 #include <algorithm>
+#include <array>
+#include <functional>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "seam_json.h"
 
 namespace ascend::npu {
 
 using nlohmann::json;
 
+ASCEND_JSON_TYPE(DeviceMajors, davinci, manager, svm, hdc, vdavinci)
+ASCEND_JSON_TYPE(Workload, phy_id, aicore_pct, aicpu_pct, hbm_mb, until_ms)
+// The top level; its to_json is state.h's. The lists and objects are read in this order.
+ASCEND_JSON_FIELDS(HostState, schema, profile, description, family, chip_type, smi_version, driver_version,
+                   firmware_version, resource_name, vnpu_mode, device_nodes, generation, boot_id,
+                   vnpu_capacity, majors, templates, chips, vnpus, workloads)
+
+// A fault as the state file has it. Not in the unnamed namespace, where clang would count its codec's
+// from_json (the file is read by StrictReader) as an unused function.
+namespace state_file {
+struct Fault {
+  std::string code;      // "0x80E01801"
+  std::string severity;  // empty: the code's class
+};
+ASCEND_JSON_TYPE(Fault, code, severity)
+}  // namespace state_file
+
 namespace {
 
-// Reads fields of one JSON object, remembering which were seen so that unknown ones can be reported.
-class Reader {
- public:
-  Reader(const json& j, std::string where) : j_(j), where_(std::move(where)) {
-    if (!j.is_object()) err_ = where_ + ": expected an object";
-  }
-
-  template <typename T>
-  void get(const char* key, T& out) {
-    seen_.insert(key);
-    if (!err_.empty() || !j_.contains(key)) return;
-    const json& v = j_.at(key);
-    try {
-      if constexpr (std::is_same_v<T, std::string>) {
-        out = v.is_string() ? v.get<std::string>() : v.dump();
-      } else if constexpr (std::is_same_v<T, bool>) {
-        out = v.get<bool>();
-      } else if constexpr (std::is_integral_v<T>) {
-        if (!v.is_number_integer()) throw std::runtime_error("expected an integer");
-        out = v.get<T>();
-      } else if constexpr (std::is_floating_point_v<T>) {
-        if (!v.is_number()) throw std::runtime_error("expected a number");
-        out = v.get<T>();
-      } else {
-        out = v.get<T>();
-      }
-    } catch (const std::exception& e) {
-      err_ = where_ + "." + key + ": " + e.what();
-    }
-  }
-
-  // Marks a key as known without reading it (the caller handles it).
-  const json* sub(const char* key) {
-    seen_.insert(key);
-    if (!err_.empty() || !j_.contains(key)) return nullptr;
-    return &j_.at(key);
-  }
-
-  void fail(std::string msg) {
-    if (err_.empty()) err_ = std::move(msg);
-  }
-
-  Status finish() {
-    if (err_.empty() && j_.is_object()) {
-      for (auto it = j_.begin(); it != j_.end(); ++it) {
-        if (seen_.count(it.key()) == 0) {
-          err_ = where_ + ": unknown field '" + it.key() + "'";
-          break;
-        }
-      }
-    }
-    if (!err_.empty()) return Error::invalid(err_);
-    return {};
-  }
-
-  const std::string& where() const { return where_; }
-
- private:
-  const json& j_;
-  std::string where_;
-  std::set<std::string, std::less<>> seen_;
-  std::string err_;
-};
+// Fields of a chip the state file does not have: the emulator derives them from the profile when it answers.
+constexpr std::array<const char*, 2> kDerivedChipFields = {"chip_version", "vdie_id"};
 
 std::string hex_code(std::uint32_t code) {
   return fmt::format("0x{:08X}", code);
@@ -95,272 +69,217 @@ Result<std::uint32_t> parse_code(const std::string& s) {
   }
 }
 
-template <typename T, typename F>
-Status read_list(Reader& r, const char* key, std::vector<T>& out, F&& one) {
-  const json* arr = r.sub(key);
-  if (arr == nullptr) return {};
-  if (!arr->is_array()) return Error::invalid(r.where() + "." + key + ": expected a list");
-  out.clear();
-  for (std::size_t i = 0; i < arr->size(); ++i) {
-    T item{};
-    Reader sub((*arr)[i], r.where() + "." + key + "[" + std::to_string(i) + "]");
-    one(sub, item);
-    if (auto s = sub.finish(); !s) return s;
-    out.push_back(std::move(item));
+Result<Fault> from_state_form(const state_file::Fault& f) {
+  ASCEND_ASSIGN(const std::uint32_t code, parse_code(f.code), "");
+  Fault out{code, severity_of_code(code)};
+  if (!f.severity.empty()) {
+    ASCEND_ASSIGN(out.severity, parse_health(f.severity), "");
   }
-  return {};
+  return out;
 }
 
-}  // namespace
+// ---- Writing ------------------------------------------------------------------------------------------
 
-void to_json(json& j, const HostState& s) {
-  j = json::object();
-  j["schema"] = s.schema;
-  j["profile"] = s.profile;
-  j["description"] = s.description;
-  j["family"] = to_string(s.family);
-  j["chip_type"] = s.chip_type;
-  j["smi_version"] = s.smi_version;
-  j["driver_version"] = s.driver_version;
-  j["firmware_version"] = s.firmware_version;
-  j["resource_name"] = s.resource_name;
-  const auto& c = s.vnpu_capacity;
-  j["vnpu_capacity"] = {{"aicore", c.aicore}, {"memory_gb", c.memory_gb}, {"aicpu", c.aicpu},
-                        {"vpc", c.vpc},       {"venc", c.venc},           {"vdec", c.vdec},
-                        {"jpegd", c.jpegd},   {"jpege", c.jpege},         {"pngd", c.pngd}};
-  j["templates"] = json::array();
-  for (const auto& t : s.templates) {
-    j["templates"].push_back({{"name", t.name},
-                              {"aicore", t.aicore},
-                              {"memory_mb", t.memory_mb},
-                              {"aicpu", t.aicpu},
-                              {"vpc", t.vpc},
-                              {"venc", t.venc},
-                              {"vdec", t.vdec},
-                              {"jpegd", t.jpegd},
-                              {"jpege", t.jpege},
-                              {"pngd", t.pngd}});
-  }
-  j["chips"] = json::array();
-  for (const auto& ch : s.chips) {
-    json cj = {{"phy_id", ch.phy_id},
-               {"logic_id", ch.logic_id},
-               {"card_id", ch.card_id},
-               {"chip_index", ch.chip_index},
-               {"name", ch.name},
-               {"bus_id", ch.bus_id},
-               {"numa_node", ch.numa_node},
-               {"cpu_affinity", ch.cpu_affinity},
-               {"hccs_domain", ch.hccs_domain},
-               {"device_ip", ch.device_ip},
-               {"aicore_count", ch.aicore_count},
-               {"hbm_total_mb", ch.hbm_total_mb},
-               {"hbm_used_mb", ch.hbm_used_mb},
-               {"mem_total_mb", ch.mem_total_mb},
-               {"mem_used_mb", ch.mem_used_mb},
-               {"power_w", ch.power_w},
-               {"power_na", ch.power_na},
-               {"temp_c", ch.temp_c},
-               {"aicore_usage_pct", ch.aicore_usage_pct},
-               {"hugepages_used", ch.hugepages_used},
-               {"hugepages_total", ch.hugepages_total}};
-    // Written only when they differ from their default, so that the state of a host nobody loaded or
-    // unplugged reads as before.
-    if (ch.aicpu_usage_pct != 0) cj["aicpu_usage_pct"] = ch.aicpu_usage_pct;
-    if (!ch.link_up) cj["link_up"] = false;
-    cj["processes"] = json::array();
-    for (const auto& p : ch.processes) {
-      cj["processes"].push_back(
-          {{"pid", p.pid}, {"name", p.name}, {"memory_mb", p.memory_mb}, {"container_pid", p.container_pid}});
-    }
-    cj["faults"] = json::array();
-    for (const auto& f : ch.faults) {
-      cj["faults"].push_back({{"code", hex_code(f.code)}, {"severity", to_string(f.severity)}});
-    }
-    j["chips"].push_back(std::move(cj));
-  }
-  j["vnpus"] = json::array();
-  for (const auto& v : s.vnpus) {
-    j["vnpus"].push_back({{"id", v.id},
-                          {"phy_id", v.phy_id},
-                          {"template", v.template_name},
-                          {"vgroup", v.vgroup},
-                          {"container_id", v.owner.container_id},
-                          {"status", v.status}});
-    if (v.dynamic()) {
-      j["vnpus"].back()["owner"] = {{"state_root", v.owner.state_root},
-                                    {"pid", v.owner.pid},
-                                    {"pid_start", v.owner.pid_start},
-                                    {"pid_ns", v.owner.pid_ns},
-                                    {"boot", v.owner.boot}};
-    }
-  }
-  if (!s.workloads.empty()) {
-    j["workloads"] = json::array();
-    for (const auto& w : s.workloads) {
-      j["workloads"].push_back({{"phy_id", w.phy_id},
-                                {"aicore_pct", w.aicore_pct},
-                                {"aicpu_pct", w.aicpu_pct},
-                                {"hbm_mb", w.hbm_mb},
-                                {"until_ms", w.until_ms}});
-    }
-  }
-  j["majors"] = {{"davinci", s.majors.davinci},
-                 {"manager", s.majors.manager},
-                 {"svm", s.majors.svm},
-                 {"hdc", s.majors.hdc},
-                 {"vdavinci", s.majors.vdavinci}};
-  j["vnpu_mode"] = s.vnpu_mode;
-  j["device_nodes"] = s.device_nodes;
-  j["generation"] = s.generation;
-  if (!s.boot_id.empty()) j["boot_id"] = s.boot_id;
+// A value as the state file has it: its codec's JSON, but for the differences above.
+template <class T>
+json state_form(const T& v) {
+  return v;
 }
 
-Result<HostState> state_from_json(const json& j) {
-  HostState s;
-  Reader r(j, "state");
-  std::string family = std::string(to_string(s.family));
-  r.get("schema", s.schema);
-  r.get("profile", s.profile);
-  r.get("description", s.description);
-  r.get("family", family);
-  r.get("chip_type", s.chip_type);
-  r.get("smi_version", s.smi_version);
-  r.get("driver_version", s.driver_version);
-  r.get("firmware_version", s.firmware_version);
-  r.get("resource_name", s.resource_name);
-  r.get("vnpu_mode", s.vnpu_mode);
-  r.get("device_nodes", s.device_nodes);
-  r.get("generation", s.generation);
-  r.get("boot_id", s.boot_id);
-  if (const json* c = r.sub("vnpu_capacity")) {
-    Reader cr(*c, "state.vnpu_capacity");
-    auto& v = s.vnpu_capacity;
-    cr.get("aicore", v.aicore);
-    cr.get("memory_gb", v.memory_gb);
-    cr.get("aicpu", v.aicpu);
-    cr.get("vpc", v.vpc);
-    cr.get("venc", v.venc);
-    cr.get("vdec", v.vdec);
-    cr.get("jpegd", v.jpegd);
-    cr.get("jpege", v.jpege);
-    cr.get("pngd", v.pngd);
-    if (auto st = cr.finish(); !st) return st.error();
+json state_form(const Chip& c) {
+  json j = c;
+  for (const char* key : kDerivedChipFields) j.erase(key);
+  if (c.aicpu_usage_pct == 0) j.erase("aicpu_usage_pct");
+  if (c.link_up) j.erase("link_up");
+  j["faults"] = json::array();
+  for (const auto& f : c.faults) {
+    j["faults"].push_back(state_file::Fault{hex_code(f.code), std::string(to_string(f.severity))});
   }
-  if (const json* m = r.sub("majors")) {
-    Reader mr(*m, "state.majors");
-    mr.get("davinci", s.majors.davinci);
-    mr.get("manager", s.majors.manager);
-    mr.get("svm", s.majors.svm);
-    mr.get("hdc", s.majors.hdc);
-    mr.get("vdavinci", s.majors.vdavinci);
-    if (auto st = mr.finish(); !st) return st.error();
+  return j;
+}
+
+json state_form(const Vnpu& v) {
+  json j = v;
+  j.erase("template_name");
+  j["template"] = v.template_name;
+  j["container_id"] = v.owner.container_id;
+  if (v.dynamic()) {
+    j["owner"].erase("container_id");
+  } else {
+    j.erase("owner");
   }
-  auto st = read_list(r, "templates", s.templates, [](Reader& t, VnpuTemplate& v) {
-    t.get("name", v.name);
-    t.get("aicore", v.aicore);
-    t.get("memory_mb", v.memory_mb);
-    t.get("aicpu", v.aicpu);
-    t.get("vpc", v.vpc);
-    t.get("venc", v.venc);
-    t.get("vdec", v.vdec);
-    t.get("jpegd", v.jpegd);
-    t.get("jpege", v.jpege);
-    t.get("pngd", v.pngd);
-  });
-  if (!st) return st.error();
-  std::string fault_error;
-  st = read_list(r, "chips", s.chips, [&](Reader& c, Chip& ch) {
-    c.get("phy_id", ch.phy_id);
-    ch.logic_id = ch.phy_id;
-    c.get("logic_id", ch.logic_id);
-    c.get("card_id", ch.card_id);
-    c.get("chip_index", ch.chip_index);
-    c.get("name", ch.name);
-    c.get("bus_id", ch.bus_id);
-    c.get("numa_node", ch.numa_node);
-    c.get("cpu_affinity", ch.cpu_affinity);
-    c.get("hccs_domain", ch.hccs_domain);
-    c.get("device_ip", ch.device_ip);
-    c.get("aicore_count", ch.aicore_count);
-    c.get("hbm_total_mb", ch.hbm_total_mb);
-    c.get("hbm_used_mb", ch.hbm_used_mb);
-    c.get("mem_total_mb", ch.mem_total_mb);
-    c.get("mem_used_mb", ch.mem_used_mb);
-    c.get("power_w", ch.power_w);
-    c.get("power_na", ch.power_na);
-    c.get("temp_c", ch.temp_c);
-    c.get("aicore_usage_pct", ch.aicore_usage_pct);
-    c.get("aicpu_usage_pct", ch.aicpu_usage_pct);
-    c.get("link_up", ch.link_up);
-    c.get("hugepages_used", ch.hugepages_used);
-    c.get("hugepages_total", ch.hugepages_total);
-    auto ps = read_list(c, "processes", ch.processes, [](Reader& p, Process& pr) {
-      p.get("pid", pr.pid);
-      p.get("name", pr.name);
-      p.get("memory_mb", pr.memory_mb);
-      p.get("container_pid", pr.container_pid);
-    });
-    if (!ps) c.fail(ps.error().message());
-    struct RawFault {
-      std::string code, severity;
-    };
-    std::vector<RawFault> raw;
-    auto fs = read_list(c, "faults", raw, [](Reader& f, RawFault& rf) {
-      f.get("code", rf.code);
-      f.get("severity", rf.severity);
-    });
-    if (!fs) c.fail(fs.error().message());
-    for (const auto& rf : raw) {
-      auto code = parse_code(rf.code);
-      if (!code) {
-        c.fail(c.where() + ".faults: " + code.error().message());
-        continue;
-      }
-      Fault f{*code, severity_of_code(*code)};
-      if (!rf.severity.empty()) {
-        auto h = parse_health(rf.severity);
-        if (!h) {
-          c.fail(c.where() + ".faults: " + h.error().message());
-          continue;
+  return j;
+}
+
+template <class T>
+json state_form(const std::vector<T>& list) {
+  json j = json::array();
+  for (const auto& v : list) j.push_back(state_form(v));
+  return j;
+}
+
+// ---- Reading ------------------------------------------------------------------------------------------
+
+template <class T>
+struct IsVector : std::false_type {};
+template <class T>
+struct IsVector<std::vector<T>> : std::true_type {};
+
+// Reads one JSON object into a value, as the state file is read: a field left out keeps the value's own; a
+// field of the wrong type, or one the value does not have, is an error naming it ("state.chips[0].phy_id:
+// expected an integer", "state.chips[0]: unknown field 'nmae'"). An object's plain fields are read first,
+// then its lists and objects, then its unknown fields are looked for; the first error is the one reported.
+// A visitor for visit_fields: read_object(reader, value) below says which fields a type has in the file.
+class StrictReader {
+ public:
+  StrictReader(const json& j, std::string where) : j_(j), where_(std::move(where)) {
+    if (!j.is_object()) err_ = where_ + ": expected an object";
+  }
+  StrictReader(const StrictReader&) = delete;
+  StrictReader& operator=(const StrictReader&) = delete;
+
+  // Reads field `key` into `out` if the object has it: now if it is plain, after the plain ones if not.
+  template <class T>
+  void operator()(const char* key, T& out) {
+    if constexpr (std::is_class_v<T> && !std::is_same_v<T, std::string>) {
+      later([this, key, &out] { read_now(key, out); });
+    } else {
+      read_now(key, out);
+    }
+  }
+
+  // Reads field `key` into `out` now, if the object has it.
+  template <class T>
+  void read_now(const char* key, T& out) {
+    seen_.insert(key);
+    if (!err_.empty() || !j_.contains(key)) return;
+    read(where_ + "." + key, j_.at(key), out);
+  }
+
+  // Runs `step` once the plain fields are read (in the order given), unless there is an error by then.
+  void later(std::function<void()> step) { later_.push_back(std::move(step)); }
+
+  bool has(const char* key) const { return j_.is_object() && j_.contains(key); }
+  const std::string& where() const { return where_; }
+  void fail(std::string msg) {
+    if (err_.empty()) err_ = std::move(msg);
+  }
+
+  Status finish() {
+    for (std::size_t i = 0; i < later_.size() && err_.empty(); ++i) later_[i]();
+    if (err_.empty() && j_.is_object()) {
+      for (auto it = j_.begin(); it != j_.end(); ++it) {
+        if (seen_.count(it.key()) == 0) {
+          err_ = where_ + ": unknown field '" + it.key() + "'";
+          break;
         }
-        f.severity = *h;
       }
-      ch.faults.push_back(f);
     }
-  });
-  if (!st) return st.error();
-  st = read_list(r, "vnpus", s.vnpus, [](Reader& v, Vnpu& vn) {
-    v.get("id", vn.id);
-    v.get("phy_id", vn.phy_id);
-    v.get("template", vn.template_name);
-    v.get("vgroup", vn.vgroup);
-    v.get("container_id", vn.owner.container_id);
-    v.get("status", vn.status);
-    if (const json* o = v.sub("owner")) {
-      Reader r2(*o, v.where() + ".owner");
-      r2.get("state_root", vn.owner.state_root);
-      r2.get("pid", vn.owner.pid);
-      r2.get("pid_start", vn.owner.pid_start);
-      r2.get("pid_ns", vn.owner.pid_ns);
-      r2.get("boot", vn.owner.boot);
-      if (auto fin = r2.finish(); !fin) v.fail(fin.error().message());
-    }
-  });
-  if (!st) return st.error();
-  st = read_list(r, "workloads", s.workloads, [](Reader& w, Workload& wl) {
-    w.get("phy_id", wl.phy_id);
-    w.get("aicore_pct", wl.aicore_pct);
-    w.get("aicpu_pct", wl.aicpu_pct);
-    w.get("hbm_mb", wl.hbm_mb);
-    w.get("until_ms", wl.until_ms);
-  });
-  if (!st) return st.error();
-  if (auto fin = r.finish(); !fin) return fin.error();
+    if (!err_.empty()) return Error::invalid(err_);
+    return {};
+  }
 
-  auto fam = parse_family(family);
-  if (!fam) return fam.error().context("state.family");
-  s.family = *fam;
+ private:
+  template <class T>
+  void read(const std::string& where, const json& v, T& out);
+
+  const json& j_;
+  std::string where_;
+  std::set<std::string, std::less<>> seen_;
+  std::vector<std::function<void()>> later_;
+  std::string err_;
+};
+
+template <class T>
+void read_object(StrictReader& r, T& out);
+void read_object(StrictReader& r, Chip& c);
+void read_object(StrictReader& r, Vnpu& v);
+void read_object(StrictReader& r, VnpuOwner& o);
+
+template <class T>
+void StrictReader::read(const std::string& where, const json& v, T& out) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    // Anything else is taken as its JSON text (a YAML profile's unquoted 310 is a number).
+    out = v.is_string() ? v.get<std::string>() : v.dump();
+  } else if constexpr (std::is_same_v<T, bool>) {
+    try {
+      out = v.get<bool>();
+    } catch (const json::exception& e) {
+      fail(where + ": " + e.what());
+    }
+  } else if constexpr (std::is_integral_v<T>) {
+    if (!v.is_number_integer()) return fail(where + ": expected an integer");
+    out = v.get<T>();
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (!v.is_number()) return fail(where + ": expected a number");
+    out = v.get<T>();
+  } else if constexpr (IsVector<T>::value) {
+    if (!v.is_array()) return fail(where + ": expected a list");
+    out.clear();
+    for (std::size_t i = 0; i < v.size() && err_.empty(); ++i) {
+      typename T::value_type item{};
+      read(where + "[" + std::to_string(i) + "]", v[i], item);
+      if (err_.empty()) out.push_back(std::move(item));
+    }
+  } else {
+    StrictReader sub(v, where);
+    read_object(sub, out);
+    if (auto st = sub.finish(); !st) fail(st.error().message());
+  }
+}
+
+// A value of a type without differences: every field of its codec.
+template <class T>
+void read_object(StrictReader& r, T& out) {
+  visit_fields(out, r);
+}
+
+// The codes are checked once every fault has been read; an error names the chip's faults.
+void read_faults(StrictReader& r, const char* key, std::vector<Fault>& out) {
+  r.later([&r, key, &out] {
+    std::vector<state_file::Fault> raw;
+    r.read_now(key, raw);
+    for (const auto& f : raw) {
+      auto fault = from_state_form(f);
+      if (!fault) return r.fail(r.where() + "." + key + ": " + fault.error().message());
+      out.push_back(*fault);
+    }
+  });
+}
+
+void read_object(StrictReader& r, Chip& c) {
+  visit_fields(c, [&r](const char* key, auto& field) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(field)>, std::vector<Fault>>) {
+      read_faults(r, key, field);
+    } else if (std::none_of(kDerivedChipFields.begin(), kDerivedChipFields.end(),
+                            [key](const char* d) { return std::string_view(key) == d; })) {
+      r(key, field);
+    }
+  });
+  if (!r.has("logic_id")) c.logic_id = c.phy_id;
+}
+
+void read_object(StrictReader& r, Vnpu& v) {
+  visit_fields(v, [&r](const char* key, auto& field) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(field)>, VnpuOwner>) {
+      r("container_id", field.container_id);
+      r(key, field);
+    } else {
+      r(std::string_view(key) == "template_name" ? "template" : key, field);
+    }
+  });
+}
+
+// The rest of a vNPU's owner: its container id is the vNPU's own field.
+void read_object(StrictReader& r, VnpuOwner& o) {
+  visit_fields(o, [&r](const char* key, auto& field) {
+    if (std::string_view(key) != "container_id") r(key, field);
+  });
+}
+
+// What the fields alone cannot say: a chip or more, each phy id and card slot once, vNPUs and workloads on
+// known chips. Sorts the chips, vNPUs and workloads.
+Status check_host(HostState& s) {
   if (s.chips.empty()) return Error::invalid("state.chips: a host needs at least one chip");
   std::sort(s.chips.begin(), s.chips.end(), [](const Chip& a, const Chip& b) { return a.phy_id < b.phy_id; });
   std::sort(s.vnpus.begin(), s.vnpus.end(), [](const Vnpu& a, const Vnpu& b) { return a.id < b.id; });
@@ -397,6 +316,35 @@ Result<HostState> state_from_json(const json& j) {
   if (s.vnpu_mode != "docker" && s.vnpu_mode != "vm") {
     return Error::invalid("state.vnpu_mode: '" + s.vnpu_mode + "' (use docker or vm)");
   }
+  return {};
+}
+
+}  // namespace
+
+void to_json(json& j, const HostState& s) {
+  j = json::object();
+  visit_fields(s, [&j](const char* key, const auto& field) { j[key] = state_form(field); });
+  // Written only when there is something to say, so that the state of a host that never ran load-gen, or of
+  // one from before boot ids, reads as before.
+  if (s.workloads.empty()) j.erase("workloads");
+  if (s.boot_id.empty()) j.erase("boot_id");
+}
+
+Result<HostState> state_from_json(const json& j) {
+  HostState s;
+  // The family is text in the file, checked once every field has been read.
+  std::string family(to_string(s.family));
+  StrictReader r(j, "state");
+  visit_fields(s, [&](const char* key, auto& field) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(field)>, Family>) {
+      r(key, family);
+    } else {
+      r(key, field);
+    }
+  });
+  ASCEND_CHECK(r.finish(), "");
+  ASCEND_ASSIGN(s.family, parse_family(family), "state.family");
+  ASCEND_CHECK(check_host(s), "");
   return s;
 }
 

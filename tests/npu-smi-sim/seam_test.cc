@@ -82,5 +82,32 @@ TEST(Seam, MalformedJsonIsOneLineNotAnException) {
   EXPECT_FALSE(owner_from_json(nlohmann::json{{"pid", "x"}}).ok());
 }
 
+// The seam's form: every field required, a wrong type or a missing field one line naming the type read;
+// a field it does not know is left alone (the DCMI helper may be of another build than its client).
+TEST(Seam, JsonNeedsEveryFieldAndIgnoresUnknownOnes) {
+  nlohmann::json j = snapshot_to_json(snap("atlas300i-duo"));
+  j["chips"][0].erase("vdie_id");
+  auto r = snapshot_from_json(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(),
+            "malformed device snapshot: [json.exception.out_of_range.403] key 'vdie_id' not found");
+
+  const Vnpu v{116, 1, "vir05_1c_16g", 3, {"c1", "/run/runc", 42, 7, "pid:[1]", "b"}, 1};
+  nlohmann::json vj = vnpu_to_json(v);
+  EXPECT_EQ(vj,
+            nlohmann::json::parse(R"({"id": 116, "phy_id": 1, "template_name": "vir05_1c_16g", "vgroup": 3,
+    "status": 1, "owner": {"container_id": "c1", "state_root": "/run/runc", "pid": 42, "pid_start": 7,
+    "pid_ns": "pid:[1]", "boot": "b"}})"));
+  vj["colour"] = "red";
+  auto back = vnpu_from_json(vj);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(*back, v);
+  vj["status"] = "in use";
+  auto bad = vnpu_from_json(vj);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message(),
+            "malformed vNPU: [json.exception.type_error.302] type must be number, but is string");
+}
+
 }  // namespace
 }  // namespace ascend::npu
