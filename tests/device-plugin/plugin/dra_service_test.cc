@@ -19,6 +19,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ascend/common/fs.h"
@@ -369,6 +370,37 @@ TEST_F(DraServiceTest, ACorruptCheckpointIsSetAside) {
   const std::string uid = make_claim("train", json::array({result("npus", "npu-4")}));
   expect_devices(prepare_one("train", uid), {{{"npus"}, "npu-4", "huawei.com/npu=4"}});
   EXPECT_TRUE(checkpoint()["claims"].contains(uid));
+}
+
+// The kubelet prepares the claims of several pods at once: each call is answered, and the checkpoint holds
+// every claim (no write lost to another), as a restart shows.
+TEST_F(DraServiceTest, ConcurrentPreparesAllReachTheCheckpoint) {
+  start();
+  std::vector<std::string> uids;
+  for (int i = 0; i < 8; ++i)
+    uids.push_back(
+        make_claim(fmt::format("pod-{}", i), json::array({result("npus", fmt::format("npu-{}", i))})));
+  std::vector<std::string> got(8);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      const auto a = prepare_one(fmt::format("pod-{}", i), uids[static_cast<std::size_t>(i)]);
+      got[static_cast<std::size_t>(i)] =
+          a.error().empty() && a.devices_size() == 1 ? a.devices(0).cdi_device_ids(0) : a.error();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(got[static_cast<std::size_t>(i)], fmt::format("huawei.com/npu={}", i));
+  EXPECT_EQ(checkpoint()["claims"].size(), 8U);
+  svc.reset();
+  api.clear_requests();
+  start();
+  for (int i = 0; i < 8; ++i) {
+    expect_devices(prepare_one(fmt::format("pod-{}", i), uids[static_cast<std::size_t>(i)]),
+                   {{{"npus"}, fmt::format("npu-{}", i), fmt::format("huawei.com/npu={}", i)}});
+  }
+  EXPECT_EQ(api.requests().size(), 0U);
 }
 
 // A checkpoint of format 1 written out by hand: a restarted plugin answers its claims as they were prepared,
