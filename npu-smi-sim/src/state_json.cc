@@ -1,16 +1,14 @@
 // The state file's JSON form (state.h: serialize, parse_state, state_from_json and to_json). Every type is
 // written and read through its one codec: seam_json.h's for the seam's types, the ones below for the state's
 // own. The file's form differs from the seam's in ways it has always had:
-//   - every field may be left out (it keeps its default; a chip's logic_id is then its phy_id), and a field
-//   of
-//     the wrong type, or one the type does not have, is an error naming it (StrictReader);
-//   - a chip has no chip_version or vdie_id (the emulator derives them when it answers), and its
-//     aicpu_usage_pct and link_up are written only when they differ from their default, so that the state of
-//     a host nobody loaded or unplugged reads as before;
-//   - a fault's code is hex text, as an operator types it, and its severity may be left out (the code's
-//   class);
-//   - a vNPU's template is "template", its owner's container id sits beside its other fields, and the rest of
-//     the owner is written only for a dynamic vNPU.
+// - every field may be left out (it keeps its default; a chip's logic_id is then its phy_id), and a field of
+//   the wrong type, or one the type does not have, is an error naming it (StrictReader);
+// - a chip has no chip_version or vdie_id (the emulator derives them when it answers), and its
+//   aicpu_usage_pct and link_up are written only when they differ from their default, so that the state of a
+//   host nobody loaded or unplugged reads as before;
+// - a fault's code is hex text, as an operator types it, and its severity may be left out (the code's class);
+// - a vNPU's template is "template", its owner's container id sits beside its other fields, and the rest of
+//   the owner is written only for a dynamic vNPU.
 #include "ascend/npu/state.h"
 
 #include <fmt/format.h>
