@@ -1,7 +1,8 @@
 // The DCMI backend's vNPU owner file: who holds each dynamic vNPU, which DCMI does not keep. A JSON array of
 // records (id, phy_id, template, owner) at BackendOptions::owner_file (by default
 // /run/ascend/dcmi-vnpu-owners.json under the host root). A vNPU that no record names counts as static.
-// A writer holds lock() from reading the records until it has written them back.
+// A writer holds lock() from reading the records until it has written them back: that lock, a file, is what
+// keeps writers in several threads and processes apart; an OwnerFile itself holds nothing but the path.
 #pragma once
 
 #include <string>

@@ -14,7 +14,7 @@
 
 namespace ascend::npu::emulator_detail {
 
-// Records what load() creates, so unload() removes exactly that.
+// Records what load() creates, so unload() removes exactly that. One load's, used by one thread.
 class Layout {
  public:
   explicit Layout(std::string root) : root_(std::move(root)) {}
