@@ -21,8 +21,6 @@
 // from any thread (the checkpoint is one mutex's).
 #pragma once
 
-#include <sys/types.h>
-
 #include <cstddef>
 #include <functional>
 #include <map>
