@@ -342,7 +342,9 @@ std::pair<std::map<int, std::string>, std::map<int, bool>> slice_chips() {
 
 TEST_F(Kube, WithDraTheNodesResourceSlicesAreTheChipsNpuSmiShowsAndAFaultTakesOneOutOfTheDeviceClass) {
   world->stop_plugin();
-  world->start_plugin({"--dra"});
+  const std::string kubelet_root = world->cluster().dir() + "/kubelet";  // its --root-dir
+  world->start_plugin({"--dra", "--dra-registry-dir", kubelet_root + "/plugins_registry", "--dra-plugin-dir",
+                       kubelet_root + "/plugins/npu.ascend.huawei.com"});
   const auto smi = smi_chips();
   ASSERT_EQ(smi.size(), 8u) << "npu-smi info of the emulated host";
   ASSERT_TRUE(wait_until([&] { return slice_chips().first == smi; }, 20s))
@@ -374,8 +376,104 @@ TEST_F(Kube, WithDraTheNodesResourceSlicesAreTheChipsNpuSmiShowsAndAFaultTakesOn
   auto c = ht::run({ht::bin("npu-sim"), "fault", "clear", "--root", world->host_root(), "--device", "5"});
   ASSERT_EQ(c.exit_code, 0) << c.err;
   EXPECT_TRUE(wait_until([&] { return slice_chips().second == all; }, 15s));
+
+  // The real kubelet finds the driver's registration socket and registers it.
+  EXPECT_TRUE(wait_until(
+      [] {
+        return ht::slurp(world->path("plugin.log"))
+                   .find("npu.ascend.huawei.com: the kubelet registered it") != std::string::npos;
+      },
+      30s))
+      << ht::slurp(world->path("plugin.log"));
+
+  // A pod with a ResourceClaim for 2 chips of one HCCS domain: kube-scheduler's DRA allocator picks them
+  // from our slices, the kubelet asks our plugin to prepare the claim, the pod runs; deleted, the claim is
+  // unprepared and its allocation released.
+  const json claim = {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "ResourceClaim"},
+      {"metadata", {{"name", "two-npus"}, {"namespace", "default"}}},
+      {"spec",
+       {{"devices",
+         {{"requests", json::array({{{"name", "npus"},
+                                     {"exactly",
+                                      {{"deviceClassName", "npu.ascend.huawei.com"},
+                                       {"allocationMode", "ExactCount"},
+                                       {"count", 2}}}}})},
+          {"constraints", json::array({{{"requests", json::array({"npus"})},
+                                        {"matchAttribute", "npu.ascend.huawei.com/hccsDomain"}}})}}}}}};
+  ASSERT_EQ(world->apply_json(claim).exit_code, 0);
+  json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", "dra-two"}, {"namespace", "default"}}},
+      {"spec",
+       {{"schedulerName", "ascend-scheduler"},
+        {"restartPolicy", "Never"},
+        {"terminationGracePeriodSeconds", 1},
+        {"resourceClaims", json::array({{{"name", "npus"}, {"resourceClaimName", "two-npus"}}})},
+        {"containers", json::array({{{"name", "main"},
+                                     {"image", "docker.io/library/busybox:test"},
+                                     {"imagePullPolicy", "Never"},
+                                     {"command", json::array({"sh", "-c", "sleep 3600"})},
+                                     {"resources", {{"claims", json::array({{{"name", "npus"}}})}}}}})}}}};
+  ASSERT_EQ(world->apply_json(pod).exit_code, 0);
+  EXPECT_TRUE(wait_until([] { return world->phase_of("dra-two") == "Running"; }, 60s))
+      << world->phase_of("dra-two") << "\n"
+      << world->events_of("dra-two") << ht::slurp(world->path("plugin.log"));
+  const json got = world->cluster().get({"resourceclaim", "two-npus", "-n", "default"});
+  std::set<std::string> devices;
+  for (const auto& r : got["status"]["allocation"]["devices"]["results"]) {
+    EXPECT_EQ(r["driver"], "npu.ascend.huawei.com");
+    EXPECT_EQ(r["pool"], world->cluster().node());
+    EXPECT_EQ(r["request"], "npus");
+    devices.insert(r["device"].get<std::string>());
+  }
+  EXPECT_EQ(devices.size(), 2u) << got.dump();
+  const std::string log = ht::slurp(world->path("plugin.log"));
+  EXPECT_NE(log.find("DRA: prepared claim default/two-npus"), std::string::npos) << log;
+  for (const auto& d : devices) {
+    EXPECT_NE(log.find("huawei.com/npu=" + d.substr(4)), std::string::npos)
+        << d << " prepared as its CDI device";
+  }
+  // A claim for more chips than the node has is not allocated: its pod stays Pending with the scheduler's
+  // reason.
+  json nine = claim;
+  nine["metadata"]["name"] = "nine-npus";
+  nine["spec"]["devices"]["requests"][0]["exactly"]["count"] = 9;
+  ASSERT_EQ(world->apply_json(nine).exit_code, 0);
+  json big = pod;
+  big["metadata"]["name"] = "dra-nine";
+  big["spec"]["resourceClaims"][0]["resourceClaimName"] = "nine-npus";
+  ASSERT_EQ(world->apply_json(big).exit_code, 0);
+  EXPECT_TRUE(wait_until([] { return !world->events_of("dra-nine").empty(); }, 30s));
+  EXPECT_EQ(world->phase_of("dra-nine"), "Pending");
+  EXPECT_NE(world->events_of("dra-nine").find("FailedScheduling"), std::string::npos)
+      << world->events_of("dra-nine");
+  world->cluster().kubectl({"delete", "pod", "dra-two", "dra-nine", "--wait=true", "--timeout=60s"});
+  EXPECT_TRUE(wait_until(
+      [] {
+        return ht::slurp(world->path("plugin.log")).find("DRA: unprepared claim default/two-npus") !=
+               std::string::npos;
+      },
+      30s))
+      << ht::slurp(world->path("plugin.log"));
+  EXPECT_TRUE(wait_until(
+      [] {
+        const json c = world->cluster().get({"resourceclaim", "two-npus", "-n", "default"});
+        return c.is_object() && !c["status"].contains("allocation");
+      },
+      30s))
+      << "its allocation released once no pod holds it";
+  world->cluster().kubectl({"delete", "resourceclaim", "two-npus", "nine-npus"});
   world->stop_plugin();
   world->start_plugin();
+  EXPECT_TRUE(wait_until(
+      [] {
+        return world->npus_of(world->cluster().node()) == std::pair{8, 8};
+      },
+      30s))
+      << "the Device Plugin resources back for the next test";
 }
 
 TEST_F(Kube, AChipFaultReachesTheSchedulerThroughThePluginsDeviceConfigMap) {

@@ -64,6 +64,11 @@ Status validate_kube(const Config& c) {
     return Error::invalid(
         "--dra publishes ResourceSlices through the API server: it cannot go with --no-kube, --metrics-only "
         "or --telegraf");
+  for (const auto* dir : {&c.dra_registry_dir, &c.dra_plugin_dir}) {
+    if (dir->empty() || dir->front() != '/')
+      return Error::invalid("--dra-registry-dir and --dra-plugin-dir must be absolute paths (got '" + *dir +
+                            "')");
+  }
   return {};
 }
 

@@ -17,6 +17,7 @@
 #include "ascend/common/guarded.h"
 #include "ascend/common/kube_client.h"
 #include "ascend/npu/vnpu_gc.h"
+#include "ascend/plugin/dra_service.h"
 #include "ascend/plugin/endpoint.h"
 #include "ascend/plugin/grpc_status.h"
 #include "ascend/plugin/kube_publisher.h"
@@ -117,6 +118,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config cfg, npu::DeviceQuery& que
   }
   for (const auto& r : d->plugin_->resources()) {
     if (d->cfg_.metrics_only || d->cfg_.telegraf) break;  // no kubelet: nothing to serve it
+    if (d->cfg_.dra) break;                               // the chips go out through DRA alone (config.h)
     d->endpoints_.push_back(
         std::make_unique<Endpoint>(*d->plugin_, r, d->cfg_.kubelet_socket_dir, d->metrics_.get()));
   }
@@ -209,6 +211,17 @@ Status Daemon::run() {
     opts.resend_every = cfg_.report_every;
     reporter = std::make_unique<Reporter>(*plugin_, *scheduler_, opts);
   }
+  std::unique_ptr<DraService> dra;
+  if (cfg_.dra) {
+    DraOptions o;
+    o.node_name = cfg_.node_name;
+    o.registry_dir = cfg_.dra_registry_dir;
+    o.plugin_dir = cfg_.dra_plugin_dir;
+    dra = std::make_unique<DraService>(o, *kube_, dra_usable_chips(*plugin_));
+    ASCEND_CHECK(dra->start(), "serve the kubelet's DRA plugin API");
+    spdlog::info("--dra: driver {} registering with the kubelet at {} (no Device Plugin resources)",
+                 dra::kDriver, dra->registration_socket());
+  }
   std::unique_ptr<KubePublisher> publisher;
   if (kube_) {
     KubePublisherOptions opts;
@@ -298,6 +311,7 @@ Status Daemon::run() {
   }
   reporter.reset();
   publisher.reset();
+  dra.reset();
   spdlog::info("stopping: removing the plugin sockets");
   for (auto& e : endpoints_) e->stop();
   return {};

@@ -139,9 +139,17 @@ Options::Options(CLI::App& app)
   app.add_option("--kube-api", cfg_.kube_api, "the API server's URL (instead of --kubeconfig)");
   app.add_option("--kube-token-file", cfg_.kube_token_file, "bearer token file for --kube-api");
   app.add_option("--kube-ca-file", cfg_.kube_ca_file, "CA certificate(s) of an https --kube-api");
-  app.add_flag("--dra", cfg_.dra,
-               "Dynamic Resource Allocation (Kubernetes 1.34): publish the chips as ResourceSlices of driver "
-               "npu.ascend.huawei.com too (needs the API server)");
+  app.add_flag(
+      "--dra", cfg_.dra,
+      "Dynamic Resource Allocation (Kubernetes 1.34): the chips go out as ResourceSlices of driver "
+      "npu.ascend.huawei.com and through the kubelet's DRA plugin API instead of huawei.com/Ascend910 "
+      "(needs the API server)");
+  app.add_option("--dra-registry-dir", cfg_.dra_registry_dir,
+                 "the kubelet's plugin registration folder (--dra)")
+      ->capture_default_str();
+  app.add_option("--dra-plugin-dir", cfg_.dra_plugin_dir,
+                 "the DRA socket's and the prepared claims' checkpoint's folder (--dra)")
+      ->capture_default_str();
   app.add_flag("--no-kube", cfg_.no_kube,
                "publish nothing to an API server, even in a cluster (the scheduler's HTTP inventory stays)");
   app.add_option("--health-interval", health_ms_,

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <thread>
 
@@ -387,6 +388,8 @@ TEST_F(KubePublish, DaemonWithKubeApiPublishes) {
   c.kube_api = api.url();
   c.node_name = kNode;
   c.dra = true;
+  c.dra_registry_dir = tmp / "plugins_registry";
+  c.dra_plugin_dir = tmp / "plugins/npu.ascend.huawei.com";
   auto d = Daemon::create(c, *query);
   ASSERT_TRUE(d.ok()) << d.error().message();
   Status run_status;
@@ -394,6 +397,12 @@ TEST_F(KubePublish, DaemonWithKubeApiPublishes) {
   EXPECT_TRUE(
       wait_until([&] { return deviceinfo::from_configmap(api.get(kCmPath)).ok() && labelled(); }, 5s));
   EXPECT_TRUE(wait_until([&] { return api.get(kSlicePath).is_object(); }, kEventually)) << "--dra";
+  // --dra serves the kubelet's DRA sockets, and no Device Plugin resource (one allocator per chip).
+  EXPECT_TRUE(wait_until(
+      [&] { return std::filesystem::exists(tmp / "plugins_registry/npu.ascend.huawei.com-reg.sock"); },
+      kEventually));
+  EXPECT_TRUE((*d)->plugin().resources().size() >= 1u);
+  EXPECT_FALSE(std::filesystem::exists(tmp / "device-plugins/ascend-Ascend910.sock"));
   (*d)->stop();
   runner.join();
   EXPECT_TRUE(run_status.ok()) << run_status.error().message();

@@ -104,9 +104,13 @@ struct Config {
   // How often the ConfigMap is written although nothing changed (MindCluster refreshes its UpdateTime every
   // minute). Not a flag: tests shorten it.
   std::chrono::milliseconds kube_refresh{60000};
-  // Dynamic Resource Allocation (--dra): the chips as ResourceSlices of driver npu.ascend.huawei.com
-  // (dra_slices.h), beside the device plugin's resources. Needs the API server.
+  // Dynamic Resource Allocation (--dra): the node's chips go out through DRA instead of the Device Plugin
+  // API: ResourceSlices of driver npu.ascend.huawei.com (dra_slices.h) and the kubelet's DRA plugin API
+  // (dra_service.h) on sockets in these folders. Not both at once: two allocators would hand out the same
+  // chip. Needs the API server.
   bool dra = false;
+  std::string dra_registry_dir = "/var/lib/kubelet/plugins_registry";
+  std::string dra_plugin_dir = "/var/lib/kubelet/plugins/npu.ascend.huawei.com";
 };
 
 // True when Allocate must remember the whole chips it hands out: dynamic vNPUs (a chip is never handed out
