@@ -6,8 +6,11 @@
 // ASCEND_JSON_TYPE(Type, fields...) is NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE (to_json, from_json) plus
 // visit_fields(t, visit), which calls visit("field", t.field) for each field in the same order: what a reader
 // of another form walks, so that a type's fields are listed once. ASCEND_JSON_FIELDS gives visit_fields
-// alone, for a type whose to_json is declared elsewhere.
+// alone, for a type whose to_json is declared elsewhere. ASCEND_JSON_ENUM writes an enum by its to_string
+// name, so that the names too are written once.
 #pragma once
+
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +27,19 @@
   void visit_fields(const Type& t, Visit&& visit) {                                 \
     NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(ASCEND_JSON_VISIT_FIELD, __VA_ARGS__)) \
   }
+// An enum's JSON is its name as seam.h's to_string gives it; a name it does not know (or a value that is not
+// a name) reads as the first value listed.
+#define ASCEND_JSON_ENUM(Enum, ...)                                                \
+  inline void to_json(nlohmann::json& j, Enum e) {                                 \
+    j = std::string(to_string(e));                                                 \
+  }                                                                                \
+  inline void from_json(const nlohmann::json& j, Enum& e) {                        \
+    constexpr Enum kAll[] = {__VA_ARGS__};                                         \
+    e = kAll[0];                                                                   \
+    for (Enum v : kAll) {                                                          \
+      if (j.is_string() && j.get_ref<const std::string&>() == to_string(v)) e = v; \
+    }                                                                              \
+  }
 #define ASCEND_JSON_TYPE(Type, ...)                     \
   NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Type, __VA_ARGS__) \
   ASCEND_JSON_FIELDS(Type, __VA_ARGS__)
@@ -31,23 +47,10 @@
 
 namespace ascend::npu {
 
-NLOHMANN_JSON_SERIALIZE_ENUM(Health, {{Health::kOk, "OK"},
-                                      {Health::kWarning, "Warning"},
-                                      {Health::kAlarm, "Alarm"},
-                                      {Health::kCritical, "Critical"}})
-NLOHMANN_JSON_SERIALIZE_ENUM(Link, {{Link::kNa, "NA"},
-                                    {Link::kSelf, "X"},
-                                    {Link::kSio, "SIO"},
-                                    {Link::kHccs, "HCCS"},
-                                    {Link::kHccsSw, "HCCS_SW"},
-                                    {Link::kPix, "PIX"},
-                                    {Link::kPxb, "PXB"},
-                                    {Link::kPhb, "PHB"},
-                                    {Link::kSys, "SYS"}})
-NLOHMANN_JSON_SERIALIZE_ENUM(Family, {{Family::k910B, "910B"},
-                                      {Family::k910, "910"},
-                                      {Family::k910_93, "910_93"},
-                                      {Family::k310P, "310P"}})
+ASCEND_JSON_ENUM(Health, Health::kOk, Health::kWarning, Health::kAlarm, Health::kCritical)
+ASCEND_JSON_ENUM(Link, Link::kNa, Link::kSelf, Link::kSio, Link::kHccs, Link::kHccsSw, Link::kPix, Link::kPxb,
+                 Link::kPhb, Link::kSys)
+ASCEND_JSON_ENUM(Family, Family::k910B, Family::k910, Family::k910_93, Family::k310P)
 ASCEND_JSON_TYPE(VnpuTemplate, name, aicore, memory_mb, aicpu, vpc, venc, vdec, jpegd, jpege, pngd)
 ASCEND_JSON_TYPE(VnpuCapacity, aicore, memory_gb, aicpu, vpc, venc, vdec, jpegd, jpege, pngd)
 ASCEND_JSON_TYPE(Process, pid, name, memory_mb, container_pid)
