@@ -199,6 +199,31 @@ class PeerCheckedListener {
   std::thread thread_;
 };
 
+// Renames `from` to `to` unless `to` exists (EEXIST then). renameat2's RENAME_NOREPLACE; on a file system
+// without it, a hard link (which never replaces either) and the old name removed.
+Status rename_no_replace(const std::string& from, const std::string& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return {};
+  if (errno != EINVAL && errno != ENOSYS) return Error::from_errno(errno, "rename " + from + " to " + to);
+  if (::link(from.c_str(), to.c_str()) != 0) return Error::from_errno(errno, "link " + from + " to " + to);
+  if (::unlink(from.c_str()) != 0) return Error::from_errno(errno, "remove " + from);
+  return {};
+}
+
+// Moves an unusable checkpoint to <path>.corrupt-<unix seconds>, or, when a checkpoint set aside in the same
+// second has that name, to <path>.corrupt-<unix seconds>-<n>: one set aside is never overwritten by the
+// next. The name it got.
+Result<std::string> set_aside(const std::string& path) {
+  constexpr int kMaxTries = 1000;  // more unusable checkpoints in one second than a restart loop makes
+  const std::string base = fmt::format("{}.corrupt-{}", path, std::time(nullptr));
+  for (int n = 0; n < kMaxTries; ++n) {
+    std::string aside = n == 0 ? base : fmt::format("{}-{}", base, n);
+    auto st = rename_no_replace(path, aside);
+    if (st.ok()) return aside;
+    if (st.error().code() != EEXIST) return st.error();
+  }
+  return Error(EEXIST, fmt::format("{} to {}-{}: every name is taken", base, base, kMaxTries - 1));
+}
+
 std::vector<DraClaimRef> refs_of(const google::protobuf::RepeatedPtrField<drav1::Claim>& claims) {
   std::vector<DraClaimRef> out;
   out.reserve(claims.size());
@@ -451,15 +476,15 @@ Status DraService::load_checkpoint() {
   }
   // The claims it held are prepared again from the API server when the kubelet asks (preparing changes
   // nothing on the node), so a file that cannot be read is no reason not to serve; kept for a person to read.
-  const std::string aside = fmt::format("{}.corrupt-{}", path, std::time(nullptr));
-  if (::rename(path.c_str(), aside.c_str()) != 0) {
+  auto aside = set_aside(path);
+  if (!aside.ok()) {
     spdlog::warn(
         "DRA: the checkpoint {} is unusable ({}) and could not be moved aside ({}); starting with no "
         "prepared claims",
-        path, bad->message(), std::strerror(errno));
+        path, bad->message(), aside.error().message());
   } else {
     spdlog::warn("DRA: the checkpoint {} is unusable ({}); moved to {}, starting with no prepared claims",
-                 path, bad->message(), aside);
+                 path, bad->message(), *aside);
   }
   return {};
 }

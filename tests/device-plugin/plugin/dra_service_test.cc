@@ -2,10 +2,10 @@
 // sockets (the registration socket in a plugins_registry folder, the DRA socket it names) against the API
 // server stand-in holding the ResourceClaims. GetInfo's fields; a claim prepared to its CDI ids, the same
 // answer again (no second read), after a restart from the checkpoint, over v1beta1 too; unprepare (also of an
-// unknown claim); each wrong claim its own error; the bounds; a corrupt checkpoint set aside; the sockets'
-// mode and a peer that is neither root nor us refused; a checkpoint written by hand. And the chips the daemon
-// lets it hand out (dra_usable_chips) on an emulated host: faults, isolation, the driver away. Every expected
-// value is written out here.
+// unknown claim); each wrong claim its own error; the bounds; a corrupt checkpoint set aside (two in one
+// second both kept); the sockets' mode and a peer that is neither root nor us refused; a checkpoint written
+// by hand. And the chips the daemon lets it hand out (dra_usable_chips) on an emulated host: faults,
+// isolation, the driver away. Every expected value is written out here.
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -15,8 +15,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <thread>
@@ -370,6 +373,50 @@ TEST_F(DraServiceTest, ACorruptCheckpointIsSetAside) {
   const std::string uid = make_claim("train", json::array({result("npus", "npu-4")}));
   expect_devices(prepare_one("train", uid), {{{"npus"}, "npu-4", "huawei.com/npu=4"}});
   EXPECT_TRUE(checkpoint()["claims"].contains(uid));
+}
+
+// Two unusable checkpoints set aside within one second each keep their own file: the second never overwrites
+// the first. Files of that second's name are made beforehand (for every second the test can take), so the
+// names with a counter are what is met, whatever the clock does.
+TEST_F(DraServiceTest, CheckpointsSetAsideInTheSameSecondAreBothKept) {
+  const std::string dir = tmp / "plugins/npu.ascend.huawei.com";
+  ASSERT_TRUE(make_dirs(dir, 0750).ok());
+  const std::time_t now = std::time(nullptr);
+  std::map<std::string, std::string> before;  // file name -> content
+  for (std::time_t t = now - 1; t <= now + 60; ++t) {
+    const std::string name = fmt::format("checkpoint.json.corrupt-{}", t);
+    before[name] = "set aside before, " + name;
+    ASSERT_TRUE(atomic_replace(dir + "/" + name, before[name], 0600).ok());
+  }
+  for (const char* text : {"{\"format\": \"first", "[\"second"}) {
+    SCOPED_TRACE(text);
+    ASSERT_TRUE(atomic_replace(dir + "/checkpoint.json", text, 0600).ok());
+    LogCapture log;
+    start();
+    EXPECT_EQ(log.count("is unusable (not JSON); moved to " + dir + "/checkpoint.json.corrupt-"), 1);
+    EXPECT_FALSE(std::filesystem::exists(dir + "/checkpoint.json"));
+    svc.reset();
+  }
+  std::map<std::string, std::string> after;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename();
+    if (!name.starts_with("checkpoint.json.corrupt-")) continue;
+    std::ifstream in(e.path());
+    after[name] = std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::vector<std::string> added;
+  for (const auto& [name, content] : after) {
+    if (before.contains(name)) {
+      EXPECT_EQ(content, before[name]) << name << " was overwritten";
+    } else {
+      added.push_back(content);
+      // <unix seconds>-<n>: the plain name of each second is taken.
+      EXPECT_NE(name.find('-', std::string("checkpoint.json.corrupt-").size()), std::string::npos) << name;
+    }
+  }
+  EXPECT_EQ(after.size(), before.size() + 2);
+  std::sort(added.begin(), added.end());
+  EXPECT_EQ(added, (std::vector<std::string>{"[\"second", "{\"format\": \"first"}));
 }
 
 // The kubelet prepares the claims of several pods at once: each call is answered, and the checkpoint holds

@@ -113,7 +113,8 @@ class DraService {
   DraService& operator=(const DraService&) = delete;
 
   // Creates the folders (0750) when missing, loads the checkpoint (one that does not parse is renamed to
-  // checkpoint.json.corrupt-<unix seconds>, with one warning, and the service starts with none), serves
+  // checkpoint.json.corrupt-<unix seconds>, -<n> added when one set aside in the same second has that name,
+  // with one warning, and the service starts with none), serves
   // the DRA socket, then the registration socket: the kubelet reaches a server already running. A socket
   // file left at either path is replaced. Calling it again while serving does nothing.
   Status start();
