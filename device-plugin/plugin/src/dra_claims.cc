@@ -88,6 +88,11 @@ Result<DraDevice> device_of_result(const json& r, const std::string& node, const
   auto pool = string_member(r, "pool");
   auto device = string_member(r, "device");
   if (!request || !pool || !device) return Error::invalid("a result without its request, pool or device");
+  // The API server allows no longer one; bounded here, the checkpoint reads back every claim it holds.
+  if (request->size() > kMaxRequest)
+    return Error::invalid(
+        fmt::format("device {}: its request is {} bytes, longer than the API server allows ({})",
+                    device->substr(0, kMaxStringLength), request->size(), kMaxRequest));
   if (*pool != node)
     return Error::invalid(
         fmt::format("device {} is allocated in pool {:?}, not in this node's ({})", *device, *pool, node));
@@ -184,7 +189,8 @@ Result<std::map<std::string, DraPreparedClaim>> decode_checkpoint(std::string_vi
   if (string_member(doc, "format") != kCheckpointFormat)
     return Error::invalid(fmt::format("format is not {:?}", kCheckpointFormat));
   const json* version = member(doc, "version");
-  if (version == nullptr || !version->is_number_integer() || version->get<int>() != kCheckpointVersion)
+  // Compared as JSON numbers: get<int>() would wrap 4294967297 to 1.
+  if (version == nullptr || !version->is_number_integer() || *version != kCheckpointVersion)
     return Error::invalid(fmt::format("version is not {}", kCheckpointVersion));
   const json* claims = member(doc, "claims");
   if (claims == nullptr || !claims->is_object() || claims->size() > kDraMaxPreparedClaims)

@@ -19,6 +19,8 @@ namespace ascend::plugin::dra_kubelet {
 
 // resource.k8s.io/v1 AllocationResultsMaxSize: an allocation with more results is not the API server's.
 inline constexpr std::size_t kMaxResults = 32;
+// A result's request: a request's name and a subrequest's, each a DNS label (63), joined by '/'.
+inline constexpr std::size_t kMaxRequest = 63 + 1 + 63;
 inline constexpr const char* kCheckpointFormat = "ascend-dra-checkpoint";
 inline constexpr int kCheckpointVersion = 1;
 // A full checkpoint (kDraMaxPreparedClaims claims of a few chips with the longest names) is under 8 MiB.
@@ -35,8 +37,9 @@ std::string base_request(std::string_view request);
 
 // The devices a v1 ResourceClaim `claim` gives this driver on `node`, each a chip of `chips`: EINVAL when
 // the claim is another one than `ref` names (its uid differs: deleted and made again), is not allocated,
-// has results of this driver in another pool or naming a device that is not one of `chips`, or none of this
-// driver at all. Results of other drivers are theirs to prepare and are skipped.
+// has results of this driver in another pool, naming a device that is not one of `chips` or a request
+// longer than kMaxRequest, or none of this driver at all. Results of other drivers are theirs to prepare and
+// are skipped.
 Result<std::vector<DraDevice>> devices_of_claim(const nlohmann::json& claim, const DraClaimRef& ref,
                                                 const std::string& node, const std::vector<int>& chips);
 

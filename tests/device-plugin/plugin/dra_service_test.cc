@@ -288,6 +288,9 @@ TEST_F(DraServiceTest, EachWrongClaimGetsItsOwnError) {
       make_claim("others", json::array({result("gpus", "gpu-0", kNode, "gpu.example.com")}));
   const std::string missing = make_claim("missing", json::array({result("npus", "npu-99")}));
   const std::string good = make_claim("good", json::array({result("npus", "npu-5")}));
+  // A request longer than the API server allows (two DNS labels and a '/'): no checkpoint would read it back.
+  const std::string long_request =
+      make_claim("long-request", json::array({result(std::string(128, 'r'), "npu-6")}));
   const std::string long_name(300, 'a');
 
   drav1::NodePrepareResourcesRequest req;
@@ -297,10 +300,11 @@ TEST_F(DraServiceTest, EachWrongClaimGetsItsOwnError) {
   add_claim(req, "others", others);
   add_claim(req, "missing", missing);
   add_claim(req, long_name, "0b9d3c1e-0000-4000-8000-0000000000bb");
+  add_claim(req, "long-request", long_request);
   add_claim(req, "good", good);
   drav1::NodePrepareResourcesResponse resp;
   ASSERT_TRUE(prepare(req, &resp).ok());
-  ASSERT_EQ(resp.claims_size(), 7);
+  ASSERT_EQ(resp.claims_size(), 8);
   const std::map<std::string, std::string> want = {
       {"0b9d3c1e-0000-4000-8000-0000000000aa",
        "claim team-a/replaced is another one than asked for: uid " + replaced +
@@ -313,6 +317,9 @@ TEST_F(DraServiceTest, EachWrongClaimGetsItsOwnError) {
       {missing,
        "claim team-a/missing: device npu-99 is not a usable chip of this node (usable: 0,1,2,3,4,5,6,7)"},
       {"0b9d3c1e-0000-4000-8000-0000000000bb", "the claim's name must be 1 to 253 bytes, not 300"},
+      {long_request,
+       "claim team-a/long-request: device npu-6: its request is 128 bytes, longer than the API server allows "
+       "(127)"},
   };
   for (const auto& [uid, error] : want) {
     ASSERT_TRUE(resp.claims().contains(uid)) << uid;
@@ -489,6 +496,8 @@ TEST_F(DraServiceTest, EachUnusableCheckpointIsSetAsideWithItsReason) {
       {R"({"format": "ascend-dra-chec)", "not JSON"},
       {R"({"format": "other", "version": 1, "claims": {}})", "format is not \"ascend-dra-checkpoint\""},
       {R"({"format": "ascend-dra-checkpoint", "version": 2, "claims": {}})", "version is not 1"},
+      {R"({"format": "ascend-dra-checkpoint", "version": 4294967297, "claims": {}})", "version is not 1"},
+      {R"({"format": "ascend-dra-checkpoint", "version": 1.0, "claims": {}})", "version is not 1"},
       {R"({"format": "ascend-dra-checkpoint", "version": 1, "claims": []})",
        "claims: not an object of at most 1024"},
       {R"({"format": "ascend-dra-checkpoint", "version": 1, "claims": {"u1": {"namespace": "team-a", "name": "train",
