@@ -57,9 +57,14 @@
 #include "dra/dra_v1.grpc.pb.h"
 #include "fake_apiserver.h"
 #include "grpc_allocate.h"
+#include "grpc_floor.h"
+#include "latency.h"
 
 namespace {
 
+using ascend::bench::ms_since;
+using ascend::bench::Stats;
+using ascend::bench::stats;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
@@ -73,22 +78,6 @@ constexpr int kWarmup = 20;  // claims prepared, unprepared and allocated before
 [[noreturn]] void die(const std::string& what) {
   std::fprintf(stderr, "dra_bench: %s\n", what.c_str());
   std::exit(1);
-}
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-struct Stats {
-  double p50 = 0, p99 = 0, max = 0;
-};
-Stats stats(std::vector<double> v) {
-  if (v.empty()) return {};
-  std::sort(v.begin(), v.end());
-  auto at = [&](double q) {
-    return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))];
-  };
-  return {at(0.5), at(0.99), v.back()};
 }
 
 // Claim i's chips: one for an even i, two for an odd one.
@@ -133,17 +122,6 @@ json claim_object(const std::string& name, const std::vector<int>& chips) {
             {"reservedFor",
              json::array({{{"resource", "pods"}, {"name", name + "-pod"}, {"uid", "pod-uid"}}})}}}};
 }
-
-// The floor server: one empty unary method on grpc++'s callback API, nothing else (as plugin_bench's).
-class FloorService final : public v1beta1::DevicePlugin::CallbackService {
-  grpc::ServerUnaryReactor* GetDevicePluginOptions(grpc::CallbackServerContext* ctx,
-                                                   const v1beta1::Empty* /*req*/,
-                                                   v1beta1::DevicePluginOptions* /*resp*/) override {
-    auto* r = ctx->DefaultReactor();
-    r->Finish(grpc::Status::OK);
-    return r;
-  }
-};
 
 void wait_for_socket(const std::string& sock, const std::string& who) {
   for (int i = 0; i < 1000 && !std::filesystem::exists(sock); ++i) std::this_thread::sleep_for(10ms);
@@ -361,7 +339,7 @@ class Bench {
   std::unique_ptr<ascend::plugin::DraService> dra_;
   std::unique_ptr<drav1::DRAPlugin::Stub> dra_stub_;
   std::string checkpoint_text_;
-  FloorService floor_service_;
+  ascend::bench::FloorService floor_service_;
   std::unique_ptr<grpc::Server> floor_server_;
   std::unique_ptr<v1beta1::DevicePlugin::Stub> floor_stub_;
 };

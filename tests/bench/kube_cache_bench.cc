@@ -42,12 +42,16 @@
 #include "ascend/scheduler/server.h"
 #include "ascend/topology/cluster.h"
 #include "fake_apiserver.h"
+#include "latency.h"
 #include "served_scheduler.h"
 
 namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
+using ascend::bench::ms_since;
+using ascend::bench::Stats;
+using ascend::bench::stats;
 using ascend::testing::FakeApiServer;
 using namespace std::chrono_literals;
 
@@ -63,21 +67,6 @@ struct Sizes {
   std::exit(1);
 }
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-struct Stats {
-  double p50 = 0, p99 = 0, max = 0;
-};
-Stats stats(std::vector<double> v) {
-  if (v.empty()) return {};
-  std::sort(v.begin(), v.end());
-  auto at = [&](double q) {
-    return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))];
-  };
-  return {at(0.5), at(0.99), v.back()};
-}
 double median(std::vector<double> v) {
   return stats(std::move(v)).p50;
 }

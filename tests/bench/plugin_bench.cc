@@ -58,6 +58,7 @@
 #include "ascend/plugin/metrics.h"
 #include "ascend/plugin/plugin.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "grpc_floor.h"
 
 extern char** environ;
 
@@ -91,19 +92,8 @@ void wait_for_socket(const std::string& sock, const std::string& who) {
   if (!std::filesystem::exists(sock)) die(who + " did not serve on " + sock);
 }
 
-// The floor: one empty unary method on grpc++'s callback API, nothing else.
-class FloorService final : public v1beta1::DevicePlugin::CallbackService {
-  grpc::ServerUnaryReactor* GetDevicePluginOptions(grpc::CallbackServerContext* ctx,
-                                                   const v1beta1::Empty* /*req*/,
-                                                   v1beta1::DevicePluginOptions* /*resp*/) override {
-    auto* r = ctx->DefaultReactor();
-    r->Finish(grpc::Status::OK);
-    return r;
-  }
-};
-
 int run_floor_server(const std::string& sock) {
-  FloorService service;
+  ascend::bench::FloorService service;
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix://" + sock, grpc::InsecureServerCredentials());
   builder.RegisterService(&service);

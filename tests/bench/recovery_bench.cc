@@ -34,12 +34,15 @@
 #include "ascend/scheduler/server.h"
 #include "ascend/topology/cluster.h"
 #include "fake_apiserver.h"
+#include "latency.h"
 #include "served_scheduler.h"
 
 namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
+using ascend::bench::Stats;
+using ascend::bench::stats;
 using ascend::testing::FakeApiServer;
 using namespace std::chrono_literals;
 
@@ -54,18 +57,6 @@ constexpr int kChips = 8;
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-struct Stats {
-  double p50 = 0, p99 = 0, max = 0;
-};
-Stats stats(std::vector<double> v) {
-  if (v.empty()) return {};
-  std::sort(v.begin(), v.end());
-  auto at = [&](double q) {
-    return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))];
-  };
-  return {at(0.5), at(0.99), v.back()};
 }
 
 ascend::topology::Cluster cluster_of(int nodes) {
