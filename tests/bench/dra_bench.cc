@@ -27,7 +27,6 @@
 //
 //   dra_bench [--claims N]
 #include <grpcpp/grpcpp.h>
-#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
