@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ascend/scheduler/server.h"
+#include "eventually.h"
 #include "extender_util.h"
 #include "run_command.h"
 
@@ -187,7 +188,8 @@ TEST(ExtenderAccess, FromOutsideWithoutACredentialEveryVerbAndViewIsRefusedAndNo
 
   // The probes answer anyone, and say nothing of nodes, pods or jobs.
   EXPECT_EQ(status_of(hostile.Get("/healthz")), 200);
-  EXPECT_EQ(status_of(hostile.Get("/readyz")), 200);
+  // Ready once both listeners' loops run (the other may start a moment after this one answers).
+  EXPECT_TRUE(ascend::testing::eventually([&] { return status_of(hostile.Get("/readyz")) == 200; }));
   auto m = hostile.Get("/metrics");
   ASSERT_EQ(status_of(m), 200);
   for (const char* name : {"node-", "attacker", "fake", "leaf-"}) {
@@ -257,7 +259,7 @@ TEST(ExtenderAccess, TheExtenderListenerServesNoPluginEndpointAndNeedsTlsOffLoop
   EXPECT_EQ(status_of(ext.Put("/v1/nodes/node-0", inv.dump(), "application/json")), 404);
   EXPECT_EQ(status_of(ext.Delete("/v1/pods/default/x")), 404);
   EXPECT_EQ(status_of(ext.Get("/v1/cluster")), 200) << "the views are served to loopback there";
-  EXPECT_EQ(status_of(ext.Get("/readyz")), 200);
+  EXPECT_TRUE(ascend::testing::eventually([&] { return status_of(ext.Get("/readyz")) == 200; }));
 }
 
 // A CA, a server certificate for 127.0.0.1 and the test's outside address, a client certificate from the

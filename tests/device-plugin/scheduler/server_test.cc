@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ascend/scheduler/server.h"
+#include "eventually.h"
 #include "extender_util.h"
 #include "guarded_capture.h"
 #include "run_command.h"
@@ -383,7 +384,11 @@ TEST(Serve, ATokenGuardsThePluginAndReleaseEndpoints) {
   EXPECT_EQ(s.client->Get("/")->status, 401) << "and so does the dashboard";
   EXPECT_EQ(s.client->Get("/v1/cluster", right)->status, 200);
   EXPECT_EQ(s.client->Get("/healthz")->status, 200) << "health, readiness and metrics stay open";
-  EXPECT_EQ(s.client->Get("/readyz")->status, 200);
+  // Ready once both listeners' loops run (the extender's may start a moment after this one answers).
+  EXPECT_TRUE(ascend::testing::eventually([&] {
+    auto r = s.client->Get("/readyz");
+    return r && r->status == 200;
+  }));
   EXPECT_EQ(s.client->Get("/metrics")->status, 200);
   EXPECT_EQ(s.extender->Get("/v1/cluster")->status, 200)
       << "the extender listener (loopback only) shows the views without a token";
