@@ -197,8 +197,13 @@ void read_object(StrictReader& r, VnpuOwner& o);
 template <class T>
 void StrictReader::read(const std::string& where, const json& v, T& out) {
   if constexpr (std::is_same_v<T, std::string>) {
-    // Anything else is taken as its JSON text (a YAML profile's unquoted 310 is a number).
-    out = v.is_string() ? v.get<std::string>() : v.dump();
+    // Anything else is taken as its JSON text (a YAML profile's unquoted 310 is a number); a text that is
+    // not UTF-8 cannot be written as JSON, and says so as the reader always did.
+    try {
+      out = v.is_string() ? v.get<std::string>() : v.dump();
+    } catch (const json::exception& e) {
+      fail(where + ": " + e.what());
+    }
   } else if constexpr (std::is_same_v<T, bool>) {
     try {
       out = v.get<bool>();

@@ -105,6 +105,9 @@ TEST(State, StrictFieldsNameTheFieldAndTheFault) {
          j["vnpus"] = {{{"id", 100}, {"owner", {{"container_id", "c1"}}}}};
        },
        "state.vnpus[0].owner: unknown field 'container_id'"},
+      {"a text field given as a list holding bytes that are not UTF-8 (yaml_fuzz found it thrown)",
+       [](auto& j) { j["chips"][1]["name"] = nlohmann::json::array({"\xff"}); },
+       "state.chips[1].name: [json.exception.type_error.316] invalid UTF-8 byte at index 0: 0xFF"},
       {"a template that is not a list", [](auto& j) { j["templates"] = "vir05_1c_16g"; },
        "state.templates: expected a list"},
       {"a chip without its name", [](auto& j) { j["chips"][3].erase("name"); },
