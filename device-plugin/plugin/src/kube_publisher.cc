@@ -355,10 +355,13 @@ Status KubePublisher::publish_slices(const npu::DeviceSnapshot& host) {
   const auto want = dra::resource_slices(host, unusable, owner, ++slice_generation_);
   std::map<std::string, std::string> versions;  // name -> resourceVersion of the slices there now
   for (const auto& s : have) {
-    const auto& m = s["metadata"];
-    versions[m.value("name", "")] = m.contains("resourceVersion") && m["resourceVersion"].is_string()
-                                        ? m["resourceVersion"].get<std::string>()
-                                        : "";
+    // The API server's answer is not trusted to have every field (a const operator[] on a missing key is
+    // undefined): a slice without a name is not one of ours to replace.
+    const nlohmann::json meta =
+        s.is_object() ? s.value("metadata", nlohmann::json::object()) : nlohmann::json();
+    if (!meta.is_object() || !meta.contains("name") || !meta["name"].is_string()) continue;
+    const nlohmann::json rv = meta.value("resourceVersion", nlohmann::json());
+    versions[meta["name"].get<std::string>()] = rv.is_string() ? rv.get<std::string>() : "";
   }
   for (auto slice : want) {
     const std::string name = slice["metadata"]["name"];
