@@ -12,7 +12,7 @@
 // vNPUs are not published yet: a chip and the vNPUs carved from it share its AICores and HBM, which the API
 // expresses only with shared counters (partitionable devices, alpha in 1.34 behind DRAPartitionableDevices).
 //
-// Pure functions of their inputs; the publisher (dra_publisher.h) writes what they return.
+// Pure functions of their inputs; the API server publisher (kube_publisher.h, --dra) writes what they return.
 #pragma once
 
 #include <cstdint>
