@@ -67,6 +67,9 @@ void Reporter::loop() {
       plugin_.wait_change(seen, std::clamp(left, std::chrono::milliseconds(1), kStopCheck));
       return false;
     }
+    // The re-send period counts from when this report left, read before it goes: the scheduler may act on it
+    // (and a test clock move) before the answer is back here.
+    const auto sent_at = clock_.now();
     Status st = api_.put_inventory(now);
     {
       std::lock_guard lock(mu_);
@@ -77,7 +80,7 @@ void Reporter::loop() {
       if (away || !accepted)
         spdlog::info("the scheduler has this node's inventory ({} chips)", now.chips.size());
       accepted = std::move(now);
-      accepted_at = clock_.now();
+      accepted_at = sent_at;
       backoff = opts_.backoff_first;
       away = false;
       last_refusal.clear();

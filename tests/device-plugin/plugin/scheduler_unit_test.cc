@@ -1150,9 +1150,15 @@ TEST(Reporter, SendsAtStartOnEveryChangeAndPeriodically) {
   Config cfg;
   cfg.scheduler_url = "https://sched";
   RecordingScheduler sched;
+  TestClock clock;
+  // The second report's answer takes 50 ms of the test clock: the re-send period counts from when a report
+  // left, not from when its answer came back (or from whenever the loop got round to noting it).
+  sched.put_answer = [&clock](int n) -> Status {
+    if (n == 2) clock.advance(50ms);
+    return {};
+  };
   auto plugin = Plugin::create(query, cfg, nullptr, &sched);
   ASSERT_TRUE(plugin.ok());
-  TestClock clock;
   Reporter reporter(**plugin, sched, {400ms, 10ms, 100ms, &clock});
   ASSERT_TRUE(sched.wait_puts(1, kEventually));
   EXPECT_EQ(sched.put_log()[0], (*plugin)->inventory());
@@ -1167,7 +1173,7 @@ TEST(Reporter, SendsAtStartOnEveryChangeAndPeriodically) {
   // re-send comes when resend_every has passed since the last accepted report, not before.
   s.generation++;
   (*plugin)->on_host_change(s);
-  clock.advance(399ms);
+  clock.advance(349ms);  // 399 ms after the second report left
   EXPECT_FALSE(sched.wait_puts(3, 300ms)) << "re-sent before resend_every";
   clock.advance(1ms);
   ASSERT_TRUE(sched.wait_puts(3, kEventually));
