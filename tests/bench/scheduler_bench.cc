@@ -261,6 +261,39 @@ void phases_5000() {
   }
 }
 
+// The work phase of phases_5000 alone, 20 pairs of one pod (no reading, no writing, no timing): what
+// `valgrind --tool=callgrind --toggle-collect='*work_pairs*' scheduler_bench --only work-plain` (or
+// work-job) counts.
+[[gnu::noinline]] std::size_t work_pairs(Scheduler& sched, const ascend::scheduler::PodInfo& pod,
+                                         const std::vector<std::string>& names,
+                                         std::chrono::system_clock::time_point now) {
+  std::size_t sum = 0;
+  for (int rep = 0; rep < 20; ++rep) {
+    auto r = sched.filter(pod, names, now);
+    auto scores = sched.prioritize(pod, names);
+    sum += r.passed.size() + scores.size();
+  }
+  return sum;
+}
+
+void work_5000(bool job) {
+  namespace sc = ascend::scheduler;
+  auto c = cluster_of(5000, 30);
+  auto names = names_of(c);
+  Scheduler sched(c);
+  auto now = std::chrono::system_clock::now();
+  {
+    json job0 = pod("train-0", 8, "train", "tp=8,pp=4,dp=2", 8);
+    auto args = sc::parse_extender_args(json({{"Pod", job0}, {"NodeNames", names}}));
+    (void)sched.filter(args->pod, args->node_names, now);
+  }
+  auto a = sc::parse_extender_args(
+      json({{"Pod", job ? pod("train-3", 8, "train", "tp=8,pp=4,dp=2", 8) : pod("solo", 4)},
+            {"NodeNames", names}}));
+  std::size_t n = work_pairs(sched, a->pod, a->node_names, now);
+  std::printf("work, 20 pairs of the %s: %zu nodes passed or scored\n", job ? "job pod" : "plain pod", n);
+}
+
 void first_filter_1024() {
   auto c = cluster_of(512);
   auto names = names_of(c);
@@ -462,16 +495,20 @@ void sustained_one_core() {
 int main(int argc, char** argv) {
   if (argc > 1 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
     std::printf(
-        "usage: scheduler_bench\n  Measures ascend-scheduler serve: filter+prioritize on 5000 nodes, the "
-        "first "
-        "filter of a 1024-NPU job on 512 nodes, and sustained requests per second on one core.\n");
+        "usage: scheduler_bench [--only pairs|phases|work-plain|work-job|polled|first|sustained]\n  Measures "
+        "ascend-scheduler serve: filter+prioritize on 5000 nodes, the first filter of a 1024-NPU job on 512 "
+        "nodes, and sustained requests per second on one core.\n");
     return 0;
   }
   spdlog::set_level(spdlog::level::warn);
-  filter_prioritize_5000();
-  phases_5000();
-  filter_while_cluster_polled();
-  first_filter_1024();
-  sustained_one_core();
+  // `--only PART` runs one part: pairs (the HTTP pairs at 5000 nodes), phases (in process), work-plain and
+  // work-job (work_5000, for callgrind), polled, first, sustained.
+  std::string only = argc > 2 && std::string(argv[1]) == "--only" ? argv[2] : "";
+  if (only.empty() || only == "pairs") filter_prioritize_5000();
+  if (only.empty() || only == "phases") phases_5000();
+  if (only == "work-plain" || only == "work-job") work_5000(only == "work-job");
+  if (only.empty() || only == "polled") filter_while_cluster_polled();
+  if (only.empty() || only == "first") first_filter_1024();
+  if (only.empty() || only == "sustained") sustained_one_core();
   return 0;
 }
