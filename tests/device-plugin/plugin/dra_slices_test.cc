@@ -1,10 +1,18 @@
 // The DRA ResourceSlices of a node (dra_slices.h). Expected values are written by hand from the real Atlas
 // 800T A2 capture the emulator's profile follows (tests/fixtures/npu-smi/a2-info.txt: names, bus ids, HBM;
 // a2-topo.txt: the CPU affinity and so the NUMA node of each chip) and from the resource.k8s.io/v1 API
-// (ResourceSliceMaxDevices = 128; attribute values as {"int"|"bool"|"string": v}).
+// (ResourceSliceMaxDevices = 128; attribute values as {"int"|"bool"|"string": v}). The vNPU cases
+// (--dra-vnpu) take the templates and capacities of the vNPU template reference (hicann's
+// dcmi_inner_info_get.c table, as the emulator's profiles carry it: 910B3 "bin1" vir10_3c_32g and
+// vir05_1c_16g; the 910B4 capture SAMPLE K, tests/fixtures/npu-smi/800i-a2-910b4.yaml and k-template-info.txt
+// / k-info-vnpu-before.txt) and the 1.34 limits of pkg/apis/resource (32 shared counters a slice, a device
+// consumes counter sets of its own slice).
 #include "ascend/plugin/dra_slices.h"
 
 #include <gtest/gtest.h>
+
+#include <map>
+#include <set>
 
 #include "ascend/npu/profiles.h"
 
@@ -142,6 +150,163 @@ TEST(DraSlices, TheNodesLabelsGiveLeafAndSpine) {
       (SliceNode{"n2", "", "", ""}))
       << "a label that is not a string is not a leaf";
   EXPECT_EQ(slice_node(json()), SliceNode{});
+}
+
+// Every device of every slice, by name.
+std::map<std::string, json> devices_by_name(const std::vector<json>& slices) {
+  std::map<std::string, json> out;
+  for (const auto& s : slices)
+    for (const auto& d : s["spec"]["devices"]) out[d["name"].get<std::string>()] = d;
+  return out;
+}
+
+// The 1.34 validation rules a slice with counters must keep (pkg/apis/resource/validation, by hand).
+void expect_valid_134(const std::vector<json>& slices) {
+  for (const auto& s : slices) {
+    SCOPED_TRACE(s["metadata"]["name"].dump());
+    std::set<std::string> sets;
+    std::size_t shared = 0;
+    for (const auto& cs : s["spec"].value("sharedCounters", json::array())) {
+      EXPECT_TRUE(sets.insert(cs["name"].get<std::string>()).second);
+      shared += cs["counters"].size();
+    }
+    EXPECT_LE(shared, 32u);
+    EXPECT_LE(s["spec"]["devices"].size(), 128u);
+    std::size_t consumed = 0;
+    for (const auto& d : s["spec"]["devices"]) {
+      EXPECT_LE(d["name"].get<std::string>().size(), 63u);
+      for (const auto& c : d.value("consumesCounters", json::array())) {
+        EXPECT_EQ(sets.count(c["counterSet"].get<std::string>()), 1u) << d["name"] << ": another slice's set";
+        consumed += c["counters"].size();
+      }
+    }
+    EXPECT_LE(consumed, 1024u);
+  }
+}
+
+TEST(DraVnpuSlices, A910B3ChipHasTwoCountersAWholeChipDeviceAndSixVnpuDevices) {
+  // 910B3 (bin1): capacity 20 AICores, 64 GB, AICPU 6, VPC 9, VENC 0, VDEC 2, JPEGD 24, JPEGE 4;
+  // vir10_3c_32g = 10 AIC, 32 GB, 3 AICPU, 4 VPC, 1 VDEC, 12 JPEGD, 2 JPEGE: 2 fit (every resource halves);
+  // vir05_1c_16g = 5 AIC, 16 GB, 1 AICPU, 2 VPC, 0 VDEC, 6 JPEGD, 1 JPEGE: 4 fit (AICore, memory, JPEGD,
+  // JPEGE). No template takes a larger share of AICPU (3/6, 1/6), VPC (4/9, 2/9), VDEC (1/2, 0), JPEGD
+  // (12/24, 6/24) or JPEGE (2/4, 1/4) than of the AICores (10/20, 5/20): AICores and memory say it all.
+  const auto host = a2();
+  EXPECT_EQ(max_instances(*host.find_template("vir10_3c_32g"), host.vnpu_capacity), 2);
+  EXPECT_EQ(max_instances(*host.find_template("vir05_1c_16g"), host.vnpu_capacity), 4);
+  EXPECT_EQ(chip_counters(host), (std::vector<Counter>{{"aicore", "20"}, {"memory", "64Gi"}}));
+  const auto slices = resource_slices(host, {}, kNode, 2, SliceVnpus::kTemplates);
+  expect_valid_134(slices);
+  ASSERT_EQ(slices.size(), 1u) << "8 chips x 2 counters = 16 <= 32; 8 x (1 + 2 + 4) = 56 devices <= 128";
+  const json& spec = slices[0]["spec"];
+  ASSERT_EQ(spec["sharedCounters"].size(), 8u);
+  EXPECT_EQ(spec["sharedCounters"][3], json::parse(R"({"name":"npu-3","counters":{
+      "aicore":{"value":"20"},"memory":{"value":"64Gi"}}})"));
+  EXPECT_EQ(spec["devices"].size(), 56u);
+  const auto by_name = devices_by_name(slices);
+  EXPECT_EQ(by_name.at("npu-3")["consumesCounters"], json::parse(R"([{"counterSet":"npu-3","counters":{
+      "aicore":{"value":"20"},"memory":{"value":"64Gi"}}}])"));
+  for (const char* n :
+       {"npu-3-vir10-3c-32g-0", "npu-3-vir10-3c-32g-1", "npu-3-vir05-1c-16g-0", "npu-3-vir05-1c-16g-3"})
+    EXPECT_EQ(by_name.count(n), 1u) << n;
+  EXPECT_EQ(by_name.count("npu-3-vir10-3c-32g-2"), 0u);
+  EXPECT_EQ(by_name.count("npu-3-vir05-1c-16g-4"), 0u);
+  const json& v = by_name.at("npu-3-vir05-1c-16g-3");
+  EXPECT_EQ(v["consumesCounters"], json::parse(R"([{"counterSet":"npu-3","counters":{
+      "aicore":{"value":"5"},"memory":{"value":"16Gi"}}}])"));
+  EXPECT_EQ(v["capacity"], json::parse(R"({"aicore":{"value":"5"},"memory":{"value":"16Gi"}})"));
+  const json& a = v["attributes"];
+  EXPECT_EQ(a["vnpuTemplate"], json({{"string", "vir05_1c_16g"}}));
+  EXPECT_EQ(a["phyId"], json({{"int", 3}})) << "the chip it is carved from";
+  EXPECT_EQ(a["model"], json({{"string", "910B3"}}));
+  EXPECT_EQ(a["hccsDomain"], json({{"int", 0}}));
+  EXPECT_EQ(a["pcieBus"], json({{"string", "0000:82:00.0"}}));
+  EXPECT_EQ(a["aicoreCount"], json({{"int", 5}}));
+  EXPECT_EQ(a["hbmMiB"], json({{"int", 16384}}));
+  EXPECT_EQ(a["healthy"], json({{"bool", true}}));
+  EXPECT_LE(a.size() + v["capacity"].size(), 32u);
+  EXPECT_FALSE(by_name.at("npu-3")["attributes"].contains("vnpuTemplate"))
+      << "the classes tell them apart by it";
+}
+
+TEST(DraVnpuSlices, A910B4NeedsCountersForAicpuAndTheMediaUnitsAndSplitsFourChipsASlice) {
+  // SAMPLE K (910B4, 32 GB): capacity 20 AIC, 32 GB, AICPU 6, VPC 9, VENC 0, VDEC 2, JPEGD 24, JPEGE 4,
+  // PNGD NA. vir10_4c_16g_m takes half the AICores and memory but 4/6 AICPU and all VPC, VDEC, JPEGD,
+  // JPEGE: one fits, and it cannot go with a vir10_3c_16g (AICPU 7 > 6, VPC 13 > 9) although AICores and
+  // memory would allow it. So AICPU, VPC, VDEC, JPEGD and JPEGE get counters too (VENC: no template uses
+  // it; PNGD: not limited): 7 a chip, 4 chips (28) a slice.
+  auto loaded =
+      npu::load_profile(std::string(ASCEND_SOURCE_DIR) + "/tests/fixtures/npu-smi/800i-a2-910b4.yaml");
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message();
+  const npu::DeviceSnapshot& host = *loaded;
+  EXPECT_EQ(max_instances(*host.find_template("vir10_3c_16g"), host.vnpu_capacity), 2);
+  EXPECT_EQ(max_instances(*host.find_template("vir10_4c_16g_m"), host.vnpu_capacity), 1);
+  EXPECT_EQ(max_instances(*host.find_template("vir10_3c_16g_nm"), host.vnpu_capacity), 2);
+  EXPECT_EQ(max_instances(*host.find_template("vir05_1c_8g"), host.vnpu_capacity), 4);
+  EXPECT_EQ(chip_counters(host), (std::vector<Counter>{{"aicore", "20"},
+                                                       {"memory", "32Gi"},
+                                                       {"aicpu", "6"},
+                                                       {"vpc", "9"},
+                                                       {"vdec", "2"},
+                                                       {"jpegd", "24"},
+                                                       {"jpege", "4"}}));
+  const auto slices = resource_slices(host, {6}, kNode, 5, SliceVnpus::kTemplates);
+  expect_valid_134(slices);
+  ASSERT_EQ(slices.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(slices[i]["spec"]["sharedCounters"].size(), 4u);
+    EXPECT_EQ(slices[i]["spec"]["devices"].size(), 40u) << "4 x (1 + 2 + 1 + 2 + 4)";
+    EXPECT_EQ(slices[i]["spec"]["pool"]["resourceSliceCount"], 2);
+    EXPECT_EQ(slices[i]["spec"]["pool"]["generation"], 5);
+  }
+  EXPECT_EQ(slices[1]["spec"]["sharedCounters"][0]["name"], "npu-4");
+  const auto by_name = devices_by_name(slices);
+  EXPECT_EQ(by_name.at("npu-5-vir10-4c-16g-m-0")["consumesCounters"], json::parse(R"([{"counterSet":"npu-5",
+      "counters":{"aicore":{"value":"10"},"memory":{"value":"16Gi"},"aicpu":{"value":"4"},"vpc":{"value":"9"},
+      "vdec":{"value":"2"},"jpegd":{"value":"24"},"jpege":{"value":"4"}}}])"));
+  EXPECT_EQ(by_name.at("npu-5-vir10-3c-16g-nm-1")["consumesCounters"], json::parse(R"([{"counterSet":"npu-5",
+      "counters":{"aicore":{"value":"10"},"memory":{"value":"16Gi"},"aicpu":{"value":"3"}}}])"))
+      << "what a template does not use it does not consume";
+  for (const auto& [name, d] : by_name)
+    EXPECT_EQ(d["attributes"]["healthy"]["bool"], name.rfind("npu-6", 0) != 0)
+        << name << ": chip 6 is unusable";
+}
+
+TEST(DraVnpuSlices, TheCountersOnlyProbeHasNoVnpuDevicesAndNoneIsAsBefore) {
+  const auto host = a2();
+  const auto probe = resource_slices(host, {}, kNode, 1, SliceVnpus::kCountersOnly);
+  ASSERT_EQ(probe.size(), 1u);
+  EXPECT_EQ(probe[0]["spec"]["devices"].size(), 8u);
+  EXPECT_EQ(probe[0]["spec"]["sharedCounters"].size(), 8u);
+  EXPECT_TRUE(has_counters(probe[0]));
+  const auto plain = resource_slices(host, {}, kNode, 1);
+  EXPECT_FALSE(plain[0]["spec"].contains("sharedCounters"));
+  EXPECT_FALSE(plain[0]["spec"]["devices"][0].contains("consumesCounters"));
+  EXPECT_FALSE(has_counters(plain[0]));
+  // The API server with the gate off: the same slice without the fields.
+  json dropped = probe[0];
+  dropped["spec"].erase("sharedCounters");
+  for (auto& d : dropped["spec"]["devices"]) d.erase("consumesCounters");
+  EXPECT_FALSE(counters_kept(probe[0], dropped));
+  EXPECT_TRUE(counters_kept(probe[0], probe[0]));
+  EXPECT_TRUE(counters_kept(plain[0], plain[0]));
+  EXPECT_TRUE(slices_match({dropped}, plain)) << "what the gate-off server keeps is the chips-only pool";
+  EXPECT_FALSE(slices_match({dropped}, probe));
+}
+
+TEST(DraVnpuSlices, VnpuDeviceNamesRoundTripAndAnythingElseIsRefused) {
+  const auto host = a2();
+  EXPECT_EQ(vnpu_device_name(3, "vir05_1c_16g", 2), "npu-3-vir05-1c-16g-2");
+  EXPECT_EQ(*vnpu_of_device(host, "npu-3-vir05-1c-16g-2"), (VnpuDeviceRef{3, "vir05_1c_16g", 2}));
+  EXPECT_EQ(*vnpu_of_device(host, "npu-12-vir10-3c-32g-1"), (VnpuDeviceRef{12, "vir10_3c_32g", 1}));
+  EXPECT_TRUE(is_vnpu_device_name("npu-3-vir05-1c-16g-2"));
+  EXPECT_FALSE(is_vnpu_device_name("npu-3"));
+  for (const char* bad : {"npu-3", "npu-3-vir05-1c-16g-4", "npu-3-vir05-1c-16g-", "npu-3-vir05-1c-16g-01",
+                          "npu-3-vir05_1c_16g-0", "npu-3-vir99-0", "npu-03-vir05-1c-16g-0",
+                          "npu-x-vir05-1c-16g-0", "npu-3-vir05-1c-16g--1", ""}) {
+    auto r = vnpu_of_device(host, bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().code(), EINVAL);
+  }
 }
 
 }  // namespace
