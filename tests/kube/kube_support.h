@@ -113,6 +113,8 @@ class Testbed {
   const Cluster& cluster() const { return *cluster_; }
   std::string path(const std::string& rel) const;
   std::string host_root() const { return path("host"); }
+  // The config file of ascend-docker-runtime on this node (its host root, mount lists).
+  const std::string& runtime_config() const { return runtime_config_; }
   const std::string& applied() const { return applied_; }
   const std::string& token_file() const { return token_file_; }
   const std::string& scheduler_config() const { return scheduler_config_; }

@@ -386,9 +386,17 @@ TEST_F(Kube, WithDraTheNodesResourceSlicesAreTheChipsNpuSmiShowsAndAFaultTakesOn
       30s))
       << ht::slurp(world->path("plugin.log"));
 
+  // The node's CDI spec, as an operator writes it (docs/runtime.md), where the node's containerd reads CDI
+  // specs (tests/kube/cluster: DIR/cdi).
+  const std::string cdi_spec = world->cluster().dir() + "/cdi/huawei.com-npu.json";
+  auto gen = ht::run(
+      {ht::bin("ascend-ctk"), "--config", world->runtime_config(), "cdi", "generate", "--output", cdi_spec});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+
   // A pod with a ResourceClaim for 2 chips of one HCCS domain: kube-scheduler's DRA allocator picks them
-  // from our slices, the kubelet asks our plugin to prepare the claim, the pod runs; deleted, the claim is
-  // unprepared and its allocation released.
+  // from our slices, the kubelet asks our plugin to prepare the claim, containerd opens the claim's CDI
+  // devices, the pod runs and sees exactly those chips; deleted, the claim is unprepared and its allocation
+  // released.
   const json claim = {
       {"apiVersion", "resource.k8s.io/v1"},
       {"kind", "ResourceClaim"},
@@ -415,7 +423,9 @@ TEST_F(Kube, WithDraTheNodesResourceSlicesAreTheChipsNpuSmiShowsAndAFaultTakesOn
         {"containers", json::array({{{"name", "main"},
                                      {"image", "docker.io/library/busybox:test"},
                                      {"imagePullPolicy", "Never"},
-                                     {"command", json::array({"sh", "-c", "sleep 3600"})},
+                                     {"command", json::array({"sh", "-c",
+                                                              "for d in /dev/davinci*; do echo \"dev $d\"; "
+                                                              "done; echo listed; sleep 3600"})},
                                      {"resources", {{"claims", json::array({{{"name", "npus"}}})}}}}})}}}};
   ASSERT_EQ(world->apply_json(pod).exit_code, 0);
   EXPECT_TRUE(wait_until([] { return world->phase_of("dra-two") == "Running"; }, 60s))
@@ -436,6 +446,24 @@ TEST_F(Kube, WithDraTheNodesResourceSlicesAreTheChipsNpuSmiShowsAndAFaultTakesOn
     EXPECT_NE(log.find("huawei.com/npu=" + d.substr(4)), std::string::npos)
         << d << " prepared as its CDI device";
   }
+  // Inside the container: the claim's two chips (device npu-N is /dev/davinciN, dra_slices.h) and the
+  // chips' shared control device, no other chip.
+  std::set<std::string> expected_nodes = {"/dev/davinci_manager"};
+  for (const auto& d : devices) expected_nodes.insert("/dev/davinci" + d.substr(4));
+  std::string out;
+  EXPECT_TRUE(wait_until(
+      [&] {
+        out = world->cluster().kubectl({"logs", "dra-two"}).out;
+        return out.find("listed") != std::string::npos;
+      },
+      30s))
+      << out;
+  std::set<std::string> seen;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("dev ", 0) == 0) seen.insert(line.substr(4));
+  }
+  EXPECT_EQ(seen, expected_nodes) << out << ht::slurp(cdi_spec);
   // A claim for more chips than the node has is not allocated: its pod stays Pending with the scheduler's
   // reason.
   json nine = claim;
