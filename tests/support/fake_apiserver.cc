@@ -455,6 +455,7 @@ struct FakeApiServer::Impl {
   std::uint64_t bookmark_generation = 0;
   std::string token;
   int fail_status = 0, fail_count = 0;
+  bool partitionable_devices = true;  // the feature gate DRAPartitionableDevices
   std::deque<Request> requests;
   std::mt19937_64 rng{std::random_device{}()};
 
@@ -478,6 +479,8 @@ struct FakeApiServer::Impl {
 
   // The store (callers hold mu).
   json* find(const Target& t);
+  // ResourceSlices: the partitionable devices' fields dropped (gate off, not in use in `old`) or validated.
+  void admit_slice(const Target& t, json& slice, const json* old) const;
   json get_object(const Target& t);
   json list_objects(const Target& t, const Selector& sel);
   json create_object(const Target& t, json obj);
@@ -717,6 +720,8 @@ json FakeApiServer::Impl::create_object(const Target& t, json obj) {
     throw api_error_reason(409, "AlreadyExists",
                            target.qualified() + " \"" + target.name + "\" already exists");
   }
+  m["name"] = target.name;
+  admit_slice(t, obj, nullptr);
   if (!obj.contains("kind")) obj["kind"] = kind_of(t.resource);
   if (!obj.contains("apiVersion")) obj["apiVersion"] = t.api_version;
   m["name"] = target.name;
@@ -730,6 +735,87 @@ json FakeApiServer::Impl::create_object(const Target& t, json obj) {
   store[t.collection()][{target.ns, target.name}] = obj;
   record_event("ADDED", target, obj);
   return obj;
+}
+
+namespace {
+
+bool uses_partitionable_devices(const json& slice) {
+  const json spec = slice.is_object() ? slice.value("spec", json::object()) : json::object();
+  if (!spec.is_object()) return false;
+  if (spec.contains("sharedCounters") || spec.contains("perDeviceNodeSelection")) return true;
+  for (const auto& d : spec.value("devices", json::array())) {
+    if (!d.is_object()) continue;
+    for (const char* f : {"consumesCounters", "nodeName", "nodeSelector", "allNodes"})
+      if (d.contains(f)) return true;
+  }
+  return false;
+}
+
+ApiError invalid_slice(const std::string& name, const std::string& field, const std::string& why) {
+  return api_error(422, "ResourceSlice.resource.k8s.io \"" + name + "\" is invalid: " + field + ": " + why);
+}
+
+}  // namespace
+
+void FakeApiServer::Impl::admit_slice(const Target& t, json& slice, const json* old) const {
+  if (t.resource != "resourceslices" || !slice.is_object() || !slice.contains("spec") ||
+      !slice["spec"].is_object())
+    return;
+  json& spec = slice["spec"];
+  if (!partitionable_devices && (old == nullptr || !uses_partitionable_devices(*old))) {
+    spec.erase("sharedCounters");
+    spec.erase("perDeviceNodeSelection");
+    if (spec.contains("devices") && spec["devices"].is_array()) {
+      for (auto& d : spec["devices"]) {
+        if (!d.is_object()) continue;
+        for (const char* f : {"consumesCounters", "nodeName", "nodeSelector", "allNodes"}) d.erase(f);
+      }
+    }
+    return;
+  }
+  const std::string name = meta_string(slice, "name");
+  std::map<std::string, std::set<std::string>> sets;
+  std::size_t shared = 0;
+  for (const auto& cs : spec.value("sharedCounters", json::array())) {
+    const std::string set = cs.is_object() ? cs.value("name", "") : "";
+    const json counters = cs.is_object() ? cs.value("counters", json::object()) : json();
+    if (set.empty() || !counters.is_object() || counters.empty())
+      throw invalid_slice(name, "spec.sharedCounters", "a counter set needs a name and counters");
+    if (sets.count(set) != 0) throw invalid_slice(name, "spec.sharedCounters", "Duplicate value: " + set);
+    for (const auto& [counter, value] : counters.items()) sets[set].insert(counter);
+    shared += counters.size();
+  }
+  if (shared > 32)
+    throw invalid_slice(name, "spec.sharedCounters",
+                        "Invalid value: " + std::to_string(shared) +
+                            ": the total number of shared counters must not exceed 32");
+  const json devices = spec.value("devices", json::array());
+  if (devices.size() > 128)
+    throw invalid_slice(name, "spec.devices", "Too many: must have at most 128 items");
+  std::size_t consumed = 0;
+  for (const auto& d : devices) {
+    for (const auto& c : d.is_object() ? d.value("consumesCounters", json::array()) : json::array()) {
+      const std::string set = c.is_object() ? c.value("counterSet", "") : "";
+      const json counters = c.is_object() ? c.value("counters", json::object()) : json();
+      auto it = sets.find(set);
+      if (it == sets.end())
+        throw invalid_slice(
+            name, "spec.devices.consumesCounters.counterSet",
+            "Invalid value: \"" + set +
+                "\": must reference a counterSet defined in the ResourceSlice sharedCounters");
+      for (const auto& [counter, value] : counters.items()) {
+        if (it->second.count(counter) == 0)
+          throw invalid_slice(name, "spec.devices.consumesCounters.counters",
+                              "Invalid value: \"" + counter +
+                                  "\": must reference a counter defined in the ResourceSlice sharedCounters");
+      }
+      consumed += counters.size();
+    }
+  }
+  if (consumed > 1024)
+    throw invalid_slice(name, "spec.devices",
+                        "Invalid value: " + std::to_string(consumed) +
+                            ": the total number of counters in devices must not exceed 1024");
 }
 
 ApiError conflict(const Target& t) {
@@ -769,6 +855,7 @@ json FakeApiServer::Impl::write_object(const Target& t, json next, bool status_o
   }
   if (!next.contains("kind")) next["kind"] = (*cur)["kind"];
   if (!next.contains("apiVersion")) next["apiVersion"] = (*cur)["apiVersion"];
+  admit_slice(t, next, cur);
   if (next == *cur) return next;
   m["resourceVersion"] = std::to_string(++rv);
   *cur = next;
@@ -1185,6 +1272,11 @@ void FakeApiServer::fail_next(int http_status, int count) {
   std::lock_guard lock(impl_->mu);
   impl_->fail_status = http_status;
   impl_->fail_count = std::max(count, 0);
+}
+
+void FakeApiServer::set_partitionable_devices(bool enabled) {
+  std::lock_guard lock(impl_->mu);
+  impl_->partitionable_devices = enabled;
 }
 
 void FakeApiServer::set_history_limit(std::size_t events) {

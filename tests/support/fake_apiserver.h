@@ -21,6 +21,14 @@
 //   generically; the Kind comes from a table (pods Pod, nodes Node, configmaps ConfigMap, events Event, ...);
 //   cluster-scoped: nodes, namespaces;
 // - bearer token: when set, every request without `Authorization: Bearer <token>` is 401.
+// - resource.k8s.io/v1 ResourceSlices: with the feature gate DRAPartitionableDevices on (the default here;
+//   the real 1.34's default is off), a slice's sharedCounters and its devices' consumesCounters are kept and
+//   validated as pkg/apis/resource/validation does (at most 32 counters summed over the counter sets, 128
+//   devices, 1024 counters consumed summed over the devices; a device consumes only counters of a counter
+//   set of its own slice: 422 Invalid otherwise); with it off (set_partitionable_devices(false)) a create or
+//   update drops them silently (sharedCounters, perDeviceNodeSelection, and each device's consumesCounters,
+//   nodeName, nodeSelector, allNodes), as the real one's dropDisabledDRAPartitionableDevicesFields does,
+//   unless the stored slice uses them already (an update keeps what is in use).
 // As the real one: a write that changes nothing (same content) keeps the resourceVersion and sends no event;
 // LIST items carry no kind/apiVersion (the List has them); watches are never compressed.
 #pragma once
@@ -75,6 +83,8 @@ class FakeApiServer {
   void hold_watches(const std::string& resource, bool hold);
   // How many events the history keeps (10000 by default); a watch from before the oldest kept one gets 410.
   void set_history_limit(std::size_t events);
+  // The feature gate DRAPartitionableDevices (see above); on until set.
+  void set_partitionable_devices(bool enabled);
 
   struct Request {
     std::string method, path, query, content_type, body;

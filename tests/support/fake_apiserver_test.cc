@@ -715,3 +715,81 @@ TEST(FakeApiServerNames, NamesAndPrefixesAreSubdomainsAsTheRealOneChecks) {
 
 }  // namespace
 }  // namespace ascend::testing
+
+namespace ascend::testing {
+namespace {
+
+// ResourceSlices and the feature gate DRAPartitionableDevices, as kube-apiserver v1.34's
+// pkg/registry/resource/resourceslice (dropDisabledDRAPartitionableDevicesFields) and
+// pkg/apis/resource/validation (ValidateResourceSlice) have them.
+nlohmann::json counted_slice(const std::string& name, const std::string& consumed_set) {
+  return nlohmann::json::parse(R"({"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice",
+    "metadata":{"name":")" + name +
+                               R"("},
+    "spec":{"driver":"d.example.com","nodeName":"n","pool":{"name":"n","generation":1,"resourceSliceCount":1},
+      "sharedCounters":[{"name":"chip-0","counters":{"cores":{"value":"8"}}}],
+      "devices":[{"name":"part-0","consumesCounters":[{"counterSet":")" +
+                               consumed_set + R"(","counters":{"cores":{"value":"4"}}}]}]}})");
+}
+
+TEST(FakeApiServerSlices, WithTheGateOffCountersAreDroppedSilentlyUnlessAlreadyInUse) {
+  FakeApiServer s;
+  httplib::Client c("127.0.0.1", s.port());
+  const std::string slices = "/apis/resource.k8s.io/v1/resourceslices";
+  auto r = c.Post(slices, counted_slice("on", "chip-0").dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 201);
+  auto on = nlohmann::json::parse(r->body);
+  EXPECT_EQ(on["spec"]["sharedCounters"][0]["name"], "chip-0") << "kept while the gate is on";
+  EXPECT_EQ(on["spec"]["devices"][0]["consumesCounters"][0]["counterSet"], "chip-0");
+
+  s.set_partitionable_devices(false);
+  r = c.Post(slices, counted_slice("off", "chip-0").dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 201) << "no error: the fields are dropped";
+  auto off = nlohmann::json::parse(r->body);
+  EXPECT_FALSE(off["spec"].contains("sharedCounters"));
+  EXPECT_FALSE(off["spec"]["devices"][0].contains("consumesCounters"));
+  EXPECT_EQ(off["spec"]["devices"][0]["name"], "part-0");
+  EXPECT_FALSE(s.get(slices + "/off")["spec"].contains("sharedCounters")) << "stored as answered";
+  // An update of a slice that uses them already keeps them (the feature is in use in the old object).
+  auto again = counted_slice("on", "chip-0");
+  again["spec"]["sharedCounters"][0]["counters"]["cores"]["value"] = "16";
+  r = c.Put(slices + "/on", again.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(nlohmann::json::parse(r->body)["spec"]["sharedCounters"][0]["counters"]["cores"]["value"], "16");
+}
+
+TEST(FakeApiServerSlices, WithTheGateOnCountersAreValidatedAsThe134ApiServerDoes) {
+  FakeApiServer s;
+  httplib::Client c("127.0.0.1", s.port());
+  const std::string slices = "/apis/resource.k8s.io/v1/resourceslices";
+  auto status = [&](const nlohmann::json& slice) {
+    auto r = c.Post(slices, slice.dump(), "application/json");
+    return r ? r->status : -1;
+  };
+  EXPECT_EQ(status(counted_slice("other-set", "chip-1")), 422) << "a counter set of its own slice only";
+  auto unknown_counter = counted_slice("unknown-counter", "chip-0");
+  unknown_counter["spec"]["devices"][0]["consumesCounters"][0]["counters"] = {{"memory", {{"value", "1"}}}};
+  EXPECT_EQ(status(unknown_counter), 422);
+  auto many = counted_slice("many-counters", "chip-0");
+  for (int i = 1; i <= 32; ++i) {
+    std::string counter = "c";
+    counter += std::to_string(i);  // not "c" + to_string: GCC 12's -Wrestrict false positive
+    many["spec"]["sharedCounters"][0]["counters"][counter] = {{"value", "1"}};
+  }
+  EXPECT_EQ(status(many), 422) << "33 shared counters in a slice";
+  many["spec"]["sharedCounters"][0]["counters"].erase("c32");
+  EXPECT_EQ(status(many), 201) << "32 are allowed";
+  auto devices = counted_slice("many-devices", "chip-0");
+  for (int i = 1; i <= 128; ++i) {
+    std::string device = "d";
+    device += std::to_string(i);
+    devices["spec"]["devices"].push_back({{"name", device}});
+  }
+  EXPECT_EQ(status(devices), 422) << "129 devices";
+}
+
+}  // namespace
+}  // namespace ascend::testing

@@ -64,10 +64,13 @@ Status validate_kube(const Config& c) {
     return Error::invalid(
         "--dra publishes ResourceSlices through the API server: it cannot go with --no-kube, --metrics-only "
         "or --telegraf");
-  for (const auto* dir : {&c.dra_registry_dir, &c.dra_plugin_dir}) {
+  if (c.dra_vnpu && !c.dra)
+    return Error::invalid("--dra-vnpu publishes vNPUs as DRA devices: it needs --dra");
+  for (const auto* dir : {&c.dra_registry_dir, &c.dra_plugin_dir, &c.dra_cdi_dir}) {
     if (dir->empty() || dir->front() != '/')
-      return Error::invalid("--dra-registry-dir and --dra-plugin-dir must be absolute paths (got '" + *dir +
-                            "')");
+      return Error::invalid(
+          "--dra-registry-dir, --dra-plugin-dir and --dra-cdi-dir must be absolute paths (got '" + *dir +
+          "')");
   }
   return {};
 }

@@ -227,6 +227,7 @@ Status Daemon::run() {
     KubePublisherOptions opts;
     opts.refresh_every = cfg_.kube_refresh;
     opts.dra_slices = cfg_.dra;
+    opts.dra_vnpu = cfg_.dra_vnpu;
     publisher = std::make_unique<KubePublisher>(*plugin_, *kube_, cfg_.node_name, opts);
   }
 

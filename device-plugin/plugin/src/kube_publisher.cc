@@ -337,22 +337,64 @@ Status KubePublisher::publish_slices(const npu::DeviceSnapshot& host) {
   const std::string list_path =
       std::string(dra::kSlicesPath) + "?fieldSelector=" +
       kube::escape(std::string("spec.driver=") + dra::kDriver + ",spec.nodeName=" + node_);
-  auto listed = client_.get(list_path);
-  if (!listed.ok()) return listed.error().context("list the ResourceSlices of node " + node_);
-  std::vector<nlohmann::json> have;
-  if (listed->contains("items") && (*listed)["items"].is_array()) {
-    for (const auto& item : (*listed)["items"]) {
-      have.push_back(item);
-      if (item.contains("spec") && item["spec"].contains("pool") &&
-          item["spec"]["pool"].contains("generation") &&
-          item["spec"]["pool"]["generation"].is_number_integer())
-        slice_generation_ =
-            std::max(slice_generation_, item["spec"]["pool"]["generation"].get<std::int64_t>());
+  // At most: the probe, then the vNPUs (or the chips alone again when a write lost its counters).
+  for (int round = 0; round < 3; ++round) {
+    auto listed = client_.get(list_path);
+    if (!listed.ok()) return listed.error().context("list the ResourceSlices of node " + node_);
+    std::vector<nlohmann::json> have;
+    if (listed->contains("items") && (*listed)["items"].is_array()) {
+      for (const auto& item : (*listed)["items"]) {
+        have.push_back(item);
+        if (item.contains("spec") && item["spec"].contains("pool") &&
+            item["spec"]["pool"].contains("generation") &&
+            item["spec"]["pool"]["generation"].is_number_integer())
+          slice_generation_ =
+              std::max(slice_generation_, item["spec"]["pool"]["generation"].get<std::int64_t>());
+        if (opts_.dra_vnpu && !partitionable_ && dra::has_counters(item)) partitionable_ = true;
+      }
     }
+    dra::SliceVnpus mode = dra::SliceVnpus::kNone;
+    if (opts_.dra_vnpu)
+      mode = !partitionable_ ? dra::SliceVnpus::kCountersOnly
+                             : (*partitionable_ ? dra::SliceVnpus::kTemplates : dra::SliceVnpus::kNone);
+    if (dra::slices_match(have, dra::resource_slices(host, unusable, owner, slice_generation_, mode)))
+      return {};
+    // Something differs: the whole pool again under a new generation (a reader takes the newest complete
+    // one).
+    const auto want = dra::resource_slices(host, unusable, owner, ++slice_generation_, mode);
+    ASCEND_ASSIGN(const bool kept, write_slices(have, want), "");
+    if (mode != dra::SliceVnpus::kNone && !kept) {
+      partitionable_ = false;
+      if (!said_gate_off_)
+        spdlog::warn(
+            "the API server dropped the shared counters of node {}'s ResourceSlices: its feature gate "
+            "DRAPartitionableDevices is off, so no vNPU is published (--dra-vnpu), the chips alone are; turn "
+            "the gate on (API server, kube-scheduler, kubelet) and restart the plugin to publish vNPUs",
+            node_);
+      said_gate_off_ = true;
+      continue;  // the chips alone, without counters (a match: what the server kept)
+    }
+    if (mode == dra::SliceVnpus::kCountersOnly) {
+      partitionable_ = true;
+      spdlog::info("the API server keeps shared counters (DRAPartitionableDevices is on): publishing vNPUs");
+      continue;
+    }
+    std::size_t healthy = host.chips.size();
+    for (const auto& c : host.chips) healthy -= unusable.count(c.phy_id);
+    std::size_t devices = 0;
+    for (const auto& s : want) devices += s["spec"]["devices"].size();
+    const std::string vnpus = mode == dra::SliceVnpus::kTemplates
+                                  ? fmt::format(", {} vNPU devices", devices - host.chips.size())
+                                  : "";
+    spdlog::info("published the ResourceSlices of node {} (driver {}, generation {}): {} chips, {} healthy{}",
+                 node_, dra::kDriver, slice_generation_, host.chips.size(), healthy, vnpus);
+    return {};
   }
-  if (dra::slices_match(have, dra::resource_slices(host, unusable, owner, slice_generation_))) return {};
-  // Something differs: the whole pool again under a new generation (a reader takes the newest complete one).
-  const auto want = dra::resource_slices(host, unusable, owner, ++slice_generation_);
+  return {};
+}
+
+Result<bool> KubePublisher::write_slices(const std::vector<nlohmann::json>& have,
+                                         const std::vector<nlohmann::json>& want) {
   std::map<std::string, std::string> versions;  // name -> resourceVersion of the slices there now
   for (const auto& s : have) {
     // The API server's answer is not trusted to have every field (a const operator[] on a missing key is
@@ -363,16 +405,21 @@ Status KubePublisher::publish_slices(const npu::DeviceSnapshot& host) {
     const nlohmann::json rv = meta.value("resourceVersion", nlohmann::json());
     versions[meta["name"].get<std::string>()] = rv.is_string() ? rv.get<std::string>() : "";
   }
+  bool kept = true;
   for (auto slice : want) {
     const std::string name = slice["metadata"]["name"];
     const std::string path = std::string(dra::kSlicesPath) + "/" + kube::escape(name);
+    Result<nlohmann::json> stored = nlohmann::json();
     if (auto it = versions.find(name); it != versions.end()) {
       slice["metadata"]["resourceVersion"] = it->second;
-      ASCEND_CHECK(client_.replace(path, slice), "update ResourceSlice " + name);
+      stored = client_.replace(path, slice);
+      if (!stored.ok()) return stored.error().context("update ResourceSlice " + name);
       versions.erase(it);
     } else {
-      ASCEND_CHECK(client_.create(dra::kSlicesPath, slice), "create ResourceSlice " + name);
+      stored = client_.create(dra::kSlicesPath, slice);
+      if (!stored.ok()) return stored.error().context("create ResourceSlice " + name);
     }
+    kept = kept && dra::counters_kept(slice, *stored);
     count(&Stats::slice_writes);
   }
   for (const auto& [name, rv] : versions) {  // slices of a larger pool before
@@ -380,11 +427,7 @@ Status KubePublisher::publish_slices(const npu::DeviceSnapshot& host) {
     if (!st.ok() && st.error().code() != ENOENT) return st.error().context("delete ResourceSlice " + name);
     count(&Stats::slice_writes);
   }
-  std::size_t healthy = host.chips.size();
-  for (const auto& c : host.chips) healthy -= unusable.count(c.phy_id);
-  spdlog::info("published the ResourceSlices of node {} (driver {}, generation {}): {} chips, {} healthy",
-               node_, dra::kDriver, slice_generation_, host.chips.size(), healthy);
-  return {};
+  return kept;
 }
 
 void KubePublisher::loop() {

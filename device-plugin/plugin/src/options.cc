@@ -150,6 +150,14 @@ Options::Options(CLI::App& app)
   app.add_option("--dra-plugin-dir", cfg_.dra_plugin_dir,
                  "the DRA socket's and the prepared claims' checkpoint's folder (--dra)")
       ->capture_default_str();
+  app.add_flag("--dra-vnpu", cfg_.dra_vnpu,
+               "with --dra, the chips' vNPU templates as DRA devices too (partitionable devices: the cluster "
+               "needs the DRAPartitionableDevices feature gate, else the chips alone are published); a vNPU "
+               "is created when its claim is prepared and destroyed when it is unprepared");
+  app.add_option("--dra-cdi-dir", cfg_.dra_cdi_dir,
+                 "where the CDI spec of each claim's vNPUs is written (--dra-vnpu; the container "
+                 "runtime's CDI spec folder)")
+      ->capture_default_str();
   app.add_flag("--no-kube", cfg_.no_kube,
                "publish nothing to an API server, even in a cluster (the scheduler's HTTP inventory stays)");
   app.add_option("--health-interval", health_ms_,

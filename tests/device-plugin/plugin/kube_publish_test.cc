@@ -242,11 +242,12 @@ constexpr const char* kSlicePath = "/apis/resource.k8s.io/v1/resourceslices/work
 
 class DraPublish : public KubePublish {
  protected:
-  std::unique_ptr<KubePublisher> start_dra() {
+  std::unique_ptr<KubePublisher> start_dra(bool vnpu = false) {
     KubePublisherOptions o;
     o.backoff_first = 50ms;
     o.backoff_max = 200ms;
     o.dra_slices = true;
+    o.dra_vnpu = vnpu;
     return std::make_unique<KubePublisher>(*plugin, *client, kNode, o);
   }
   void add_labelled_node() {
@@ -357,6 +358,73 @@ TEST_F(DraPublish, ASliceOfALargerPoolBeforeIsDeletedAndOthersSlicesAreLeftAlone
   EXPECT_TRUE(api.get(std::string(kSlicesPath) + "/worker-1-gpu").is_object()) << "another driver's";
   EXPECT_TRUE(api.get(std::string(kSlicesPath) + "/worker-2-npu.ascend.huawei.com-0").is_object())
       << "another node's";
+}
+
+// --dra-vnpu on an API server whose DRAPartitionableDevices gate is on: the counters stay, so the vNPU
+// devices follow the probe (8 chips of a 910B3 host: 2 vir10_3c_32g and 4 vir05_1c_16g each, 56 devices),
+// and a restarted publisher sees the counters listed and writes nothing.
+TEST_F(DraPublish, VnpusArePublishedWhenTheApiServerKeepsCounters) {
+  add_labelled_node();
+  LogCapture log;
+  auto pub = start_dra(/*vnpu=*/true);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const json s = api.get(kSlicePath);
+        return s.is_object() && s["spec"]["devices"].size() == 56u;
+      },
+      kEventually))
+      << api.get(kSlicePath).dump();
+  const json s = api.get(kSlicePath);
+  ASSERT_EQ(s["spec"]["sharedCounters"].size(), 8u);
+  EXPECT_EQ(
+      s["spec"]["sharedCounters"][0],
+      json::parse(R"({"name":"npu-0","counters":{"aicore":{"value":"20"},"memory":{"value":"64Gi"}}})"));
+  EXPECT_EQ(writes(), 2) << "the probe (chips with counters), then the vNPUs";
+  EXPECT_EQ(log.count("DRAPartitionableDevices is off"), 0);
+  const auto g = generation();
+  pub.reset();
+  api.clear_requests();
+  pub = start_dra(true);
+  ASSERT_TRUE(wait_until([&] { return pub->stats().passes >= 1; }, kEventually));
+  EXPECT_EQ(writes(), 0);
+  EXPECT_EQ(generation(), g);
+}
+
+// --dra-vnpu on an API server with the gate off (Kubernetes 1.34's default): it drops the counters silently.
+// No vNPU device is ever published (the probe carries none), the chips alone stay, one warning says why, and
+// later changes write the chips alone again, with no second warning and no write back and forth.
+TEST_F(DraPublish, WithTheGateOffTheChipsAloneArePublishedWithOneWarningAndNoFlapping) {
+  api.set_partitionable_devices(false);
+  add_labelled_node();
+  LogCapture log;
+  auto pub = start_dra(/*vnpu=*/true);
+  ASSERT_TRUE(wait_until([&] { return log.count("DRAPartitionableDevices is off") == 1; }, kEventually));
+  ASSERT_TRUE(wait_until([&] { return pub->stats().passes >= 1; }, kEventually));
+  const json s = api.get(kSlicePath);
+  EXPECT_EQ(s["spec"]["devices"].size(), 8u) << s.dump();
+  EXPECT_FALSE(s["spec"].contains("sharedCounters"));
+  for (const auto& r : api.requests()) {
+    if (r.path.starts_with(kSlicesPath) && r.method != "GET") {
+      EXPECT_EQ(r.body.find("vir05"), std::string::npos) << "a vNPU device was sent: " << r.body;
+    }
+  }
+  EXPECT_EQ(writes(), 1) << "the probe alone: what the server kept is the chips-only pool";
+  std::this_thread::sleep_for(300ms);  // passes that find nothing to do
+  EXPECT_EQ(writes(), 1);
+
+  ASSERT_TRUE(emu.set_fault(3, 0x80E18402, npu::Health::kCritical).ok());
+  ASSERT_TRUE(wait_until([&] { return health()["npu-3"] == false; }, kEventually));
+  ASSERT_TRUE(emu.clear_faults(3).ok());
+  ASSERT_TRUE(wait_until([&] { return health()["npu-3"] == true; }, kEventually));
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(writes(), 3) << "one write a change, chips only";
+  EXPECT_EQ(api.get(kSlicePath)["spec"]["devices"].size(), 8u);
+  EXPECT_EQ(log.count("DRAPartitionableDevices is off"), 1);
+  for (const auto& r : api.requests()) {
+    if (r.path.starts_with(kSlicesPath) && r.method != "GET") {
+      EXPECT_EQ(r.body.find("vir05"), std::string::npos) << r.body;
+    }
+  }
 }
 
 TEST_F(DraPublish, DraWithoutTheApiServerIsRefusedWithAReason) {

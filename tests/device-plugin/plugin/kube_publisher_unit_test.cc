@@ -134,5 +134,21 @@ TEST(KubeFlags, ParseAndRefuseContradictions) {
   EXPECT_NE(validate(*c).error().message().find("not both"), std::string::npos);
 }
 
+TEST(KubeFlags, DraVnpuNeedsDraAndAnAbsoluteCdiFolder) {
+  auto c = parse_options({"--kubeconfig", "/k", "--dra", "--dra-vnpu"});
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_TRUE(c->dra_vnpu);
+  EXPECT_EQ(c->dra_cdi_dir, "/var/run/cdi") << "the CDI specification's folder for transient specs";
+  EXPECT_TRUE(validate(*c).ok());
+  c = parse_options({"--kubeconfig", "/k", "--dra-vnpu"});
+  ASSERT_TRUE(c.ok());
+  ASSERT_FALSE(validate(*c).ok());
+  EXPECT_EQ(validate(*c).error().message(), "--dra-vnpu publishes vNPUs as DRA devices: it needs --dra");
+  c = parse_options({"--kubeconfig", "/k", "--dra", "--dra-vnpu", "--dra-cdi-dir", "cdi"});
+  ASSERT_TRUE(c.ok());
+  ASSERT_FALSE(validate(*c).ok());
+  EXPECT_NE(validate(*c).error().message().find("(got 'cdi')"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ascend::plugin

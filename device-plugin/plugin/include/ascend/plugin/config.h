@@ -111,6 +111,12 @@ struct Config {
   bool dra = false;
   std::string dra_registry_dir = "/var/lib/kubelet/plugins_registry";
   std::string dra_plugin_dir = "/var/lib/kubelet/plugins/npu.ascend.huawei.com";
+  // vNPUs as DRA devices too (--dra-vnpu, needs --dra): each chip's vNPU templates published as
+  // partitionable devices (shared counters: the cluster needs the DRAPartitionableDevices gate; without it
+  // the chips alone are published, kube_publisher.h), created on the chip when a claim is prepared, with a
+  // CDI spec of their own in dra_cdi_dir, and destroyed when it is unprepared (dra_service.h).
+  bool dra_vnpu = false;
+  std::string dra_cdi_dir = "/var/run/cdi";
 };
 
 // True when Allocate must remember the whole chips it hands out: dynamic vNPUs (a chip is never handed out

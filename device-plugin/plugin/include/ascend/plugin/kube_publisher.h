@@ -88,6 +88,15 @@ struct KubePublisherOptions {
   // Dynamic Resource Allocation (--dra): the node's chips as ResourceSlices too (dra_slices.h), written
   // whenever what they say changes (a fault, an isolation, the Node's leaf/spine labels at the refresh).
   bool dra_slices = false;
+  // --dra-vnpu: the chips' vNPU templates too, as partitionable devices (dra_slices.h). The API server keeps
+  // shared counters only while its DRAPartitionableDevices gate is on, and drops them silently otherwise, so
+  // the publisher learns which it is before it publishes a vNPU: it first writes the chips with their
+  // counters and no vNPU devices (safe either way), and reads the answer. Counters kept: the vNPUs follow at
+  // once. Dropped: the chips alone stay published (what the server kept is that), with one warning, and
+  // nothing is written again until something changes (no flapping). Slices listed with counters already
+  // mean the gate is on (a restart writes nothing). A later write whose counters are dropped (the gate
+  // turned off since) takes the vNPUs out again at once. A gate turned on later is seen after a restart.
+  bool dra_vnpu = false;
   std::chrono::milliseconds backoff_first{500};
   std::chrono::milliseconds backoff_max{30000};
 };
@@ -124,6 +133,9 @@ class KubePublisher {
   // --dra: lists this node's ResourceSlices and makes them say what `host` says (a new pool generation when
   // they do not). The Node is read for its uid and leaf/spine labels.
   Status publish_slices(const npu::DeviceSnapshot& host);
+  // Writes `want` over the slices `have` (listed): replaced, created, the rest deleted. True when every
+  // answer kept the counters `want` carried (dra::counters_kept).
+  Result<bool> write_slices(const std::vector<nlohmann::json>& have, const std::vector<nlohmann::json>& want);
   // Reads ManuallySeparateNPU and applies the operator's edits to the plugin (isolation_edits).
   Status sync_isolation();
   // One Event on the Node per level change the plugin reports; failures are logged, not retried.
@@ -147,6 +159,8 @@ class KubePublisher {
   std::string node_uid_;                           // from the last GET of the Node (Events name it)
   std::string last_list_error_;                    // a bad ManuallySeparateNPU is said once
   std::int64_t slice_generation_ = 0;              // the pool generation last written (--dra)
+  std::optional<bool> partitionable_;  // --dra-vnpu: whether the API server keeps counters (unknown yet)
+  bool said_gate_off_ = false;         // its warning is given once
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
