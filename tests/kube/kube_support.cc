@@ -407,7 +407,20 @@ void Testbed::start_plugin(const std::vector<std::string>& extra, bool scheduler
 }
 
 void Testbed::stop_plugin() {
+  if (plugin_pid_ > 0) ::kill(plugin_pid_, SIGCONT);  // a paused one could not act on SIGTERM
   ht::stop_process(plugin_pid_, 5s);
+  plugin_pid_ = -1;
+}
+
+void Testbed::pause_plugin() {
+  if (plugin_pid_ > 0) ::kill(plugin_pid_, SIGSTOP);
+}
+
+void Testbed::kill_plugin() {
+  if (plugin_pid_ > 0) {
+    ::kill(plugin_pid_, SIGKILL);
+    ht::stop_process(plugin_pid_, 5s);
+  }
   plugin_pid_ = -1;
 }
 

@@ -148,6 +148,8 @@ class Testbed {
   // HTTP and asks it for allocations.
   void start_plugin(const std::vector<std::string>& extra = {}, bool scheduler_http = true);
   void stop_plugin();
+  void pause_plugin();  // SIGSTOP: it holds its sockets and answers nothing
+  void kill_plugin();   // SIGKILL, as an OOM kill
   bool plugin_running() const { return plugin_pid_ > 0; }
 
   // The node's capacity and allocatable of `resource` (-1: not there).

@@ -340,11 +340,99 @@ std::pair<std::map<int, std::string>, std::map<int, bool>> slice_chips() {
   return {facts, healthy};
 }
 
-TEST_F(Kube, WithDraTheNodesResourceSlicesAreTheChipsNpuSmiShowsAndAFaultTakesOneOutOfTheDeviceClass) {
-  world->stop_plugin();
-  const std::string kubelet_root = world->cluster().dir() + "/kubelet";  // its --root-dir
+// The DRA plugin on kube-node-0 (the kubelet's own registration and plugin folders below its --root-dir).
+void start_dra_plugin() {
+  const std::string kubelet_root = world->cluster().dir() + "/kubelet";
   world->start_plugin({"--dra", "--dra-registry-dir", kubelet_root + "/plugins_registry", "--dra-plugin-dir",
                        kubelet_root + "/plugins/npu.ascend.huawei.com"});
+}
+
+std::string dra_checkpoint() {
+  return world->cluster().dir() + "/kubelet/plugins/npu.ascend.huawei.com/checkpoint.json";
+}
+
+// Whether the plugin's log, from byte `from` on, says the kubelet registered the driver.
+bool dra_registered_since(std::size_t from) {
+  const std::string log = ht::slurp(world->path("plugin.log"));
+  return log.size() > from &&
+         log.find("npu.ascend.huawei.com: the kubelet registered it", from) != std::string::npos;
+}
+
+// The node's CDI spec, as an operator writes it (docs/runtime.md), where the node's containerd reads CDI
+// specs (tests/kube/cluster: DIR/cdi); "" or what failed.
+std::string write_cdi_spec() {
+  const std::string out = world->cluster().dir() + "/cdi/huawei.com-npu.json";
+  auto gen = ht::run(
+      {ht::bin("ascend-ctk"), "--config", world->runtime_config(), "cdi", "generate", "--output", out});
+  return gen.exit_code == 0 ? "" : gen.err;
+}
+
+// A ResourceClaim for `count` chips of the DeviceClass npu.ascend.huawei.com that share one HCCS domain.
+json dra_claim(const std::string& name, int count) {
+  return {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "ResourceClaim"},
+          {"metadata", {{"name", name}, {"namespace", "default"}}},
+          {"spec",
+           {{"devices",
+             {{"requests", json::array({{{"name", "npus"},
+                                         {"exactly",
+                                          {{"deviceClassName", "npu.ascend.huawei.com"},
+                                           {"allocationMode", "ExactCount"},
+                                           {"count", count}}}}})},
+              {"constraints", json::array({{{"requests", json::array({"npus"})},
+                                            {"matchAttribute", "npu.ascend.huawei.com/hccsDomain"}}})}}}}}};
+}
+
+// A pod whose one container uses the claim `claim`: it prints the /dev/davinci* it sees ("dev PATH"), then
+// "listed", then sleeps.
+json dra_pod(const std::string& name, const std::string& claim) {
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", name}, {"namespace", "default"}}},
+      {"spec",
+       {{"schedulerName", "ascend-scheduler"},
+        {"restartPolicy", "Never"},
+        {"terminationGracePeriodSeconds", 1},
+        {"resourceClaims", json::array({{{"name", "npus"}, {"resourceClaimName", claim}}})},
+        {"containers", json::array({{{"name", "main"},
+                                     {"image", "docker.io/library/busybox:test"},
+                                     {"imagePullPolicy", "Never"},
+                                     {"command", json::array({"sh", "-c",
+                                                              "for d in /dev/davinci*; do echo \"dev $d\"; "
+                                                              "done; echo listed; sleep 3600"})},
+                                     {"resources", {{"claims", json::array({{{"name", "npus"}}})}}}}})}}}};
+}
+
+// The device nodes a DRA pod printed (dra_pod), once it has printed them all; empty on a timeout.
+std::set<std::string> dra_pod_devices(const std::string& pod, std::string* out) {
+  std::set<std::string> seen;
+  if (!wait_until(
+          [&] {
+            *out = world->cluster().kubectl({"logs", pod}).out;
+            return out->find("listed") != std::string::npos;
+          },
+          30s))
+    return seen;
+  std::istringstream lines(*out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("dev ", 0) == 0) seen.insert(line.substr(4));
+  }
+  return seen;
+}
+
+// The device nodes of the claim's allocated devices (npu-N is /dev/davinciN, dra_slices.h) and the chips'
+// shared control device.
+std::set<std::string> claim_device_nodes(const json& claim) {
+  std::set<std::string> nodes = {"/dev/davinci_manager"};
+  for (const auto& r : claim["status"]["allocation"]["devices"]["results"])
+    nodes.insert("/dev/davinci" + r["device"].get<std::string>().substr(4));
+  return nodes;
+}
+
+TEST_F(Kube, WithDraTheNodesResourceSlicesAreTheChipsNpuSmiShowsAndAFaultTakesOneOutOfTheDeviceClass) {
+  world->stop_plugin();
+  start_dra_plugin();
   const auto smi = smi_chips();
   ASSERT_EQ(smi.size(), 8u) << "npu-smi info of the emulated host";
   ASSERT_TRUE(wait_until([&] { return slice_chips().first == smi; }, 20s))
@@ -378,55 +466,18 @@ TEST_F(Kube, WithDraTheNodesResourceSlicesAreTheChipsNpuSmiShowsAndAFaultTakesOn
   EXPECT_TRUE(wait_until([&] { return slice_chips().second == all; }, 15s));
 
   // The real kubelet finds the driver's registration socket and registers it.
-  EXPECT_TRUE(wait_until(
-      [] {
-        return ht::slurp(world->path("plugin.log"))
-                   .find("npu.ascend.huawei.com: the kubelet registered it") != std::string::npos;
-      },
-      30s))
+  EXPECT_TRUE(wait_until([] { return dra_registered_since(0); }, 30s))
       << ht::slurp(world->path("plugin.log"));
 
-  // The node's CDI spec, as an operator writes it (docs/runtime.md), where the node's containerd reads CDI
-  // specs (tests/kube/cluster: DIR/cdi).
-  const std::string cdi_spec = world->cluster().dir() + "/cdi/huawei.com-npu.json";
-  auto gen = ht::run(
-      {ht::bin("ascend-ctk"), "--config", world->runtime_config(), "cdi", "generate", "--output", cdi_spec});
-  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  ASSERT_EQ(write_cdi_spec(), "");
 
   // A pod with a ResourceClaim for 2 chips of one HCCS domain: kube-scheduler's DRA allocator picks them
   // from our slices, the kubelet asks our plugin to prepare the claim, containerd opens the claim's CDI
   // devices, the pod runs and sees exactly those chips; deleted, the claim is unprepared and its allocation
   // released.
-  const json claim = {
-      {"apiVersion", "resource.k8s.io/v1"},
-      {"kind", "ResourceClaim"},
-      {"metadata", {{"name", "two-npus"}, {"namespace", "default"}}},
-      {"spec",
-       {{"devices",
-         {{"requests", json::array({{{"name", "npus"},
-                                     {"exactly",
-                                      {{"deviceClassName", "npu.ascend.huawei.com"},
-                                       {"allocationMode", "ExactCount"},
-                                       {"count", 2}}}}})},
-          {"constraints", json::array({{{"requests", json::array({"npus"})},
-                                        {"matchAttribute", "npu.ascend.huawei.com/hccsDomain"}}})}}}}}};
+  const json claim = dra_claim("two-npus", 2);
   ASSERT_EQ(world->apply_json(claim).exit_code, 0);
-  json pod = {
-      {"apiVersion", "v1"},
-      {"kind", "Pod"},
-      {"metadata", {{"name", "dra-two"}, {"namespace", "default"}}},
-      {"spec",
-       {{"schedulerName", "ascend-scheduler"},
-        {"restartPolicy", "Never"},
-        {"terminationGracePeriodSeconds", 1},
-        {"resourceClaims", json::array({{{"name", "npus"}, {"resourceClaimName", "two-npus"}}})},
-        {"containers", json::array({{{"name", "main"},
-                                     {"image", "docker.io/library/busybox:test"},
-                                     {"imagePullPolicy", "Never"},
-                                     {"command", json::array({"sh", "-c",
-                                                              "for d in /dev/davinci*; do echo \"dev $d\"; "
-                                                              "done; echo listed; sleep 3600"})},
-                                     {"resources", {{"claims", json::array({{{"name", "npus"}}})}}}}})}}}};
+  const json pod = dra_pod("dra-two", "two-npus");
   ASSERT_EQ(world->apply_json(pod).exit_code, 0);
   EXPECT_TRUE(wait_until([] { return world->phase_of("dra-two") == "Running"; }, 60s))
       << world->phase_of("dra-two") << "\n"
@@ -446,24 +497,9 @@ TEST_F(Kube, WithDraTheNodesResourceSlicesAreTheChipsNpuSmiShowsAndAFaultTakesOn
     EXPECT_NE(log.find("huawei.com/npu=" + d.substr(4)), std::string::npos)
         << d << " prepared as its CDI device";
   }
-  // Inside the container: the claim's two chips (device npu-N is /dev/davinciN, dra_slices.h) and the
-  // chips' shared control device, no other chip.
-  std::set<std::string> expected_nodes = {"/dev/davinci_manager"};
-  for (const auto& d : devices) expected_nodes.insert("/dev/davinci" + d.substr(4));
+  // Inside the container: the claim's two chips and the chips' shared control device, no other chip.
   std::string out;
-  EXPECT_TRUE(wait_until(
-      [&] {
-        out = world->cluster().kubectl({"logs", "dra-two"}).out;
-        return out.find("listed") != std::string::npos;
-      },
-      30s))
-      << out;
-  std::set<std::string> seen;
-  std::istringstream lines(out);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("dev ", 0) == 0) seen.insert(line.substr(4));
-  }
-  EXPECT_EQ(seen, expected_nodes) << out << ht::slurp(cdi_spec);
+  EXPECT_EQ(dra_pod_devices("dra-two", &out), claim_device_nodes(got)) << out;
   // A claim for more chips than the node has is not allocated: its pod stays Pending with the scheduler's
   // reason.
   json nine = claim;
@@ -494,6 +530,79 @@ TEST_F(Kube, WithDraTheNodesResourceSlicesAreTheChipsNpuSmiShowsAndAFaultTakesOn
       30s))
       << "its allocation released once no pod holds it";
   world->cluster().kubectl({"delete", "resourceclaim", "two-npus", "nine-npus"});
+  world->stop_plugin();
+  world->start_plugin();
+  EXPECT_TRUE(wait_until(
+      [] {
+        return world->npus_of(world->cluster().node()) == std::pair{8, 8};
+      },
+      30s))
+      << "the Device Plugin resources back for the next test";
+}
+
+// The kubelet asks a frozen plugin (SIGSTOP) to prepare a claim; the plugin is killed (SIGKILL) with the call
+// unanswered and started again: the kubelet's retry prepares the claim once, the pod runs with its chip, and
+// after the pod nothing stays prepared (the checkpoint holds no claim, the allocation is released).
+TEST_F(Kube, WithDraAPluginKilledWhileTheKubeletPreparesIsStartedAgainAndThePodRunsWithNothingLeft) {
+  world->stop_plugin();
+  const auto log_size = [] { return ht::slurp(world->path("plugin.log")).size(); };
+  std::size_t from = log_size();
+  start_dra_plugin();
+  ASSERT_TRUE(wait_until([&] { return dra_registered_since(from); }, 30s))
+      << ht::slurp(world->path("plugin.log"));
+  ASSERT_TRUE(wait_until([] { return slice_chips().first.size() == 8; }, 20s));
+  ASSERT_EQ(write_cdi_spec(), "");
+
+  world->pause_plugin();
+  ASSERT_EQ(world->apply_json(dra_claim("one-npu", 1)).exit_code, 0);
+  ASSERT_EQ(world->apply_json(dra_pod("dra-kill", "one-npu")).exit_code, 0);
+  // kube-scheduler allocates from the slices in the API server and binds the pod; the kubelet then calls
+  // NodePrepareResources on the frozen plugin.
+  json claim;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        claim = world->cluster().get({"resourceclaim", "one-npu", "-n", "default"});
+        return claim.is_object() && claim["status"].contains("allocation") &&
+               !world->pod("dra-kill")["spec"].value("nodeName", "").empty();
+      },
+      30s))
+      << world->events_of("dra-kill");
+  std::this_thread::sleep_for(2s);
+  EXPECT_NE(world->phase_of("dra-kill"), "Running") << "nothing prepared it";
+  from = log_size();
+  world->kill_plugin();
+  start_dra_plugin();
+  EXPECT_TRUE(wait_until([] { return world->phase_of("dra-kill") == "Running"; }, 120s))
+      << world->phase_of("dra-kill") << "\n"
+      << world->events_of("dra-kill") << ht::slurp(world->path("plugin.log")).substr(from);
+  // The kubelet's call to the frozen plugin failed when it was killed, and the kubelet said so.
+  const std::string events = world->events_of("dra-kill");
+  EXPECT_NE(events.find("FailedPrepareDynamicResources"), std::string::npos) << events;
+  std::printf("the pod's events:\n%s", events.c_str());
+  const std::string after = ht::slurp(world->path("plugin.log")).substr(from);
+  const std::string prepared = "DRA: prepared claim default/one-npu";
+  EXPECT_NE(after.find(prepared), std::string::npos) << after;
+  EXPECT_EQ(after.find(prepared, after.find(prepared) + 1), std::string::npos) << "prepared once: " << after;
+  std::string out;
+  EXPECT_EQ(dra_pod_devices("dra-kill", &out), claim_device_nodes(claim)) << out;
+  EXPECT_NE(ht::slurp(dra_checkpoint()).find("one-npu"), std::string::npos) << "prepared is checkpointed";
+
+  world->cluster().kubectl({"delete", "pod", "dra-kill", "--wait=true", "--timeout=60s"});
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return ht::slurp(world->path("plugin.log")).find("DRA: unprepared claim default/one-npu", from) !=
+               std::string::npos;
+      },
+      30s))
+      << ht::slurp(world->path("plugin.log")).substr(from);
+  EXPECT_EQ(ht::slurp(dra_checkpoint()).find("one-npu"), std::string::npos) << ht::slurp(dra_checkpoint());
+  EXPECT_TRUE(wait_until(
+      [] {
+        const json c = world->cluster().get({"resourceclaim", "one-npu", "-n", "default"});
+        return c.is_object() && !c["status"].contains("allocation");
+      },
+      30s));
+  world->cluster().kubectl({"delete", "resourceclaim", "one-npu"});
   world->stop_plugin();
   world->start_plugin();
   EXPECT_TRUE(wait_until(
