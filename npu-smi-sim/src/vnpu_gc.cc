@@ -134,7 +134,7 @@ Liveness ContainerProbe::check(const VnpuOwner& o, const std::string& boot) cons
 GcPlan plan_vnpu_gc(const DeviceSnapshot& host, const std::function<Liveness(const VnpuOwner&)>& liveness) {
   GcPlan plan;
   for (const auto& v : host.vnpus) {
-    if (!v.dynamic()) continue;
+    if (!v.dynamic() || v.owner.container_id.starts_with(kDraClaimOwnerPrefix)) continue;
     Liveness l = liveness(v.owner);
     (l.state == Liveness::State::kGone ? plan.destroy : plan.keep).push_back({v, l.why, l.state});
   }

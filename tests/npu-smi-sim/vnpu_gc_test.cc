@@ -218,8 +218,10 @@ TEST(PlanGc, StaticVnpusAreNeverListedAndOnlyGoneOnesAreDestroyed) {
   add(102, "alive");
   add(103, "unsure");
   add(104, "gone");
+  add(105, "dra-claim/0f3c-uid/npu-0-vir05-1c-16g-0");  // a DRA claim's: the plugin destroys it
   GcPlan plan = plan_vnpu_gc(to_snapshot(s), [](const VnpuOwner& o) {
     if (o.container_id == "gone") return Liveness{Liveness::State::kGone, "gone"};
+    if (o.container_id.starts_with("dra-claim/")) return Liveness{Liveness::State::kGone, "judged"};
     if (o.container_id == "alive") return Liveness{Liveness::State::kHeld, "alive"};
     return Liveness{Liveness::State::kUnsure, "?"};
   });

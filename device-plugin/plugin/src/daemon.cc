@@ -217,7 +217,13 @@ Status Daemon::run() {
     o.node_name = cfg_.node_name;
     o.registry_dir = cfg_.dra_registry_dir;
     o.plugin_dir = cfg_.dra_plugin_dir;
-    dra = std::make_unique<DraService>(o, *kube_, dra_usable_chips(*plugin_));
+    DraVnpus vnpus;
+    if (cfg_.dra_vnpu) {  // the claims' vNPUs are made through the device query, as the runtime's are
+      vnpus.query = query_;
+      vnpus.healthy = dra_healthy_chips(*plugin_);
+      vnpus.cdi_dir = cfg_.dra_cdi_dir;
+    }
+    dra = std::make_unique<DraService>(o, *kube_, dra_usable_chips(*plugin_), std::move(vnpus));
     ASCEND_CHECK(dra->start(), "serve the kubelet's DRA plugin API");
     spdlog::info("--dra: driver {} registering with the kubelet at {} (no Device Plugin resources)",
                  dra::kDriver, dra->registration_socket());

@@ -21,6 +21,8 @@ constexpr int kMaxCheckpointDepth = 8;
 constexpr std::size_t kMaxDevicesPerClaim = kMaxResults;
 constexpr std::size_t kMaxStringsPerDevice = 8;
 constexpr std::size_t kMaxStringLength = 256;
+// The largest vNPU id a checkpoint may name (100 + 16 * phy + 15, for far more chips than a node has).
+constexpr int kMaxVnpuId = 1 << 20;
 
 const json* member(const json& obj, const char* key) {
   if (!obj.is_object()) return nullptr;
@@ -65,6 +67,12 @@ Result<DraDevice> device_of_checkpoint(const json& d) {
   ASCEND_ASSIGN(out.pool_name, bounded_string(d, "pool_name"), "device");
   ASCEND_ASSIGN(out.device_name, bounded_string(d, "device_name"), "device");
   ASCEND_ASSIGN(out.cdi_device_ids, strings_of(d, "cdi_device_ids", kMaxStringsPerDevice), "device");
+  if (const json* v = member(d, "vnpu_id"); v != nullptr) {
+    // Compared as JSON numbers: get<int>() would wrap a huge one.
+    if (!v->is_number_integer() || *v < 0 || *v > kMaxVnpuId)
+      return Error::invalid(fmt::format("device: vnpu_id: not an integer from 0 to {}", kMaxVnpuId));
+    out.vnpu_id = v->get<int>();
+  }
   return out;
 }
 
@@ -83,7 +91,8 @@ Result<DraPreparedClaim> claim_of_checkpoint(const json& c) {
 }
 
 // One result of this driver: the device it names, checked against this node.
-Result<DraDevice> device_of_result(const json& r, const std::string& node, const std::vector<int>& chips) {
+Result<DraDevice> device_of_result(const json& r, const std::string& node, const std::vector<int>& chips,
+                                   const VnpuRules* vnpus) {
   auto request = string_member(r, "request");
   auto pool = string_member(r, "pool");
   auto device = string_member(r, "device");
@@ -96,6 +105,25 @@ Result<DraDevice> device_of_result(const json& r, const std::string& node, const
   if (*pool != node)
     return Error::invalid(
         fmt::format("device {} is allocated in pool {:?}, not in this node's ({})", *device, *pool, node));
+  if (dra::is_vnpu_device_name(*device)) {
+    if (vnpus == nullptr || vnpus->host == nullptr)
+      return Error::invalid(
+          fmt::format("device {} is a vNPU, and this node's plugin does not publish vNPUs "
+                      "(--dra-vnpu)",
+                      device->substr(0, kMaxStringLength)));
+    ASCEND_ASSIGN(const auto v, dra::vnpu_of_device(*vnpus->host, *device), "");
+    const auto& ok = vnpus->healthy;
+    if (std::find(ok.begin(), ok.end(), v.phy) == ok.end())
+      return Error::invalid(
+          fmt::format("device {} is a vNPU of chip {}, which is not a healthy chip of this "
+                      "node (healthy: {})",
+                      *device, v.phy, ok.empty() ? "none" : fmt::format("{}", fmt::join(ok, ","))));
+    return DraDevice{.request_names = {base_request(*request)},
+                     .pool_name = *pool,
+                     .device_name = *device,
+                     .cdi_device_ids = {},
+                     .vnpu_id = -1};
+  }
   auto phy = dra::phy_of_device(*device);
   if (!phy.ok()) return phy.error();
   if (std::find(chips.begin(), chips.end(), *phy) == chips.end())
@@ -130,7 +158,8 @@ std::string base_request(std::string_view request) {
 }
 
 Result<std::vector<DraDevice>> devices_of_claim(const json& claim, const DraClaimRef& ref,
-                                                const std::string& node, const std::vector<int>& chips) {
+                                                const std::string& node, const std::vector<int>& chips,
+                                                const VnpuRules* vnpus) {
   const std::string what = claim_name(ref);
   const json* meta = member(claim, "metadata");
   auto uid = meta != nullptr ? string_member(*meta, "uid") : std::nullopt;
@@ -153,7 +182,7 @@ Result<std::vector<DraDevice>> devices_of_claim(const json& claim, const DraClai
   if (results != nullptr) {
     for (const auto& r : *results) {
       if (string_member(r, "driver") != dra::kDriver) continue;
-      auto dev = device_of_result(r, node, chips);
+      auto dev = device_of_result(r, node, chips, vnpus);
       if (!dev.ok()) return dev.error().context("claim " + what);
       out.push_back(std::move(*dev));
     }
@@ -168,10 +197,12 @@ std::string encode_checkpoint(const std::map<std::string, DraPreparedClaim>& cla
   for (const auto& [uid, c] : claims) {
     json devices = json::array();
     for (const auto& d : c.devices) {
-      devices.push_back({{"request_names", d.request_names},
-                         {"pool_name", d.pool_name},
-                         {"device_name", d.device_name},
-                         {"cdi_device_ids", d.cdi_device_ids}});
+      json dev = {{"request_names", d.request_names},
+                  {"pool_name", d.pool_name},
+                  {"device_name", d.device_name},
+                  {"cdi_device_ids", d.cdi_device_ids}};
+      if (d.vnpu_id >= 0) dev["vnpu_id"] = d.vnpu_id;  // a vNPU made for the claim: unprepare destroys it
+      devices.push_back(std::move(dev));
     }
     by_uid[uid] = {{"namespace", c.ns}, {"name", c.name}, {"devices", std::move(devices)}};
   }

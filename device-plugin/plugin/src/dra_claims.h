@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ascend/common/error.h"
+#include "ascend/npu/seam.h"
 #include "ascend/plugin/dra_service.h"
 
 namespace ascend::plugin::dra_kubelet {
@@ -35,13 +36,21 @@ Status check_names(const DraClaimRef& ref);
 // requests by their base name.
 std::string base_request(std::string_view request);
 
-// The devices a v1 ResourceClaim `claim` gives this driver on `node`, each a chip of `chips`: EINVAL when
-// the claim is another one than `ref` names (its uid differs: deleted and made again), is not allocated,
-// has results of this driver in another pool, naming a device that is not one of `chips` or a request
-// longer than kMaxRequest, or none of this driver at all. Results of other drivers are theirs to prepare and
-// are skipped.
+// --dra-vnpu: what a vNPU result (a device dra_slices.h names npu-<phy>-<template>-<k>) is checked against.
+struct VnpuRules {
+  const npu::DeviceSnapshot* host = nullptr;  // its templates and vNPU capacity
+  std::vector<int> healthy;                   // the chips a vNPU may be made on (vNPUs on them or not)
+};
+
+// The devices a v1 ResourceClaim `claim` gives this driver on `node`, each a chip of `chips` or (with
+// `vnpus`) a vNPU template instance on a chip of vnpus->healthy: EINVAL when the claim is another one than
+// `ref` names (its uid differs: deleted and made again), is not allocated, has results of this driver in
+// another pool, naming a device that is not one of these (a vNPU without `vnpus`) or a request longer than
+// kMaxRequest, or none of this driver at all. Results of other drivers are theirs to prepare and are
+// skipped. A vNPU's device has no CDI id and no vNPU id yet (dra_service.cc makes the vNPU).
 Result<std::vector<DraDevice>> devices_of_claim(const nlohmann::json& claim, const DraClaimRef& ref,
-                                                const std::string& node, const std::vector<int>& chips);
+                                                const std::string& node, const std::vector<int>& chips,
+                                                const VnpuRules* vnpus = nullptr);
 
 std::string encode_checkpoint(const std::map<std::string, DraPreparedClaim>& claims);
 // EINVAL naming what is wrong: not JSON, another format or version, a field of the wrong type, a bound

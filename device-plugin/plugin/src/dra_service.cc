@@ -23,6 +23,9 @@
 #include "ascend/common/guarded.h"
 #include "ascend/common/kube_client.h"
 #include "ascend/common/unique_fd.h"
+#include "ascend/npu/device_query.h"
+#include "ascend/npu/vnpu_gc.h"
+#include "ascend/plugin/allocate.h"
 #include "ascend/plugin/grpc_status.h"
 #include "ascend/plugin/inventory.h"
 #include "ascend/plugin/plugin.h"
@@ -382,8 +385,84 @@ DraNodeChips dra_usable_chips(const Plugin& plugin) {
   };
 }
 
-DraService::DraService(DraOptions opts, kube::Client& api, DraNodeChips chips)
-    : opts_(std::move(opts)), api_(api), chips_(std::move(chips)) {}
+DraNodeChips dra_healthy_chips(const Plugin& plugin) {
+  return [&plugin]() -> Result<std::vector<int>> {
+    if (auto why = plugin.driver_lost(); !why.empty())
+      return Error(EAGAIN, "the NPU driver is unavailable: " + why);
+    std::vector<int> out;
+    for (const auto& c : plugin.host().chips) {
+      if (is_healthy(c.health())) out.push_back(c.phy_id);
+    }
+    return out;
+  };
+}
+
+std::string dra_vnpu_owner(const std::string& claim_uid, const std::string& device) {
+  return std::string(npu::kDraClaimOwnerPrefix) + claim_uid + "/" + device;
+}
+
+namespace {
+
+bool has_vnpus(const std::vector<DraDevice>& devices) {
+  return std::any_of(devices.begin(), devices.end(),
+                     [](const DraDevice& d) { return dra::is_vnpu_device_name(d.device_name); });
+}
+
+// A claim uid that may name a file and a CDI device (a UUID is): letters, digits and '-'.
+Status check_cdi_uid(const std::string& uid) {
+  const bool ok = !uid.empty() && std::all_of(uid.begin(), uid.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+  });
+  if (!ok) return Error::invalid("a claim uid of letters, digits and '-' only can have vNPUs (its CDI spec)");
+  return {};
+}
+
+std::string cdi_device_of(const std::string& uid, const DraDevice& d) {
+  return uid + "-" + d.device_name;
+}
+
+// The CDI spec of a claim's vNPUs: per vNPU its node (/dev/vdavinci<id> on the host, /dev/davinci<id> in the
+// container), and the control nodes and driver files every NPU container gets, as Allocate's device-spec
+// mode plans them (allocate.h).
+nlohmann::json claim_cdi_spec(const npu::DeviceSnapshot& host, const npu::DeviceQuery& q,
+                              const std::string& uid, const std::vector<DraDevice>& devices) {
+  nlohmann::json out = nlohmann::json::array();
+  nlohmann::json shared = nlohmann::json::object();
+  for (const auto& d : devices) {
+    if (d.vnpu_id < 0) continue;
+    DeviceEntry e;
+    e.kind = DeviceKind::kVnpu;
+    e.vnpu_id = d.vnpu_id;
+    const ContainerAllocation a = plan_container(host, q, AllocateMode::kDeviceSpec, {e});
+    auto node = [](const DeviceNodeSpec& n) {
+      return nlohmann::json{{"path", n.container_path},
+                            {"hostPath", n.host_path},
+                            {"type", "c"},
+                            {"permissions", n.permissions}};
+    };
+    out.push_back({{"name", cdi_device_of(uid, d)},
+                   {"containerEdits", {{"deviceNodes", nlohmann::json::array({node(a.devices.front())})}}}});
+    nlohmann::json control = nlohmann::json::array();
+    for (std::size_t i = 1; i < a.devices.size(); ++i) control.push_back(node(a.devices[i]));
+    nlohmann::json mounts = nlohmann::json::array();
+    for (const auto& m : a.mounts) {
+      mounts.push_back({{"hostPath", m.host_path},
+                        {"containerPath", m.container_path},
+                        {"options", {"ro", "nosuid", "nodev", "bind"}}});
+    }
+    shared = {{"deviceNodes", std::move(control)}};
+    if (!mounts.empty()) shared["mounts"] = std::move(mounts);
+  }
+  return {{"cdiVersion", "0.5.0"},
+          {"kind", kDraClaimCdiKind},
+          {"devices", std::move(out)},
+          {"containerEdits", shared}};
+}
+
+}  // namespace
+
+DraService::DraService(DraOptions opts, kube::Client& api, DraNodeChips chips, DraVnpus vnpus)
+    : opts_(std::move(opts)), api_(api), chips_(std::move(chips)), vnpus_(std::move(vnpus)) {}
 
 DraService::~DraService() {
   stop();
@@ -399,6 +478,10 @@ std::string DraService::dra_socket() const {
 
 std::string DraService::checkpoint_path() const {
   return join_path(opts_.plugin_dir, kCheckpointName);
+}
+
+std::string DraService::cdi_spec_path(const std::string& claim_uid) const {
+  return join_path(vnpus_.cdi_dir, std::string(dra::kDriver) + "-claim_" + claim_uid + ".json");
 }
 
 bool DraService::serving() const {
@@ -493,11 +576,126 @@ Status DraService::write_checkpoint_locked() const {
   return atomic_replace(checkpoint_path(), dra_kubelet::encode_checkpoint(prepared_), kCheckpointMode);
 }
 
-Result<std::vector<DraDevice>> DraService::read_claim(const DraClaimRef& ref, const std::vector<int>& chips) {
+Result<std::vector<DraDevice>> DraService::read_claim(const DraClaimRef& ref, const std::vector<int>& chips,
+                                                      const dra_kubelet::VnpuRules* vnpus) {
   ASCEND_ASSIGN(const auto claim,
                 api_.get(kube::path_of(dra::kApiVersion, "resourceclaims", ref.ns, ref.name)),
                 "read ResourceClaim " + ref.ns + "/" + ref.name);
-  return dra_kubelet::devices_of_claim(claim, ref, opts_.node_name, chips);
+  return dra_kubelet::devices_of_claim(claim, ref, opts_.node_name, chips, vnpus);
+}
+
+Result<std::vector<DraDevice>> DraService::prepare_vnpus(const DraClaimRef& ref,
+                                                         std::vector<DraDevice> devices) {
+  std::lock_guard vlock(vnpu_mu_);
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = prepared_.find(ref.uid); it != prepared_.end())
+      return it->second.devices;  // a concurrent call
+    if (prepared_.size() >= kDraMaxPreparedClaims)
+      return Error(ENOSPC, fmt::format("this node has {} claims prepared already, the most it keeps",
+                                       prepared_.size()));
+  }
+  ASCEND_CHECK(check_cdi_uid(ref.uid), "");
+  npu::DeviceQuery& q = *vnpus_.query;
+  ASCEND_ASSIGN(npu::DeviceSnapshot host, q.snapshot(), "read the NPU host");
+  std::vector<std::pair<int, std::string>> ours;  // vNPU id, owner tag: undone when a later step fails
+  const auto undo = [&] {
+    for (const auto& [id, tag] : ours) {
+      npu::VnpuOwner holder;
+      holder.container_id = tag;
+      if (auto st = q.destroy_vnpu(id, std::nullopt, holder); !st.ok())
+        spdlog::warn("DRA: claim {}: undo vNPU {}: {}", ref.uid, id, st.error().message());
+    }
+    ::unlink(cdi_spec_path(ref.uid).c_str());
+  };
+  for (auto& d : devices) {
+    if (!dra::is_vnpu_device_name(d.device_name)) continue;
+    auto v = dra::vnpu_of_device(host, d.device_name);
+    if (!v.ok()) {
+      undo();
+      return v.error();
+    }
+    npu::VnpuOwner owner;
+    owner.container_id = dra_vnpu_owner(ref.uid, d.device_name);
+    const auto found = std::find_if(host.vnpus.begin(), host.vnpus.end(), [&](const npu::Vnpu& x) {
+      return x.owner.container_id == owner.container_id;
+    });
+    if (found != host.vnpus.end()) {  // made before a crash took the plugin down ahead of the checkpoint
+      d.vnpu_id = found->id;
+      spdlog::info("DRA: claim {}: took over vNPU {} ({} on chip {}) made for it before", ref.uid, found->id,
+                   found->template_name, found->phy_id);
+    } else {
+      auto made = q.create_vnpu(v->phy, v->template_name, std::nullopt, owner);
+      if (!made.ok()) {
+        undo();
+        return made.error().context(
+            fmt::format("device {}: create a {} vNPU on chip {}", d.device_name, v->template_name, v->phy));
+      }
+      d.vnpu_id = made->id;
+    }
+    ours.emplace_back(d.vnpu_id, owner.container_id);
+    d.cdi_device_ids = {std::string(kDraClaimCdiKind) + "=" + cdi_device_of(ref.uid, d)};
+  }
+  auto written = [&]() -> Status {
+    ASCEND_ASSIGN(host, q.snapshot(), "read the NPU host");
+    const auto spec = claim_cdi_spec(host, q, ref.uid, devices);
+    ASCEND_CHECK(make_dirs(vnpus_.cdi_dir, 0755), "create " + vnpus_.cdi_dir);
+    return atomic_replace(cdi_spec_path(ref.uid), spec.dump(2) + "\n", 0644);
+  }();
+  if (!written.ok()) {
+    undo();
+    return written.error().context("write the claim's CDI spec " + cdi_spec_path(ref.uid));
+  }
+  {
+    std::lock_guard lock(mu_);
+    prepared_.emplace(ref.uid, DraPreparedClaim{ref.ns, ref.name, devices});
+    if (auto st = write_checkpoint_locked(); !st.ok()) {
+      prepared_.erase(ref.uid);
+      undo();
+      return st.error().context("record the claim in the checkpoint");
+    }
+  }
+  spdlog::info("DRA: prepared claim {}/{} ({}): {}", ref.ns, ref.name, ref.uid, device_summary(devices));
+  return devices;
+}
+
+Status DraService::check_vnpus(const std::string& uid, const DraPreparedClaim& c) const {
+  if (!has_vnpus(c.devices)) return {};
+  if (vnpus_.query == nullptr)
+    return Error::invalid("the claim has vNPUs, and this plugin does not publish vNPUs now (--dra-vnpu)");
+  ASCEND_ASSIGN(const npu::DeviceSnapshot host, vnpus_.query->snapshot(), "read the NPU host");
+  for (const auto& d : c.devices) {
+    if (d.vnpu_id < 0) continue;
+    const npu::Vnpu* v = host.vnpu(d.vnpu_id);
+    if (v == nullptr || v->owner.container_id != dra_vnpu_owner(uid, d.device_name))
+      return Error(ENODEV,
+                   fmt::format("device {}: its vNPU {} no longer exists (destroyed outside the plugin, "
+                               "or the host restarted); the claim cannot be prepared again: delete its "
+                               "pod so that it is unprepared and allocated anew",
+                               d.device_name, d.vnpu_id));
+  }
+  return {};
+}
+
+Status DraService::release_vnpus(const std::string& uid, const DraPreparedClaim& c) {
+  if (!has_vnpus(c.devices)) return {};
+  if (vnpus_.query == nullptr)
+    return Error::invalid("the claim has vNPUs, and this plugin does not publish vNPUs now (--dra-vnpu)");
+  for (const auto& d : c.devices) {
+    if (d.vnpu_id < 0) continue;
+    npu::VnpuOwner holder;
+    holder.container_id = dra_vnpu_owner(uid, d.device_name);
+    auto st = vnpus_.query->destroy_vnpu(d.vnpu_id, std::nullopt, holder);
+    if (!st.ok() && st.error().code() != ENOENT && st.error().code() != ESTALE)
+      return st.error().context("device " + d.device_name);
+    if (!st.ok()) {
+      spdlog::info("DRA: claim {}: vNPU {} of device {} was gone already ({})", uid, d.vnpu_id, d.device_name,
+                   st.error().message());
+    }
+  }
+  if (::unlink(cdi_spec_path(uid).c_str()) != 0 && errno != ENOENT)
+    return Error::from_errno(errno, "remove " + cdi_spec_path(uid));
+  return {};
 }
 
 namespace {
@@ -517,27 +715,59 @@ Result<std::map<std::string, DraPrepared>> DraService::prepare(const std::vector
   std::map<std::string, DraPrepared> out;
   std::map<std::string, DraPreparedClaim> fresh;  // read from the API server in this call
   std::optional<Result<std::vector<int>>> chips;  // asked once, when a claim needs it
+  // --dra-vnpu: the host and the healthy chips, read once, when a claim needs them.
+  std::optional<npu::DeviceSnapshot> vnpu_host;
+  std::optional<Result<dra_kubelet::VnpuRules>> rules;
+  const auto vnpu_rules = [&]() -> Result<dra_kubelet::VnpuRules> {
+    ASCEND_ASSIGN(vnpu_host, vnpus_.query->snapshot(), "read the NPU host");
+    ASCEND_ASSIGN(auto healthy, vnpus_.healthy(), "");
+    return dra_kubelet::VnpuRules{&*vnpu_host, std::move(healthy)};
+  };
   for (const auto& ref : claims) {
     if (out.contains(ref.uid) || fresh.contains(ref.uid)) continue;  // named twice in one call
     if (auto st = dra_kubelet::check_names(ref); !st.ok()) {
       out[ref.uid].error = st.error().message();
       continue;
     }
+    std::optional<DraPreparedClaim> before;
     {
       std::lock_guard lock(mu_);
-      if (auto it = prepared_.find(ref.uid); it != prepared_.end()) {
-        out[ref.uid].devices = it->second.devices;  // prepared before: the same answer, nothing done again
-        continue;
+      if (auto it = prepared_.find(ref.uid); it != prepared_.end()) before = it->second;
+    }
+    if (before) {  // prepared before: the same answer, nothing done again (while its vNPUs are there)
+      if (auto st = check_vnpus(ref.uid, *before); !st.ok()) {
+        out[ref.uid].error = fmt::format("claim {}/{}: {}", ref.ns, ref.name, st.error().message());
+      } else {
+        out[ref.uid].devices = before->devices;
       }
+      continue;
     }
     if (!chips) chips = chips_();
     if (!chips->ok()) {
       out[ref.uid].error = chips->error().message();
       continue;
     }
-    auto devices = read_claim(ref, chips->value());
+    const dra_kubelet::VnpuRules* with_vnpus = nullptr;
+    if (vnpus_.query != nullptr) {
+      if (!rules) rules = vnpu_rules();
+      if (!rules->ok()) {
+        out[ref.uid].error = rules->error().message();
+        continue;
+      }
+      with_vnpus = &rules->value();
+    }
+    auto devices = read_claim(ref, chips->value(), with_vnpus);
     if (!devices.ok()) {
       out[ref.uid].error = devices.error().message();
+      continue;
+    }
+    if (has_vnpus(*devices)) {  // made, written and checkpointed now, one claim at a time
+      auto made = prepare_vnpus(ref, std::move(*devices));
+      if (!made.ok()) {
+        out[ref.uid].error = made.error().context("claim " + ref.ns + "/" + ref.name).message();
+      } else {
+        out[ref.uid].devices = std::move(*made);
+      }
       continue;
     }
     fresh[ref.uid] = {ref.ns, ref.name, std::move(*devices)};
@@ -582,10 +812,25 @@ Result<std::map<std::string, std::string>> DraService::unprepare(const std::vect
   ASCEND_CHECK(check_call(claims), "");
   std::map<std::string, std::string> out;
   std::map<std::string, DraPreparedClaim> removed;
+  // A claim's vNPUs go first (and its CDI spec), the claim is forgotten after: a crash in between leaves it
+  // for the unprepare the kubelet repeats, which finds the vNPUs gone.
+  std::lock_guard vlock(vnpu_mu_);
+  for (const auto& ref : claims) {
+    std::optional<DraPreparedClaim> c;
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = prepared_.find(ref.uid); it != prepared_.end()) c = it->second;
+    }
+    if (!c || !has_vnpus(c->devices)) continue;
+    if (auto st = release_vnpus(ref.uid, *c); !st.ok()) {
+      out[ref.uid] = "destroy the claim's vNPUs: " + st.error().message();
+      spdlog::warn("DRA: did not unprepare claim {}: {}", ref.uid, out[ref.uid]);
+    }
+  }
   {
     std::lock_guard lock(mu_);
     for (const auto& ref : claims) {
-      out[ref.uid];  // every claim asked has an answer, also one never prepared
+      if (!out[ref.uid].empty()) continue;  // every claim asked has an answer, also one never prepared
       if (auto it = prepared_.find(ref.uid); it != prepared_.end()) {
         removed.insert(prepared_.extract(it));
       }

@@ -27,6 +27,7 @@
 
 #include "ascend/common/fs.h"
 #include "ascend/common/kube_client.h"
+#include "ascend/npu/device_query.h"
 #include "ascend/plugin/dra_service.h"
 #include "dra/dra_v1.grpc.pb.h"
 #include "dra/dra_v1beta1.grpc.pb.h"
@@ -582,6 +583,232 @@ TEST_F(DraOnPlugin, UsableChipsFollowFaultsIsolationAndTheDriver) {
         return !c.ok() && c.error().message().starts_with("the NPU driver is unavailable: ");
       },
       seconds(10)));
+}
+
+// --dra-vnpu on an emulated Atlas 800T A2 (8 x 910B3: templates vir10_3c_32g, 10 AICores and 32 GB, and
+// vir05_1c_16g, 5 AICores and 16 GB, of a chip's 20 AICores and 64 GB; the vNPU template reference). A vNPU
+// gets the lowest free id of its chip's range 100 + 16 * phy .. + 15 (the driver's rule, reference
+// vnpu-templates): the first on chip 2 is 132, on chip 3 148. Its owner is "dra-claim/<uid>/<device>".
+class DraVnpuService : public api_test::PluginOnApi {
+ protected:
+  static constexpr const char* kClaimsPath = "/apis/resource.k8s.io/v1/namespaces/team-a/resourceclaims";
+
+  void SetUp() override {
+    start_plugin(std::chrono::milliseconds(50));
+    opts.node_name = kNode;
+    opts.registry_dir = tmp / "plugins_registry";
+    opts.plugin_dir = tmp / "plugins/npu.ascend.huawei.com";
+  }
+
+  void start() {
+    DraVnpus v;
+    v.query = query.get();
+    v.healthy = dra_healthy_chips(*plugin);
+    v.cdi_dir = tmp / "cdi";
+    svc = std::make_unique<DraService>(opts, *client, dra_usable_chips(*plugin), std::move(v));
+    auto st = svc->start();
+    ASSERT_TRUE(st.ok()) << st.error().message();
+  }
+
+  std::string make_claim(const std::string& name, const std::vector<std::string>& devices) {
+    json results = json::array();
+    for (const auto& d : devices) results.push_back(result("npus", d));
+    return api.create(kClaimsPath, claim_object(name, results))["metadata"]["uid"].get<std::string>();
+  }
+
+  DraPrepared prepare(const std::string& name, const std::string& uid) {
+    auto r = svc->prepare({{"team-a", uid, name}});
+    EXPECT_TRUE(r.ok()) << r.error().message();
+    return r.ok() && r->contains(uid) ? r->at(uid) : DraPrepared{{}, "(no answer)"};
+  }
+
+  std::string unprepare(const std::string& name, const std::string& uid) {
+    auto r = svc->unprepare({{"team-a", uid, name}});
+    EXPECT_TRUE(r.ok()) << r.error().message();
+    return r.ok() && r->contains(uid) ? r->at(uid) : "(no answer)";
+  }
+
+  std::vector<npu::Vnpu> vnpus() {
+    auto s = query->snapshot();
+    EXPECT_TRUE(s.ok());
+    return s.ok() ? s->vnpus : std::vector<npu::Vnpu>{};
+  }
+
+  json cdi_spec(const std::string& uid) {
+    std::ifstream in(tmp / ("cdi/npu.ascend.huawei.com-claim_" + uid + ".json"));
+    return in ? json::parse(in, nullptr, false) : json();
+  }
+
+  json checkpoint_claims() {
+    std::ifstream in(tmp / "plugins/npu.ascend.huawei.com/checkpoint.json");
+    const json doc = json::parse(in, nullptr, false);
+    return doc.is_object() ? doc["claims"] : json();
+  }
+
+  DraOptions opts;
+  std::unique_ptr<DraService> svc;
+};
+
+TEST_F(DraVnpuService, PrepareMakesTheVnpuWritesItsCdiSpecAndCheckpointsItAndUnprepareDestroysIt) {
+  start();
+  const std::string uid = make_claim("infer", {"npu-2-vir05-1c-16g-1"});
+  const auto a = prepare("infer", uid);
+  ASSERT_EQ(a.error, "");
+  ASSERT_EQ(a.devices.size(), 1u);
+  EXPECT_EQ(a.devices[0].device_name, "npu-2-vir05-1c-16g-1");
+  EXPECT_EQ(a.devices[0].pool_name, kNode);
+  EXPECT_EQ(a.devices[0].request_names, std::vector<std::string>{"npus"});
+  EXPECT_EQ(a.devices[0].cdi_device_ids,
+            std::vector<std::string>{"npu.ascend.huawei.com/claim=" + uid + "-npu-2-vir05-1c-16g-1"});
+  auto v = vnpus();
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].id, 132);
+  EXPECT_EQ(v[0].phy_id, 2);
+  EXPECT_EQ(v[0].template_name, "vir05_1c_16g");
+  EXPECT_EQ(v[0].owner.container_id, "dra-claim/" + uid + "/npu-2-vir05-1c-16g-1");
+  EXPECT_EQ(v[0].status, 1) << "in use";
+
+  const json spec = cdi_spec(uid);
+  ASSERT_TRUE(spec.is_object());
+  EXPECT_EQ(spec["kind"], "npu.ascend.huawei.com/claim");
+  EXPECT_EQ(spec["cdiVersion"], "0.5.0") << "a device name that may start with a digit";
+  ASSERT_EQ(spec["devices"].size(), 1u);
+  EXPECT_EQ(spec["devices"][0]["name"], uid + "-npu-2-vir05-1c-16g-1");
+  EXPECT_EQ(spec["devices"][0]["containerEdits"]["deviceNodes"],
+            json::parse(R"([{"path":"/dev/davinci132","hostPath":")" + root +
+                        R"(/dev/vdavinci132","type":"c","permissions":"rw"}])"))
+      << "the host's vdavinci is the container's davinci, as the Ascend runtime does";
+  std::vector<std::string> control;
+  for (const auto& n : spec["containerEdits"]["deviceNodes"]) control.push_back(n["path"]);
+  EXPECT_EQ(control, (std::vector<std::string>{"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"}));
+  bool npu_smi = false;
+  for (const auto& m : spec["containerEdits"]["mounts"])
+    npu_smi = npu_smi || (m["containerPath"] == "/usr/local/bin/npu-smi" &&
+                          m["hostPath"] == root + "/usr/local/bin/npu-smi");
+  EXPECT_TRUE(npu_smi) << spec["containerEdits"].dump();
+  EXPECT_EQ(checkpoint_claims()[uid]["devices"][0]["vnpu_id"], 132) << "checkpointed before the answer";
+
+  // The kubelet repeats the call: the same answer, no second vNPU.
+  const auto again = prepare("infer", uid);
+  EXPECT_EQ(again.error, "");
+  EXPECT_EQ(again.devices, a.devices);
+  EXPECT_EQ(vnpus().size(), 1u);
+  // The chip holds a vNPU: it is not a whole chip to hand out now.
+  auto usable = dra_usable_chips(*plugin);
+  EXPECT_TRUE(api_test::wait_until(
+      [&] {
+        auto c = usable();
+        return c.ok() && *c == std::vector<int>{0, 1, 3, 4, 5, 6, 7};
+      },
+      std::chrono::seconds(10)));
+
+  EXPECT_EQ(unprepare("infer", uid), "");
+  EXPECT_TRUE(vnpus().empty());
+  EXPECT_TRUE(cdi_spec(uid).is_null()) << "the spec is removed";
+  EXPECT_FALSE(checkpoint_claims().contains(uid));
+  EXPECT_EQ(unprepare("infer", uid), "") << "again: unknown, a success";
+}
+
+TEST_F(DraVnpuService, ARestartedPluginAnswersFromTheCheckpointAndUnprepareDestroysTheRecordedVnpu) {
+  start();
+  const std::string uid = make_claim("infer", {"npu-3-vir10-3c-32g-0", "npu-3-vir05-1c-16g-2"});
+  const auto a = prepare("infer", uid);
+  ASSERT_EQ(a.error, "");
+  ASSERT_EQ(vnpus().size(), 2u);
+  EXPECT_EQ(vnpus()[0].id, 148);
+  EXPECT_EQ(vnpus()[1].id, 149);
+  svc.reset();  // the plugin restarts
+  start();
+  api.clear_requests();
+  const auto b = prepare("infer", uid);
+  EXPECT_EQ(b.error, "");
+  EXPECT_EQ(b.devices, a.devices);
+  EXPECT_EQ(vnpus().size(), 2u) << "no second vNPU";
+  EXPECT_TRUE(api.requests().empty()) << "answered from the checkpoint";
+  svc.reset();
+  start();
+  EXPECT_EQ(unprepare("infer", uid), "");
+  EXPECT_TRUE(vnpus().empty()) << "the recorded vNPUs are destroyed";
+  EXPECT_TRUE(cdi_spec(uid).is_null());
+}
+
+TEST_F(DraVnpuService, AVnpuMadeBeforeACrashIsTakenOverNotMadeTwice) {
+  start();
+  const std::string uid = make_claim("infer", {"npu-2-vir05-1c-16g-0"});
+  // The plugin made the vNPU, then died before its checkpoint: the vNPU carries the claim's tag.
+  npu::VnpuOwner tag;
+  tag.container_id = "dra-claim/" + uid + "/npu-2-vir05-1c-16g-0";
+  ASSERT_TRUE(query->create_vnpu(2, "vir05_1c_16g", std::nullopt, tag).ok());
+  const auto a = prepare("infer", uid);
+  ASSERT_EQ(a.error, "");
+  ASSERT_EQ(vnpus().size(), 1u);
+  EXPECT_EQ(checkpoint_claims()[uid]["devices"][0]["vnpu_id"], 132);
+  EXPECT_EQ(unprepare("infer", uid), "");
+  EXPECT_TRUE(vnpus().empty());
+}
+
+TEST_F(DraVnpuService, AClaimWhoseVnpuIsGoneGetsAClearErrorAndUnprepareStillSucceeds) {
+  start();
+  const std::string uid = make_claim("infer", {"npu-2-vir05-1c-16g-0"});
+  ASSERT_EQ(prepare("infer", uid).error, "");
+  svc.reset();
+  ASSERT_TRUE(query->destroy_vnpu(132, 2, std::nullopt).ok());  // by hand, while the plugin was away
+  start();
+  const auto a = prepare("infer", uid);
+  EXPECT_EQ(a.error,
+            "claim team-a/infer: device npu-2-vir05-1c-16g-0: its vNPU 132 no longer exists "
+            "(destroyed outside the plugin, or the host restarted); the claim cannot be prepared "
+            "again: delete its pod so that it is unprepared and allocated anew");
+  EXPECT_TRUE(a.devices.empty());
+  EXPECT_TRUE(checkpoint_claims().contains(uid)) << "kept for the unprepare";
+  EXPECT_EQ(unprepare("infer", uid), "");
+  EXPECT_FALSE(checkpoint_claims().contains(uid));
+  EXPECT_TRUE(cdi_spec(uid).is_null());
+}
+
+TEST_F(DraVnpuService, AClaimThatDoesNotFitLeavesNothingBehind) {
+  start();
+  // Two vir10_3c_32g take chip 3's 20 AICores; a vir05_1c_16g beside them does not fit (the seam's
+  // over-commit check, which the allocator's counters never let happen): the two made are destroyed again.
+  const std::string uid =
+      make_claim("big", {"npu-3-vir10-3c-32g-0", "npu-3-vir10-3c-32g-1", "npu-3-vir05-1c-16g-0"});
+  const auto a = prepare("big", uid);
+  EXPECT_NE(a.error.find("device npu-3-vir05-1c-16g-0: create a vir05_1c_16g vNPU on chip 3"),
+            std::string::npos)
+      << a.error;
+  EXPECT_NE(a.error.find("AICore"), std::string::npos) << a.error;
+  EXPECT_TRUE(vnpus().empty());
+  EXPECT_TRUE(cdi_spec(uid).is_null());
+  EXPECT_FALSE(checkpoint_claims().is_object() && checkpoint_claims().contains(uid));
+}
+
+TEST_F(DraVnpuService, AVnpuOfAnUnhealthyChipOrOfAnUnknownTemplateIsRefused) {
+  start();
+  ASSERT_TRUE(emu.set_fault(4, 0x80E18402, npu::Health::kCritical).ok());
+  auto healthy = dra_healthy_chips(*plugin);
+  ASSERT_TRUE(api_test::wait_until(
+      [&] {
+        auto c = healthy();
+        return c.ok() && *c == std::vector<int>{0, 1, 2, 3, 5, 6, 7};
+      },
+      std::chrono::seconds(10)));
+  const std::string sick = make_claim("sick", {"npu-4-vir05-1c-16g-0"});
+  EXPECT_EQ(
+      prepare("sick", sick).error,
+      "claim team-a/sick: device npu-4-vir05-1c-16g-0 is a vNPU of chip 4, which is not a healthy chip of "
+      "this node (healthy: 0,1,2,3,5,6,7)");
+  const std::string odd = make_claim("odd", {"npu-1-vir05-1c-8g-0"});  // a 910B4's template, not a 910B3's
+  EXPECT_NE(prepare("odd", odd).error.find("no template of this host has that name"), std::string::npos);
+  EXPECT_TRUE(vnpus().empty());
+}
+
+TEST_F(DraServiceTest, AVnpuClaimWithoutDraVnpuIsThatClaimsError) {
+  start();
+  const std::string uid = make_claim("v", json::array({result("npus", "npu-0-vir05-1c-16g-0")}));
+  const auto a = prepare_one("v", uid);
+  EXPECT_EQ(a.error(),
+            "claim team-a/v: device npu-0-vir05-1c-16g-0 is a vNPU, and this node's plugin does not publish "
+            "vNPUs (--dra-vnpu)");
 }
 
 }  // namespace

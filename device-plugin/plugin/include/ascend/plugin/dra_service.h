@@ -12,6 +12,19 @@
 //   prepare the kubelet repeats, also after this plugin restarts, answers the same devices without asking
 //   the API server again.
 //
+// vNPUs (--dra-vnpu; dra_slices.h publishes them as npu-<phy>-<template>-<k>): preparing a claim that names
+// one creates a vNPU of that template on the chip through the device query (the seam the runtime's dynamic
+// vNPUs go through), tagged with the claim (owner container_id "dra-claim/<uid>/<device>", which `vnpu gc`
+// leaves alone), writes the claim's CDI spec (<cdi_dir>/npu.ascend.huawei.com-claim_<uid>.json, kind
+// npu.ascend.huawei.com/claim, one device "<uid>-<device>" per vNPU: its /dev/vdavinci<id> as
+// /dev/davinci<id>, the control nodes and the driver files, as Allocate's device-spec mode gives them) and
+// checkpoints the vNPU's id, all before it answers; unprepare destroys the vNPU (only while it still has the
+// claim's tag), removes the spec, then forgets the claim. Crash safety: a vNPU with the claim's tag found on
+// the chip is taken over instead of a second one made (a crash between creating and checkpointing); a
+// prepare repeated after a restart answers from the checkpoint once the vNPU is found there still (gone:
+// the claim's error says so, and the claim stays for unprepare); an unprepare after a restart destroys the
+// recorded vNPU, and one already gone is no error.
+//
 // Trust: the kubelet (root) is the only client. Both sockets are mode 0600 from the moment they can be
 // reached, and each connection's peer (SO_PEERCRED) must be root or this process's user, checked when it is
 // accepted, before gRPC reads a byte of it. A call names at most kDraMaxClaimsPerCall claims and each name is
@@ -35,6 +48,12 @@
 namespace ascend::kube {
 class Client;
 }  // namespace ascend::kube
+namespace ascend::npu {
+class DeviceQuery;
+}  // namespace ascend::npu
+namespace ascend::plugin::dra_kubelet {
+struct VnpuRules;
+}  // namespace ascend::plugin::dra_kubelet
 
 namespace ascend::plugin {
 
@@ -72,12 +91,14 @@ struct DraClaimRef {
   std::string name;
 };
 
-// One prepared device, as the kubelet's Device message carries it.
+// One prepared device, as the kubelet's Device message carries it (and, for a vNPU made for the claim, the
+// vNPU's id, which only the checkpoint keeps).
 struct DraDevice {
   std::vector<std::string> request_names;
   std::string pool_name;
   std::string device_name;
   std::vector<std::string> cdi_device_ids;
+  int vnpu_id = -1;  // -1: a whole chip
   bool operator==(const DraDevice&) const = default;
 };
 
@@ -103,11 +124,25 @@ using DraNodeChips = std::function<Result<std::vector<int>>()>;
 // The chips of `plugin`'s host that are healthy in its view (graded faults, isolation), as Allocate hands
 // them out; the driver lost is an error. `plugin` must outlive the function.
 DraNodeChips dra_usable_chips(const Plugin& plugin);
+// The chips of `plugin`'s host that are healthy in its view, vNPUs on them or not (where a claim's vNPU may
+// be made); the driver lost is an error. `plugin` must outlive the function.
+DraNodeChips dra_healthy_chips(const Plugin& plugin);
+
+// --dra-vnpu: what preparing vNPU devices needs. Without a query, a claim naming a vNPU is that claim's
+// error.
+struct DraVnpus {
+  npu::DeviceQuery* query = nullptr;  // creates and destroys them; must outlive the service
+  DraNodeChips healthy;               // dra_healthy_chips
+  std::string cdi_dir = "/var/run/cdi";
+};
+// The CDI kind of the claims' vNPU specs, and the owner tag of a claim's vNPU.
+inline constexpr const char* kDraClaimCdiKind = "npu.ascend.huawei.com/claim";
+std::string dra_vnpu_owner(const std::string& claim_uid, const std::string& device);
 
 class DraService {
  public:
   // `api` and whatever `chips` refers to must outlive the service. Nothing is served before start().
-  DraService(DraOptions opts, kube::Client& api, DraNodeChips chips);
+  DraService(DraOptions opts, kube::Client& api, DraNodeChips chips, DraVnpus vnpus = {});
   ~DraService();  // stop()
   DraService(const DraService&) = delete;
   DraService& operator=(const DraService&) = delete;
@@ -128,6 +163,7 @@ class DraService {
   std::string registration_socket() const;  // <registry_dir>/npu.ascend.huawei.com-reg.sock
   std::string dra_socket() const;           // <plugin_dir>/dra.sock
   std::string checkpoint_path() const;      // <plugin_dir>/checkpoint.json
+  std::string cdi_spec_path(const std::string& claim_uid) const;  // the claim's vNPU CDI spec (--dra-vnpu)
 
   // The calls' bodies, without gRPC (the handlers answer with these; tests and fuzz targets may call them).
   // The answers are keyed by claim uid, one per distinct uid asked. EINVAL for the whole call: more than
@@ -146,12 +182,22 @@ class DraService {
   Status load_checkpoint();
   Status write_checkpoint_locked() const;
   // Prepares one claim not in the checkpoint: reads it and checks its allocation (no lock held).
-  Result<std::vector<DraDevice>> read_claim(const DraClaimRef& ref, const std::vector<int>& chips);
+  Result<std::vector<DraDevice>> read_claim(const DraClaimRef& ref, const std::vector<int>& chips,
+                                            const dra_kubelet::VnpuRules* vnpus);
+  // A claim naming vNPUs, read: makes (or takes over) its vNPUs, writes its CDI spec and checkpoints it,
+  // all under vnpu_mu_; on failure nothing of it is left.
+  Result<std::vector<DraDevice>> prepare_vnpus(const DraClaimRef& ref, std::vector<DraDevice> devices);
+  // A claim prepared before, as the checkpoint has it: EIO naming the vNPU when one of its vNPUs is gone.
+  Status check_vnpus(const std::string& uid, const DraPreparedClaim& c) const;
+  // Destroys the vNPUs of a prepared claim (gone already: fine) and removes its CDI spec.
+  Status release_vnpus(const std::string& uid, const DraPreparedClaim& c);
 
   const DraOptions opts_;
   kube::Client& api_;
   const DraNodeChips chips_;
+  const DraVnpus vnpus_;
 
+  std::mutex vnpu_mu_;  // one claim's vNPUs made or destroyed at a time (taken before mu_)
   mutable std::mutex mu_;
   std::map<std::string, DraPreparedClaim> prepared_;  // by uid; what the checkpoint holds
   bool registered_ = false;

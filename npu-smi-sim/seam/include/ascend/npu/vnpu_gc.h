@@ -73,7 +73,13 @@ struct GcPlan {
   std::vector<GcItem> keep;     // dynamic vNPUs held, or not judged (Unsure)
 };
 
-// Pure: which dynamic vNPUs of `host` to destroy. Static vNPUs appear in neither list.
+// The owner a DRA claim's vNPU carries (the device plugin's --dra-vnpu): container_id
+// "<kDraClaimOwnerPrefix><claim uid>/<device>". No container holds it; the plugin destroys it when the
+// kubelet unprepares the claim, so gc leaves it alone (the '/' also makes it no runc id to an older gc:
+// kept).
+inline constexpr std::string_view kDraClaimOwnerPrefix = "dra-claim/";
+
+// Pure: which dynamic vNPUs of `host` to destroy. Static vNPUs and DRA claims' appear in neither list.
 GcPlan plan_vnpu_gc(const DeviceSnapshot& host, const std::function<Liveness(const VnpuOwner&)>& liveness);
 
 struct GcReport {
