@@ -4,7 +4,9 @@
 #include <bit>
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <numeric>
 #include <set>
 
 #include <fmt/format.h>
@@ -103,15 +105,78 @@ topology::Job JobRecord::job() const {
   return j;
 }
 
-namespace {
+// The cluster's node names, looked up 10 000 times per filter and prioritize pair at 5 000 nodes: an open
+// addressing table (a hash of 8 bytes at a time, a tag to skip most string compares) instead of
+// std::unordered_map's hash of every byte, modulo and chain; and each name's place in name order, with which
+// the failed nodes of an answer are put in order (NodeReasons) without comparing names. Immutable: shared by
+// snapshots. A name is given once (the cluster file's names are unique; a repeat keeps the first).
+class Scheduler::NodeIndex {
+ public:
+  explicit NodeIndex(std::shared_ptr<const topology::Cluster> c) : cluster_(std::move(c)) {
+    const auto& nodes = cluster_->nodes;
+    std::size_t cap = 16;
+    while (cap < 2 * nodes.size()) cap *= 2;
+    slots_.assign(cap, Slot{});
+    mask_ = cap - 1;
+    for (std::size_t n = 0; n < nodes.size(); ++n) {
+      if (find(nodes[n].name) >= 0) continue;
+      std::uint64_t h = hash(nodes[n].name);
+      std::size_t i = h & mask_;
+      while (slots_[i].node >= 0) i = (i + 1) & mask_;
+      slots_[i] = Slot{static_cast<std::uint32_t>(h >> 32), static_cast<int>(n)};
+    }
+    std::vector<std::uint32_t> by_name(nodes.size());
+    std::iota(by_name.begin(), by_name.end(), 0U);
+    std::sort(by_name.begin(), by_name.end(),
+              [&](std::uint32_t a, std::uint32_t b) { return nodes[a].name < nodes[b].name; });
+    rank_.resize(nodes.size());
+    for (std::size_t r = 0; r < by_name.size(); ++r) rank_[by_name[r]] = static_cast<std::uint32_t>(r);
+  }
 
-std::shared_ptr<const std::unordered_map<std::string, int>> index_of(const topology::Cluster& c) {
-  auto index = std::make_shared<std::unordered_map<std::string, int>>();
-  for (std::size_t n = 0; n < c.nodes.size(); ++n) index->emplace(c.nodes[n].name, static_cast<int>(n));
-  return index;
-}
+  int find(std::string_view name) const {
+    std::uint64_t h = hash(name);
+    auto tag = static_cast<std::uint32_t>(h >> 32);
+    for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.node < 0) return -1;
+      if (s.tag == tag && cluster_->nodes[idx(s.node)].name == name) return s.node;
+    }
+  }
+  // The node's place among the names in name order (NodeReasons::add).
+  std::uint32_t rank(int node) const { return rank_[idx(node)]; }
 
-}  // namespace
+ private:
+  struct Slot {
+    std::uint32_t tag = 0;
+    int node = -1;
+  };
+  static std::uint64_t hash(std::string_view s) {
+    std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ s.size();
+    std::size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8) {
+      std::uint64_t w = 0;
+      std::memcpy(&w, s.data() + i, 8);
+      h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
+      h ^= h >> 31;
+    }
+    std::uint64_t w = 0;
+    if (i < s.size() && s.size() >= 8) {
+      std::memcpy(&w, s.data() + s.size() - 8, 8);  // the last 8 bytes, overlapping the words before
+    } else {
+      for (std::size_t k = 0; i + k < s.size(); ++k)
+        w |= std::uint64_t{static_cast<unsigned char>(s[i + k])} << (8 * k);
+    }
+    h = (h ^ w) * 0x94d049bb133111ebULL;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    return h ^ (h >> 32);
+  }
+
+  std::shared_ptr<const topology::Cluster> cluster_;
+  std::vector<Slot> slots_;
+  std::size_t mask_ = 0;
+  std::vector<std::uint32_t> rank_;
+};
 
 Scheduler::Scheduler(topology::Cluster cluster, std::chrono::milliseconds reservation_ttl)
     : Scheduler(std::make_shared<const topology::Cluster>(std::move(cluster)), nullptr, reservation_ttl) {}
@@ -119,7 +184,7 @@ Scheduler::Scheduler(topology::Cluster cluster, std::chrono::milliseconds reserv
 Scheduler::Scheduler(std::shared_ptr<const topology::Cluster> cluster, std::shared_ptr<const NodeIndex> index,
                      std::chrono::milliseconds ttl)
     : cluster_(std::move(cluster)),
-      index_(index ? std::move(index) : index_of(*cluster_)),
+      index_(index ? std::move(index) : std::make_shared<const NodeIndex>(cluster_)),
       ttl_(ttl),
       nodes_(cluster_->nodes.size()) {
   std::size_t chips = 0;
@@ -162,8 +227,15 @@ void Scheduler::remember(const PodInfo& pod, Clock::time_point now) {
 }
 
 int Scheduler::node_index(const std::string& name) const {
-  auto it = index_->find(name);
-  return it == index_->end() ? -1 : it->second;
+  return index_->find(name);
+}
+
+const std::vector<int>& Scheduler::indices_of(const std::vector<std::string>& names) const {
+  if (names == last_names_) return last_indices_;
+  last_names_ = names;
+  last_indices_.resize(names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) last_indices_[i] = node_index(names[i]);
+  return last_indices_;
 }
 
 // ---- chips ----------------------------------------------------------------------------------------------
@@ -206,43 +278,83 @@ const std::string& Scheduler::resource_of(int node) const {
   return cluster_->type_of(node).host.resource_name;
 }
 
+std::string Scheduler::no_room(int node, std::uint64_t free, int chips) const {
+  const NodeState& s = nodes_[idx(node)];
+  int n_free = std::popcount(free);
+  std::string why =
+      std::to_string(n_free) + " of " + std::to_string(cluster_->type_of(node).size) + " chips free";
+  std::vector<std::string> parts;
+  if (int u = std::popcount(s.unhealthy); u > 0) parts.push_back(std::to_string(u) + " unhealthy");
+  if (int h = std::popcount(s.held & ~s.unhealthy); h > 0)
+    parts.push_back(std::to_string(h) + " reserved for pods");
+  if (int b = std::popcount(s.busy & ~s.held & ~s.unhealthy); b > 0)
+    parts.push_back(std::to_string(b) + " in use");
+  for (std::size_t i = 0; i < parts.size(); ++i) why += (i == 0 ? " (" : ", ") + parts[i];
+  if (!parts.empty()) why += ")";
+  return why + "; the pod needs " + std::to_string(chips);
+}
+
 Result<std::vector<int>> Scheduler::choose_on(int node, const std::string& resource, int chips) const {
   if (resource_of(node) != resource) {
     return Error::invalid("node has " + resource_of(node) + " chips; the pod asks for " + resource);
   }
   std::uint64_t free = free_mask(node);
-  int n_free = std::popcount(free);
-  if (n_free < chips) {
-    const NodeState& s = nodes_[idx(node)];
-    std::string why =
-        std::to_string(n_free) + " of " + std::to_string(cluster_->type_of(node).size) + " chips free";
-    std::vector<std::string> parts;
-    if (int u = std::popcount(s.unhealthy); u > 0) parts.push_back(std::to_string(u) + " unhealthy");
-    if (int h = std::popcount(s.held & ~s.unhealthy); h > 0)
-      parts.push_back(std::to_string(h) + " reserved for pods");
-    if (int b = std::popcount(s.busy & ~s.held & ~s.unhealthy); b > 0)
-      parts.push_back(std::to_string(b) + " in use");
-    for (std::size_t i = 0; i < parts.size(); ++i) why += (i == 0 ? " (" : ", ") + parts[i];
-    if (!parts.empty()) why += ")";
-    return Error(ENOSPC, why + "; the pod needs " + std::to_string(chips));
-  }
-  return remembered_choice(node, chips, free);
+  if (std::popcount(free) < chips) return Error(ENOSPC, no_room(node, free, chips));
+  return remembered_choice(node, chips, free).chips;
 }
 
-const Result<std::vector<int>>& Scheduler::remembered_choice(int node, int chips, std::uint64_t free) const {
+const Scheduler::Choice& Scheduler::remembered_choice(int node, int chips, std::uint64_t free) const {
   ChoiceKey key{cluster_->nodes[idx(node)].type, chips, free};
   if (auto it = choices_.find(key); it != choices_.end()) return it->second;
-  if (choices_.size() >= 65536) choices_.clear();
-  return choices_.emplace(key, topology::choose(cluster_->type_of(node).host, phys_of(node, free), {}, chips))
-      .first->second;
+  if (choices_.size() >= 65536) {
+    choices_.clear();
+    ++choices_generation_;  // the nodes' answers pointed into it
+  }
+  Choice c{topology::choose(cluster_->type_of(node).host, phys_of(node, free), {}, chips)};
+  if (c.chips.ok()) {
+    // Fewer whole HCCS domains (or cards) broken, and fewer chips left free (best fit), score higher.
+    const auto& t = cluster_->type_of(node);
+    std::uint64_t after = free & ~mask_of(node, *c.chips);
+    const auto& units = t.domain_masks.size() > 1 ? t.domain_masks : t.card_masks;
+    int broken = 0;
+    for (std::uint64_t u : units) {
+      if ((free & u) == u && (after & u) != u && (after & u) != 0) ++broken;
+    }
+    int left = (5 * std::popcount(after) + t.size - 1) / t.size;  // 0..5
+    c.score = std::clamp(10 - 4 * broken - left, 1, 10);
+  }
+  return choices_.emplace(key, std::move(c)).first->second;
 }
 
-const std::vector<int>* Scheduler::fits_on(int node, const std::string& resource, int chips) const {
-  if (resource_of(node) != resource) return nullptr;
+const Scheduler::NodeAnswer& Scheduler::answer_on(int node, int chips) const {
+  if (answers_.nodes.empty()) answers_.nodes.resize(nodes_.size());
+  const NodeState& s = nodes_[idx(node)];
+  NodeAnswer& a = answers_.nodes[idx(node)];
+  if (a.chips == chips && a.generation == choices_generation_ && a.busy == s.busy &&
+      a.unhealthy == s.unhealthy && a.held == s.held && a.absent == s.absent) {
+    return a;
+  }
+  a.busy = s.busy;
+  a.unhealthy = s.unhealthy;
+  a.held = s.held;
+  a.absent = s.absent;
+  a.chips = chips;
   std::uint64_t free = free_mask(node);
-  if (std::popcount(free) < chips) return nullptr;
-  const auto& c = remembered_choice(node, chips, free);
-  return c.ok() ? &*c : nullptr;
+  if (std::popcount(free) < chips) {
+    a.choice = nullptr;
+    a.why = no_room(node, free, chips);
+  } else {
+    a.choice = &remembered_choice(node, chips, free);
+    a.why.clear();
+  }
+  a.generation = choices_generation_;  // after remembered_choice, which may have cleared the choices
+  return a;
+}
+
+std::vector<char> Scheduler::types_of(const std::string& resource) const {
+  std::vector<char> out(cluster_->types.size());
+  for (std::size_t t = 0; t < out.size(); ++t) out[t] = cluster_->types[t].host.resource_name == resource;
+  return out;
 }
 
 // ---- filter -------------------------------------------------------------------------------------------
@@ -264,34 +376,48 @@ FilterResult Scheduler::filter_plain(const PodInfo& pod, const std::vector<std::
     return r;
   }
   const auto bound = pods_.find(pod.key());
+  std::uint32_t bound_why = 0;
+  if (bound != pods_.end()) {
+    bound_why =
+        r.unresolvable.reason("pod is bound to " + cluster_->nodes[idx(bound->second.slot.node)].name);
+  }
+  const std::vector<char> ours = types_of(pod.resource);
+  const std::vector<int>& index = indices_of(nodes);
   r.passed.reserve(nodes.size());
-  for (const auto& name : nodes) {
-    int n = node_index(name);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const std::string& name = nodes[i];
+    int n = index[i];
     if (n < 0) {
-      r.unresolvable[name] = "node " + name + " is not in the scheduler's cluster file";
+      r.unresolvable.set(name, "node " + name + " is not in the scheduler's cluster file");
       continue;
     }
+    std::uint32_t rank = index_->rank(n);
     if (bound != pods_.end()) {  // already bound: only its node
       if (bound->second.slot.node == n) {
         r.passed.push_back(name);
       } else {
-        r.unresolvable[name] = "pod is bound to " + cluster_->nodes[idx(bound->second.slot.node)].name;
+        r.unresolvable.add(name, bound_why, rank);
       }
       continue;
     }
-    if (fits_on(n, pod.resource, pod.chips) != nullptr) {
-      r.passed.push_back(name);
+    if (ours[idx(cluster_->nodes[idx(n)].type)] == 0) {
+      r.unresolvable.add(name, r.unresolvable.reason(choose_on(n, pod.resource, pod.chips).error().message()),
+                         rank);
       continue;
     }
-    auto c = choose_on(n, pod.resource, pod.chips);
-    if (c.ok()) {
+    const NodeAnswer& a = answer_on(n, pod.chips);
+    if (a.choice == nullptr) {
+      r.failed.add(name, r.failed.reason(a.why), rank);
+    } else if (a.choice->chips.ok()) {
       r.passed.push_back(name);
-    } else if (c.error().code() == ENOSPC) {
-      r.failed[name] = c.error().message();
     } else {
-      r.unresolvable[name] = c.error().message();
+      const Error& e = a.choice->chips.error();
+      auto& to = e.code() == ENOSPC ? r.failed : r.unresolvable;
+      to.add(name, to.reason(e.message()), rank);
     }
   }
+  r.failed.sort();
+  r.unresolvable.sort();
   return r;
 }
 
@@ -308,9 +434,25 @@ std::string Scheduler::job_mismatch(const JobRecord& j, const PodInfo& pod) cons
 FilterResult Scheduler::filter_job(const PodInfo& pod, const std::vector<std::string>& nodes,
                                    Clock::time_point now) {
   FilterResult r;
+  // Every node but `target` fails for one reason.
+  auto fail_others = [&](NodeReasons& to, const std::string& why, const std::string* target) {
+    std::uint32_t reason = to.reason(why);
+    to.reserve(nodes.size());
+    const std::vector<int>& index = indices_of(nodes);
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const std::string& name = nodes[i];
+      if (target != nullptr && name == *target) {
+        r.passed.push_back(name);
+        continue;
+      }
+      int n = index[i];
+      to.add(name, reason, n < 0 ? NodeReasons::kNoRank : index_->rank(n));
+    }
+    to.sort();
+  };
   auto fail_all = [&](const std::string& why, bool resolvable) {
-    for (const auto& name : nodes) (resolvable ? r.failed : r.unresolvable)[name] = why;
-    return r;
+    fail_others(resolvable ? r.failed : r.unresolvable, why, nullptr);
+    return std::move(r);
   };
   if (!pod.job_error.empty()) return fail_all(pod.job_error, false);
   if (!pod.vnpu_resource.empty() && pod.job->pods > 1) {
@@ -433,14 +575,8 @@ FilterResult Scheduler::filter_job(const PodInfo& pod, const std::vector<std::st
   }
   remember(pod, now);
   const std::string& target = cluster_->nodes[idx(s.node)].name;
-  const std::string why = "job " + key + " reserves " + target + " for pod " + std::to_string(pod.index);
-  for (const auto& name : nodes) {
-    if (name == target) {
-      r.passed.push_back(name);
-    } else {
-      r.unresolvable[name] = why;
-    }
-  }
+  fail_others(r.unresolvable, "job " + key + " reserves " + target + " for pod " + std::to_string(pod.index),
+              &target);
   return r;
 }
 
@@ -488,34 +624,30 @@ std::vector<NodeScore> Scheduler::prioritize(const PodInfo& pod,
                                              const std::vector<std::string>& nodes) const {
   std::vector<NodeScore> out;
   out.reserve(nodes.size());
-  std::string reserved;
-  if (pod.job) {
+  if (pod.job) {  // the reserved node 10, the others 0
+    std::string reserved;
     if (auto it = jobs_.find(pod.ns + "/" + pod.job->name);
         it != jobs_.end() && pod.index >= 0 && pod.index < static_cast<int>(it->second.slots.size())) {
       reserved = cluster_->nodes[idx(it->second.slots[idx(pod.index)].node)].name;
     }
+    for (const auto& name : nodes) out.push_back(NodeScore{name, name == reserved ? 10 : 0});
+    return out;
   }
-  for (const auto& name : nodes) {
-    NodeScore s{name, 0};
-    int n = node_index(name);
-    if (pod.job) {
-      s.score = name == reserved ? 10 : 0;
-    } else if (n >= 0 && !pod.resource.empty()) {
-      if (const auto* c = fits_on(n, pod.resource, pod.chips); c != nullptr) {
-        // Fewer whole HCCS domains (or cards) broken, and fewer chips left free (best fit), score higher.
-        const auto& t = cluster_->type_of(n);
-        std::uint64_t before = free_mask(n);
-        std::uint64_t after = before & ~mask_of(n, *c);
-        const auto& units = t.domain_masks.size() > 1 ? t.domain_masks : t.card_masks;
-        int broken = 0;
-        for (std::uint64_t u : units) {
-          if ((before & u) == u && (after & u) != u && (after & u) != 0) ++broken;
-        }
-        int left = (5 * std::popcount(after) + t.size - 1) / t.size;  // 0..5
-        s.score = std::clamp(10 - 4 * broken - left, 1, 10);
-      }
+  if (pod.resource.empty()) {
+    for (const auto& name : nodes) out.push_back(NodeScore{name, 0});
+    return out;
+  }
+  // The score of the node-level choice (remembered_choice): fewer whole HCCS domains (or cards) broken, and
+  // fewer chips left free, score higher; 0 where the pod does not fit.
+  const std::vector<char> ours = types_of(pod.resource);
+  const std::vector<int>& index = indices_of(nodes);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    NodeScore s{nodes[i], 0};
+    if (int n = index[i]; n >= 0 && ours[idx(cluster_->nodes[idx(n)].type)] != 0) {
+      const NodeAnswer& a = answer_on(n, pod.chips);
+      if (a.choice != nullptr && a.choice->chips.ok()) s.score = a.choice->score;
     }
-    out.push_back(s);
+    out.push_back(std::move(s));
   }
   return out;
 }

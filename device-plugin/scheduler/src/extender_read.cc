@@ -105,7 +105,7 @@ std::optional<ExtenderArgs> read_extender_args_fast(std::string_view text, std::
   for (auto e : list) {
     std::string_view name;
     if (e.get(name) != simdjson::SUCCESS) return std::nullopt;
-    if (!check_dns1123_subdomain(name, "").ok()) return std::nullopt;
+    if (!is_dns1123_subdomain(name)) return std::nullopt;
     a.node_names.emplace_back(name);
   }
   return a;

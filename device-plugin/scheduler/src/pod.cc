@@ -1,6 +1,7 @@
 #include "ascend/scheduler/pod.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -290,6 +291,30 @@ Status check_dns1123_label(std::string_view v, const std::string& field) {
                           " characters of a-z, 0-9 and '-', starting and ending with a letter or digit)");
   }
   return ok_status();
+}
+
+bool is_dns1123_subdomain(std::string_view v, std::size_t max) {
+  // Each byte's class: 0 not allowed, 1 a letter or digit, 2 '-', 3 '.'.
+  static constexpr auto kClass = [] {
+    std::array<unsigned char, 256> t{};
+    for (int c = 'a'; c <= 'z'; ++c) t[static_cast<std::size_t>(c)] = 1;
+    for (int c = '0'; c <= '9'; ++c) t[static_cast<std::size_t>(c)] = 1;
+    t['-'] = 2;
+    t['.'] = 3;
+    return t;
+  }();
+  if (v.empty() || v.size() > max) return false;
+  unsigned prev = 3;  // the start of a label
+  for (char ch : v) {
+    unsigned c = kClass[static_cast<unsigned char>(ch)];
+    if (c != 1) {
+      if (c == 0) return false;
+      if (c == 3 && prev != 1) return false;  // a label ends with a letter or digit (an empty one fails here)
+      if (c == 2 && prev == 3) return false;  // a label starts with a letter or digit
+    }
+    prev = c;
+  }
+  return prev == 1;
 }
 
 Status check_dns1123_subdomain(std::string_view v, const std::string& field, std::size_t max) {

@@ -1,6 +1,9 @@
 #include "ascend/scheduler/wire.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -115,47 +118,124 @@ json filter_result_json(const ExtenderArgs& args, const FilterResult& r) {
     out["Nodes"] = nullptr;
     out["NodeNames"] = r.passed;
   }
-  out["FailedNodes"] = r.failed;
-  out["FailedAndUnresolvableNodes"] = r.unresolvable;
+  auto map_of = [](const NodeReasons& m) {
+    json o = json::object();
+    for (const auto& [node, why] : m) o[node] = why;
+    return o;
+  };
+  out["FailedNodes"] = map_of(r.failed);
+  out["FailedAndUnresolvableNodes"] = map_of(r.unresolvable);
   out["Error"] = "";
   return out;
 }
 
 namespace {
 
-// A JSON string as nlohmann's dump() writes it: plain printable ASCII is copied; anything else goes through
-// nlohmann's own serialiser (escapes, UTF-8 checks and all).
-void append_string(std::string& out, const std::string& s) {
-  bool plain =
-      std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
-  if (plain) {
-    out += '"';
-    out += s;
-    out += '"';
-  } else {
-    out += json(s).dump();
+// Printable ASCII without '"' or '\\': what nlohmann writes as it is. Eight bytes at a time (a node name
+// is about ten): a byte of 0x80 or more, under 0x20, or equal to 0x7f, '"' or '\\' in a word.
+bool plain(std::string_view s) {
+  constexpr std::uint64_t k01 = 0x0101010101010101ULL, k80 = 0x8080808080808080ULL;
+  auto has_zero = [](std::uint64_t v) { return (v - k01) & ~v & k80; };
+  auto bad = [&](std::uint64_t w) {
+    return ((w & k80) | ((w - 0x20 * k01) & ~w & k80) | has_zero(w ^ (0x7f * k01)) |
+            has_zero(w ^ (0x22 * k01)) | has_zero(w ^ (0x5c * k01))) != 0;
+  };
+  std::size_t n = s.size();
+  if (n < 8) {
+    std::uint64_t w = 0x61 * k01;  // 'a' where there is no byte
+    if (n > 0) std::memcpy(&w, s.data(), n);
+    return !bad(w);
   }
+  std::uint64_t w = 0;
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    std::memcpy(&w, s.data() + i, 8);
+    if (bad(w)) return false;
+  }
+  if (i < n) std::memcpy(&w, s.data() + n - 8, 8);  // the last bytes, overlapping the word before
+  return !bad(w);
 }
 
-void append_map(std::string& out, const std::map<std::string, std::string>& m) {
-  out += '{';
-  bool first = true;
-  const std::string* last_reason = nullptr;
-  std::string last_text;
-  for (const auto& [k, v] : m) {
-    if (!first) out += ',';
-    first = false;
-    append_string(out, k);
-    out += ':';
-    // A job pod's failed nodes share one reason: its text is made once.
-    if (last_reason == nullptr || *last_reason != v) {
-      last_text.clear();
-      append_string(last_text, v);
-      last_reason = &v;
-    }
-    out += last_text;
+// A JSON string as nlohmann's dump() writes it: plain printable ASCII is copied; anything else goes through
+// nlohmann's own serialiser (escapes, UTF-8 checks and all).
+std::string quoted(const std::string& s) {
+  if (!plain(s)) return json(s).dump();
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '"';
+  out += s;
+  out += '"';
+  return out;
+}
+
+// An answer's text written straight into its buffer: at 5 000 nodes, tens of thousands of small pieces,
+// each a copy and a bounds check (std::string's append is a call each).
+class Text {
+ public:
+  explicit Text(std::size_t guess) : out_(std::max<std::size_t>(guess, 64), '\0') {
+    p_ = out_.data();
+    end_ = p_ + out_.size();
   }
-  out += '}';
+  void raw(std::string_view s) {
+    room(s.size());
+    std::memcpy(p_, s.data(), s.size());
+    p_ += s.size();
+  }
+  void raw(char c) {
+    room(1);
+    *p_++ = c;
+  }
+  void str(const std::string& s) {
+    if (!plain(s)) return raw(json(s).dump());
+    room(s.size() + 2);
+    *p_++ = '"';
+    std::memcpy(p_, s.data(), s.size());
+    p_ += s.size();
+    *p_++ = '"';
+  }
+  void num(int v) {
+    room(16);
+    p_ = std::to_chars(p_, end_, v).ptr;
+  }
+  std::string take() && {
+    out_.resize(static_cast<std::size_t>(p_ - out_.data()));
+    return std::move(out_);
+  }
+
+ private:
+  void room(std::size_t n) {
+    if (static_cast<std::size_t>(end_ - p_) < n) grow(n);
+  }
+  void grow(std::size_t n) {
+    auto used = static_cast<std::size_t>(p_ - out_.data());
+    out_.resize(std::max(out_.size() * 2, used + n));
+    p_ = out_.data() + used;
+    end_ = out_.data() + out_.size();
+  }
+  std::string out_;
+  char* p_ = nullptr;
+  char* end_ = nullptr;
+};
+
+void append_map(Text& out, const NodeReasons& m) {
+  out.raw('{');
+  // Each reason's text is made once (a job pod's failed nodes share one).
+  std::vector<std::string> texts(m.reason_count());
+  std::vector<char> made(m.reason_count());
+  bool first = true;
+  for (auto it = m.begin(); it != m.end(); ++it) {
+    if (!first) out.raw(',');
+    first = false;
+    out.str((*it).first);
+    out.raw(':');
+    std::uint32_t r = it.reason();
+    if (made[r] == 0) {
+      texts[r] = quoted(m.text(r));
+      made[r] = 1;
+    }
+    out.raw(texts[r]);
+  }
+  out.raw('}');
 }
 
 }  // namespace
@@ -163,41 +243,40 @@ void append_map(std::string& out, const std::map<std::string, std::string>& m) {
 std::string filter_result_text(const ExtenderArgs& args, const FilterResult& r) {
   if (args.full_nodes) return filter_result_json(args, r).dump();
   // nlohmann's object keys are sorted: Error, FailedAndUnresolvableNodes, FailedNodes, NodeNames, Nodes.
-  std::string out;
-  std::size_t size = 128;
-  for (const auto& n : r.passed) size += n.size() + 3;
+  std::size_t guess = 128;
+  for (const auto& n : r.passed) guess += n.size() + 3;
   for (const auto* m : {&r.failed, &r.unresolvable}) {
-    for (const auto& [k, v] : *m) size += k.size() + 4;
-    if (!m->empty()) size += m->begin()->second.size() * m->size();
+    if (!m->empty()) guess += m->size() * (m->begin()->first.size() + m->begin()->second.size() + 6);
   }
-  out.reserve(size);
-  out += R"({"Error":"","FailedAndUnresolvableNodes":)";
+  Text out(guess);
+  out.raw(R"({"Error":"","FailedAndUnresolvableNodes":)");
   append_map(out, r.unresolvable);
-  out += R"(,"FailedNodes":)";
+  out.raw(R"(,"FailedNodes":)");
   append_map(out, r.failed);
-  out += R"(,"NodeNames":[)";
+  out.raw(R"(,"NodeNames":[)");
   for (std::size_t i = 0; i < r.passed.size(); ++i) {
-    if (i > 0) out += ',';
-    append_string(out, r.passed[i]);
+    if (i > 0) out.raw(',');
+    out.str(r.passed[i]);
   }
-  out += R"(],"Nodes":null})";
-  return out;
+  out.raw(R"(],"Nodes":null})");
+  return std::move(out).take();
 }
 
 std::string priorities_text(const std::vector<NodeScore>& scores) {
-  std::string out;
-  out.reserve(scores.size() * 32 + 2);
-  out += '[';
+  std::size_t guess = 2;
+  for (const auto& s : scores) guess += s.host.size() + 24;
+  Text out(guess);
+  out.raw('[');
   for (std::size_t i = 0; i < scores.size(); ++i) {
-    if (i > 0) out += ',';
-    out += R"({"Host":)";
-    append_string(out, scores[i].host);
-    out += R"(,"Score":)";
-    out += std::to_string(scores[i].score);
-    out += '}';
+    if (i > 0) out.raw(',');
+    out.raw(R"({"Host":)");
+    out.str(scores[i].host);
+    out.raw(R"(,"Score":)");
+    out.num(scores[i].score);
+    out.raw('}');
   }
-  out += ']';
-  return out;
+  out.raw(']');
+  return std::move(out).take();
 }
 
 json filter_error_json(const std::string& error) {

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -201,12 +203,37 @@ TEST(ExtenderReadFast, RandomBodiesNeverDisagreeWithTheLongWay) {
 // ---- answers ----
 
 std::string odd(std::mt19937& rng) {
-  const std::vector<std::string> parts = {"node-1", "a\"b", "back\\slash", "tab\there", "nl\n", "\x01", "é",
-                                          "日本",   "/",    "~",           " ",         "\x7f", ""};
+  const std::vector<std::string> parts = {"node-1", "a\"b",        "back\\slash", "tab\there", "nl\n", "\x01",
+                                          "é",      "日本",        "/",           "~",         " ",    "\x7f",
+                                          "",       "node-0123456"};
   std::string s;
   int n = 1 + static_cast<int>(rng() % 3);
   for (int i = 0; i < n; ++i) s += parts[rng() % parts.size()];
   return s;
+}
+
+// The one-pass check of a node name says what the message-making one says, on every short string of a few
+// telling characters and on random longer ones.
+TEST(ExtenderReadFast, NameCheckAgreesWithCheckDns1123Subdomain) {
+  const std::string chars = "a0-.Z_";
+  for (int len = 0; len <= 5; ++len) {
+    std::size_t count = 1;
+    for (int i = 0; i < len; ++i) count *= chars.size();
+    for (std::size_t k = 0; k < count; ++k) {
+      std::string v;
+      for (std::size_t x = k; static_cast<int>(v.size()) < len; x /= chars.size())
+        v += chars[x % chars.size()];
+      ASSERT_EQ(is_dns1123_subdomain(v), check_dns1123_subdomain(v, "f").ok()) << "'" << v << "'";
+      ASSERT_EQ(is_dns1123_subdomain(v, 3), check_dns1123_subdomain(v, "f", 3).ok()) << "'" << v << "'";
+    }
+  }
+  std::mt19937 rng(5);
+  const std::string more = "abz09-.-.A\xff";
+  for (int i = 0; i < 20000; ++i) {
+    std::string v;
+    for (int n = static_cast<int>(rng() % 300); n > 0; --n) v += more[rng() % more.size()];
+    ASSERT_EQ(is_dns1123_subdomain(v), check_dns1123_subdomain(v, "f").ok()) << "'" << v << "'";
+  }
 }
 
 TEST(ExtenderAnswerText, IsByteForByteTheTreesDump) {
@@ -219,8 +246,8 @@ TEST(ExtenderAnswerText, IsByteForByteTheTreesDump) {
     std::string shared = odd(rng);
     for (int k = 0; k < n; ++k) {
       r.passed.push_back(odd(rng));
-      r.failed[odd(rng)] = rng() % 2 ? shared : odd(rng);
-      r.unresolvable[odd(rng)] = rng() % 2 ? shared : odd(rng);
+      r.failed.set(odd(rng), rng() % 2 ? shared : odd(rng));
+      r.unresolvable.set(odd(rng), rng() % 2 ? shared : odd(rng));
       scores.push_back({odd(rng), static_cast<int>(rng() % 21) - 10});
     }
     ASSERT_EQ(filter_result_text(args, r), filter_result_json(args, r).dump());
@@ -242,6 +269,50 @@ TEST(ExtenderAnswerText, IsByteForByteTheTreesDump) {
   EXPECT_EQ(priorities_text({}), "[]");
 }
 
+// NodeReasons reads as the std::map<name, reason> it replaced, each name's last reason given: names in any
+// order, repeated, with ranks (their places among a cluster's sorted names) or without, shared reasons or
+// not, read at any point and added to again.
+TEST(NodeReasons, ReadsAsAMapOfEachNamesLastReason) {
+  std::mt19937 rng(11);
+  std::vector<std::string> cluster;
+  for (int k = 0; k < 40; ++k) cluster.push_back("node-" + std::to_string(rng() % 1000));
+  std::sort(cluster.begin(), cluster.end());
+  cluster.erase(std::unique(cluster.begin(), cluster.end()), cluster.end());
+  for (int i = 0; i < 3000; ++i) {
+    NodeReasons r;
+    std::map<std::string, std::string> m;
+    std::vector<std::uint32_t> shared = {r.reason("shared a"), r.reason("shared b")};
+    int n = static_cast<int>(rng() % 12);
+    bool in_order = rng() % 3 == 0;
+    for (int k = 0; k < n; ++k) {
+      std::size_t at = in_order ? std::min<std::size_t>(cluster.size() - 1, static_cast<std::size_t>(k) * 3)
+                                : rng() % cluster.size();
+      std::string name = rng() % 5 == 0 ? "other-" + std::to_string(rng() % 4) : cluster[at];
+      auto rank = static_cast<std::uint32_t>(std::lower_bound(cluster.begin(), cluster.end(), name) -
+                                             cluster.begin());
+      bool known = at < cluster.size() && cluster[at] == name && rng() % 4 != 0;
+      std::uint32_t why = rng() % 3 == 0 ? r.reason("why " + std::to_string(rng() % 3)) : shared[rng() % 2];
+      r.add(name, why, known ? rank : NodeReasons::kNoRank);
+      m[name] = r.text(why);
+      if (rng() % 4 == 0) {  // read in between: a later add still lands in its place
+        ASSERT_EQ(r.size(), m.size());
+      }
+    }
+    ASSERT_EQ(r.size(), m.size());
+    ASSERT_EQ(r.empty(), m.empty());
+    std::vector<std::pair<std::string, std::string>> got;
+    for (const auto& [name, why] : r) got.emplace_back(name, why);
+    using Items = std::vector<std::pair<std::string, std::string>>;
+    ASSERT_EQ(got, Items(m.begin(), m.end()));
+    for (const auto& [name, why] : m) ASSERT_EQ(r.at(name), why);
+    EXPECT_EQ(r.find("absent"), nullptr);
+    if (!m.empty()) {
+      EXPECT_EQ(r.begin()->second, m.begin()->second);
+    }
+  }
+  EXPECT_THROW((void)NodeReasons{}.at("n"), std::out_of_range);
+}
+
 TEST(ExtenderAnswerText, FullNodeObjectsAndBadUtf8AsTheTree) {
   ExtenderArgs args;
   args.full_nodes = true;
@@ -252,7 +323,7 @@ TEST(ExtenderAnswerText, FullNodeObjectsAndBadUtf8AsTheTree) {
   EXPECT_EQ(filter_result_text(args, r), filter_result_json(args, r).dump());
   // nlohmann refuses to write invalid UTF-8; so does the direct writer (the server answers 500 either way).
   FilterResult bad;
-  bad.failed["n-1"] = "\xff";
+  bad.failed.set("n-1", "\xff");
   EXPECT_THROW((void)filter_result_text(ExtenderArgs{}, bad), json::type_error);
   EXPECT_THROW((void)filter_result_json(ExtenderArgs{}, bad).dump(), json::type_error);
 }

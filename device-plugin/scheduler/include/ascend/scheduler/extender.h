@@ -18,10 +18,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -98,11 +100,83 @@ struct PodRecord {
   Slot slot;
 };
 
+// Why nodes failed a filter, by node name, as the extender protocol's FailedNodes and
+// FailedAndUnresolvableNodes maps have them: one reason per name (the last one given), read in name order.
+// Made for the 5 000 nodes of a request: a node is its name and the number of its reason, so nodes that
+// share a reason (every node but one, for a pod of a placed job) share one text; the name order is made once,
+// when first read, from the names' places among the cluster's names (`rank`) when the filter knows them,
+// else from the names themselves. Reading it the first time sorts it (not thread-safe until then);
+// Scheduler::filter returns it sorted.
+class NodeReasons {
+ public:
+  static constexpr std::uint32_t kNoRank = UINT32_MAX;
+  NodeReasons() = default;
+  NodeReasons(std::initializer_list<std::pair<std::string, std::string>> items);
+
+  // A reason for nodes to share; its number (the last reason's, when it is the same text).
+  std::uint32_t reason(std::string_view text);
+  // Node `name` fails for reason `r` (a reason given for it before is replaced). `rank`: the name's place in
+  // the sorted names of the cluster, when the caller knows it (the same name must always get the same rank,
+  // and ranks must sort as the names do).
+  void add(std::string_view name, std::uint32_t r, std::uint32_t rank = kNoRank);
+  void reserve(std::size_t nodes);
+  // add() with the text of the reason.
+  void set(std::string_view name, std::string_view text) { add(name, reason(text)); }
+
+  bool empty() const { return entries_.empty(); }
+  std::size_t size() const;  // distinct names
+  const std::string* find(std::string_view name) const;
+  const std::string& at(std::string_view name) const;  // std::out_of_range when absent
+  const std::string& text(std::uint32_t r) const { return reasons_[r]; }
+  std::size_t reason_count() const { return reasons_.size(); }
+
+  struct Item {
+    const std::string& first;   // the node
+    const std::string& second;  // its reason
+  };
+  class iterator {
+   public:
+    struct Arrow {
+      Item item;
+      const Item* operator->() const { return &item; }
+    };
+    iterator(const NodeReasons* r, std::size_t i) : r_(r), i_(i) {}
+    Item operator*() const;
+    Arrow operator->() const { return Arrow{**this}; }
+    std::uint32_t reason() const;  // the number of this node's reason
+    iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    bool operator==(const iterator& o) const { return i_ == o.i_; }
+
+   private:
+    const NodeReasons* r_;
+    std::size_t i_;
+  };
+  iterator begin() const;  // in name order
+  iterator end() const;
+  // Sorts now: reading is then free of writes.
+  void sort() const;
+
+ private:
+  struct Entry {
+    std::string name;
+    std::uint32_t reason;
+    std::uint32_t rank;
+  };
+  bool less(const Entry& a, const Entry& b) const;
+  std::vector<Entry> entries_;
+  std::vector<std::string> reasons_;
+  mutable std::vector<std::uint32_t> order_;  // entries in name order, the replaced ones left out
+  mutable bool sorted_ = true;
+};
+
 // What a filter call decided, per node name given.
 struct FilterResult {
   std::vector<std::string> passed;
-  std::map<std::string, std::string> failed;        // may be helped by preemption
-  std::map<std::string, std::string> unresolvable;  // cannot be helped
+  NodeReasons failed;        // may be helped by preemption
+  NodeReasons unresolvable;  // cannot be helped
 };
 
 struct NodeScore {
@@ -226,6 +300,9 @@ class Scheduler {
 
   // Bumped by every change that save() would show (the server persists when it moved).
   std::uint64_t changes() const { return changes_; }
+  // counts().placed and .refused without the walk over the nodes.
+  std::uint64_t placed_count() const { return placed_; }
+  std::uint64_t refused_count() const { return refused_; }
 
   // ---- the API server's view (kube_sync.h feeds these) ----
   // A pod the API server has (`gone`: it was deleted). A pod gone or finished gives its chips back; a bound
@@ -335,12 +412,15 @@ class Scheduler {
     Clock::time_point at{};
   };
 
-  using NodeIndex = std::unordered_map<std::string, int>;
+  class NodeIndex;  // node name -> index and place in name order (extender.cc)
   Scheduler(std::shared_ptr<const topology::Cluster> cluster, std::shared_ptr<const NodeIndex> index,
             std::chrono::milliseconds ttl);
   void remember(const PodInfo& pod, Clock::time_point now);
 
   int node_index(const std::string& name) const;  // -1 when not in the cluster
+  // node_index of each name. The last list's answer is kept: kube-scheduler sends one list to filter and to
+  // prioritize, and often the same list pod after pod; comparing it costs a fraction of looking it up.
+  const std::vector<int>& indices_of(const std::vector<std::string>& names) const;
   std::uint64_t free_mask(int node) const;
   std::uint64_t mask_of(int node, const std::vector<int>& phys) const;
   std::vector<int> phys_of(int node, std::uint64_t mask) const;
@@ -361,10 +441,29 @@ class Scheduler {
   Result<JobRecord> place_job(const PodInfo& pod, const std::vector<int>& candidates, Clock::time_point now);
   // The node-level choice for a pod without a job, or why not.
   Result<std::vector<int>> choose_on(int node, const std::string& resource, int chips) const;
-  // The same choice when the pod fits (a pointer into the memo, valid until the next choice), else null
-  // (choose_on says why): no copy and no message, for the loops over every node of a request.
-  const std::vector<int>* fits_on(int node, const std::string& resource, int chips) const;
-  const Result<std::vector<int>>& remembered_choice(int node, int chips, std::uint64_t free) const;
+  // choose() is a pure function of (node type, free chips, size) and most nodes of a large cluster share
+  // those: its answers are remembered (bounded; cleared when full), with the score prioritize gives a node
+  // for the choice.
+  struct Choice {
+    Result<std::vector<int>> chips;
+    int score = 0;  // when chips.ok()
+  };
+  const Choice& remembered_choice(int node, int chips, std::uint64_t free) const;
+  // The answer for `chips` chips on a node of the pod's resource: the loops over every node of a request
+  // (filter and prioritize of a pod without a job) read it from each node's memo, which holds while the
+  // node's chips and the remembered choices are as they were.
+  struct NodeAnswer {
+    std::uint64_t busy = 0, unhealthy = 0, held = 0;
+    bool absent = false;
+    int chips = -1;
+    std::uint64_t generation = 0;    // of choices_
+    const Choice* choice = nullptr;  // enough chips are free: the choice for them
+    std::string why;                 // else why not (ENOSPC)
+  };
+  const NodeAnswer& answer_on(int node, int chips) const;
+  std::string no_room(int node, std::uint64_t free, int chips) const;
+  // Per type of the cluster: whether its chips are `resource`.
+  std::vector<char> types_of(const std::string& resource) const;
   const std::string& resource_of(int node) const;
   Grant grant_of(const JobRecord& j, int index) const;
   void forget_if_done(const std::string& job_key);
@@ -378,8 +477,6 @@ class Scheduler {
   std::shared_ptr<const NodeIndex> index_;            // node name -> index (Cluster::node_index is a scan)
   std::chrono::milliseconds ttl_;
   std::vector<NodeState> nodes_;
-  // choose() is a pure function of (node type, free chips, size) and most nodes of a large cluster share
-  // those: its answers are remembered (bounded; cleared when full).
   struct ChoiceKey {
     int type;
     int chips;
@@ -392,7 +489,25 @@ class Scheduler {
                                         static_cast<std::uint64_t>(k.chips));
     }
   };
-  mutable std::unordered_map<ChoiceKey, Result<std::vector<int>>, ChoiceHash> choices_;
+  mutable std::unordered_map<ChoiceKey, Choice, ChoiceHash> choices_;
+  mutable std::uint64_t choices_generation_ = 1;  // bumped when choices_ is cleared
+  // The nodes' answers (answer_on), sized at first use. They point into choices_: a copy of the scheduler
+  // starts without them.
+  struct Answers {
+    std::vector<NodeAnswer> nodes;
+    Answers() = default;
+    Answers(const Answers&) {}
+    Answers(Answers&&) = default;
+    Answers& operator=(const Answers&) {
+      nodes.clear();
+      return *this;
+    }
+    Answers& operator=(Answers&&) = default;
+    ~Answers() = default;
+  };
+  mutable Answers answers_;
+  mutable std::vector<std::string> last_names_;  // indices_of
+  mutable std::vector<int> last_indices_;
   std::map<std::string, JobRecord> jobs_;  // by "ns/name"
   std::map<std::string, PodRecord> pods_;  // pods without a job, by "ns/name"
   // Pods that passed filter, by "ns/name", until bound or the TTL. Capped at the cluster's chip count (at
