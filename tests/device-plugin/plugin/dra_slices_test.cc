@@ -14,6 +14,9 @@
 #include <map>
 #include <set>
 
+#include <yaml-cpp/yaml.h>
+
+#include "ascend/common/yaml_json.h"
 #include "ascend/npu/profiles.h"
 
 namespace ascend::plugin::dra {
@@ -307,6 +310,47 @@ TEST(DraVnpuSlices, VnpuDeviceNamesRoundTripAndAnythingElseIsRefused) {
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.error().code(), EINVAL);
   }
+}
+
+// deploy/kubernetes: one DeviceClass per template a chip of any family offers (the emulator's table, which
+// follows the reference), named as the slices name the template (DNS: '_' as '-'), selecting that template's
+// healthy devices; the chip class selects no vNPU.
+TEST(DraVnpuSlices, EveryTemplateHasItsDeviceClassAndTheChipClassSelectsNoVnpu) {
+  std::map<std::string, std::string> classes;  // name -> CEL expression
+  for (const auto& d : YAML::LoadAllFromFile(std::string(ASCEND_SOURCE_DIR) +
+                                             "/deploy/kubernetes/dra-vnpu-deviceclasses.yaml")) {
+    const json doc = ascend::yaml_to_json(d);
+    ASSERT_EQ(doc["apiVersion"], "resource.k8s.io/v1");
+    ASSERT_EQ(doc["kind"], "DeviceClass");
+    ASSERT_EQ(doc["spec"]["selectors"].size(), 1u);
+    EXPECT_TRUE(
+        classes.emplace(doc["metadata"]["name"], doc["spec"]["selectors"][0]["cel"]["expression"]).second);
+  }
+  std::set<std::string> templates;
+  for (const auto& [family, mem] :
+       {std::pair{npu::Family::k910, 32768}, std::pair{npu::Family::k910B, 65536},
+        std::pair{npu::Family::k910B, 32768}, std::pair{npu::Family::k910_93, 65536},
+        std::pair{npu::Family::k310P, 24576}})
+    for (const auto& t : npu::templates_for(family, mem)) templates.insert(t.name);
+  EXPECT_EQ(templates.size(), 17u)
+      << "4 + 7 + 2 + 4 + 2 names, vir02 and vir04 shared by the 910 and the 310P";
+  EXPECT_EQ(classes.size(), templates.size());
+  for (const auto& t : templates) {
+    const std::string device = vnpu_device_name(0, t, 0);  // "npu-0-<dashed>-0"
+    const std::string name = device.substr(6, device.size() - 8) + ".npu.ascend.huawei.com";
+    ASSERT_EQ(classes.count(name), 1u) << name;
+    const std::string& cel = classes[name];
+    EXPECT_NE(cel.find("device.driver == \"npu.ascend.huawei.com\""), std::string::npos) << cel;
+    EXPECT_NE(cel.find("\"vnpuTemplate\" in device.attributes[\"npu.ascend.huawei.com\"]"),
+              std::string::npos);
+    EXPECT_NE(cel.find(".vnpuTemplate == \"" + t + "\""), std::string::npos) << cel;
+    EXPECT_NE(cel.find(".healthy == true"), std::string::npos) << cel;
+  }
+  const auto chips = ascend::yaml_to_json(
+      YAML::LoadFile(std::string(ASCEND_SOURCE_DIR) + "/deploy/kubernetes/dra-deviceclass.yaml"));
+  EXPECT_NE(chips["spec"]["selectors"][0]["cel"]["expression"].get<std::string>().find(
+                "!(\"vnpuTemplate\" in device.attributes[\"npu.ascend.huawei.com\"])"),
+            std::string::npos);
 }
 
 }  // namespace
