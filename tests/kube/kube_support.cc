@@ -216,8 +216,9 @@ std::string Testbed::start() {
   // deploy/: every object but the workloads (their images cannot be pulled here: the test bed runs the same
   // binaries on the host), as an operator applies them.
   json objects = json::array();
-  for (const char* f : {"ascend-device-plugin-rbac.yaml", "ascend-device-plugin.yaml",
-                        "ascend-scheduler.yaml", "runtimeclass.yaml", "dra-deviceclass.yaml"}) {
+  for (const char* f :
+       {"ascend-device-plugin-rbac.yaml", "ascend-device-plugin.yaml", "ascend-scheduler.yaml",
+        "runtimeclass.yaml", "dra-deviceclass.yaml", "dra-vnpu-deviceclasses.yaml"}) {
     auto r = c.kubectl({"create", "--dry-run=client", "-o", "json", "-f", deploy(f)});
     if (r.exit_code != 0) return std::string(f) + ": " + r.err;
     // One JSON document per object, one after the other.

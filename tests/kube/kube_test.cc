@@ -341,10 +341,23 @@ std::pair<std::map<int, std::string>, std::map<int, bool>> slice_chips() {
 }
 
 // The DRA plugin on kube-node-0 (the kubelet's own registration and plugin folders below its --root-dir).
-void start_dra_plugin() {
+void start_dra_plugin(const std::vector<std::string>& extra = {}) {
   const std::string kubelet_root = world->cluster().dir() + "/kubelet";
-  world->start_plugin({"--dra", "--dra-registry-dir", kubelet_root + "/plugins_registry", "--dra-plugin-dir",
-                       kubelet_root + "/plugins/npu.ascend.huawei.com"});
+  std::vector<std::string> args = {"--dra", "--dra-registry-dir", kubelet_root + "/plugins_registry",
+                                   "--dra-plugin-dir", kubelet_root + "/plugins/npu.ascend.huawei.com"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  world->start_plugin(args);
+}
+
+// The emulated host's vNPUs (npu-sim status --json): id -> "phy template".
+std::map<int, std::string> host_vnpus() {
+  auto st = ht::run({ht::bin("npu-sim"), "--root", world->host_root(), "status", "--json"});
+  std::map<int, std::string> out;
+  const json j = json::parse(st.out, nullptr, false);
+  if (st.exit_code != 0 || !j.is_object()) return {{-1, st.err}};
+  for (const auto& v : j.value("vnpus", json::array()))
+    out[v["id"].get<int>()] = std::to_string(v["phy_id"].get<int>()) + " " + v["template"].get<std::string>();
+  return out;
 }
 
 std::string dra_checkpoint() {
@@ -603,6 +616,94 @@ TEST_F(Kube, WithDraAPluginKilledWhileTheKubeletPreparesIsStartedAgainAndThePodR
       },
       30s));
   world->cluster().kubectl({"delete", "resourceclaim", "one-npu"});
+  world->stop_plugin();
+  world->start_plugin();
+  EXPECT_TRUE(wait_until(
+      [] {
+        return world->npus_of(world->cluster().node()) == std::pair{8, 8};
+      },
+      30s))
+      << "the Device Plugin resources back for the next test";
+}
+
+// vNPUs as DRA devices (--dra-vnpu; the cluster's API server and kube-scheduler run with
+// DRAPartitionableDevices): a claim of the template class vir05-1c-16g gets one vNPU device; preparing it
+// makes the vNPU on its chip and the pod sees the vNPU's node; while it is held, a claim for all 8 chips
+// cannot be allocated (the chip's shared counters are partly used: the real scheduler's allocator honours
+// them); after the pod the vNPU is gone and the 8-chip claim is allocated and runs.
+TEST_F(Kube, WithDraVnpusATemplateClaimRunsOnAVnpuMadeAtPrepareGoneAfterAndItsChipIsNotHandedOutTwice) {
+  world->stop_plugin();
+  std::size_t from = ht::slurp(world->path("plugin.log")).size();
+  start_dra_plugin({"--dra-vnpu", "--dra-cdi-dir", world->cluster().dir() + "/cdi"});
+  ASSERT_TRUE(wait_until([&] { return dra_registered_since(from); }, 30s))
+      << ht::slurp(world->path("plugin.log"));
+  ASSERT_EQ(write_cdi_spec(), "");
+  // The slices with counters: the gate is on, so the vNPU devices are published (the plugin drops them when
+  // the API server drops the counters).
+  ASSERT_TRUE(wait_until(
+      [] {
+        const json slices = world->cluster().get(
+            {"resourceslices", "--field-selector",
+             "spec.driver=npu.ascend.huawei.com,spec.nodeName=" + world->cluster().node()});
+        if (!slices.is_object()) return false;
+        bool counters = false, vnpu = false;
+        for (const auto& sl : slices["items"]) {
+          counters = counters || !sl["spec"].value("sharedCounters", json::array()).empty();
+          for (const auto& d : sl["spec"].value("devices", json::array()))
+            vnpu = vnpu || d["name"] == "npu-0-vir05-1c-16g-0";
+        }
+        return counters && vnpu;
+      },
+      30s))
+      << world->cluster().kubectl({"get", "resourceslices", "-o", "yaml"}).out
+      << ht::slurp(world->path("plugin.log")).substr(from);
+  ASSERT_TRUE(host_vnpus().empty()) << "no vNPU before a claim";
+
+  json vclaim = dra_claim("one-vnpu", 1);
+  vclaim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] =
+      "vir05-1c-16g.npu.ascend.huawei.com";
+  vclaim["spec"]["devices"].erase("constraints");
+  ASSERT_EQ(world->apply_json(vclaim).exit_code, 0);
+  ASSERT_EQ(world->apply_json(dra_pod("dra-vnpu", "one-vnpu")).exit_code, 0);
+  EXPECT_TRUE(wait_until([] { return world->phase_of("dra-vnpu") == "Running"; }, 60s))
+      << world->phase_of("dra-vnpu") << "\n"
+      << world->events_of("dra-vnpu") << ht::slurp(world->path("plugin.log")).substr(from);
+  const json got = world->cluster().get({"resourceclaim", "one-vnpu", "-n", "default"});
+  const json& results = got["status"]["allocation"]["devices"]["results"];
+  ASSERT_EQ(results.size(), 1u) << got.dump();
+  const std::string device = results[0]["device"];  // npu-<phy>-vir05-1c-16g-<k>
+  ASSERT_EQ(device.rfind("npu-", 0), 0u) << device;
+  const std::string phy = device.substr(4, device.find('-', 4) - 4);
+  EXPECT_EQ(device.substr(4 + phy.size()).rfind("-vir05-1c-16g-", 0), 0u) << device;
+  // The vNPU exists on that chip while the pod runs, and the pod sees it (host /dev/vdavinci<id> is
+  // /dev/davinci<id> in the container) with the control node, nothing else.
+  const auto vnpus = host_vnpus();
+  ASSERT_EQ(vnpus.size(), 1u);
+  EXPECT_EQ(vnpus.begin()->second, phy + " vir05_1c_16g");
+  std::string out;
+  EXPECT_EQ(
+      dra_pod_devices("dra-vnpu", &out),
+      (std::set<std::string>{"/dev/davinci_manager", "/dev/davinci" + std::to_string(vnpus.begin()->first)}))
+      << out;
+
+  // All 8 chips of one HCCS domain while a vNPU holds part of one: not allocatable.
+  ASSERT_EQ(world->apply_json(dra_claim("eight-npus", 8)).exit_code, 0);
+  ASSERT_EQ(world->apply_json(dra_pod("dra-eight", "eight-npus")).exit_code, 0);
+  EXPECT_TRUE(wait_until(
+      [] { return world->events_of("dra-eight").find("FailedScheduling") != std::string::npos; }, 30s))
+      << world->events_of("dra-eight");
+  EXPECT_EQ(world->phase_of("dra-eight"), "Pending");
+
+  // The vNPU's pod goes: the claim is unprepared, the vNPU destroyed, and the 8 chips are free again.
+  world->cluster().kubectl({"delete", "pod", "dra-vnpu", "--wait=true", "--timeout=60s"});
+  EXPECT_TRUE(wait_until([] { return host_vnpus().empty(); }, 30s))
+      << ht::slurp(world->path("plugin.log")).substr(from);
+  EXPECT_TRUE(wait_until([] { return world->phase_of("dra-eight") == "Running"; }, 90s))
+      << world->phase_of("dra-eight") << "\n"
+      << world->events_of("dra-eight");
+  world->cluster().kubectl({"delete", "pod", "dra-eight", "--wait=true", "--timeout=60s"});
+  world->cluster().kubectl({"delete", "resourceclaim", "one-vnpu", "eight-npus"});
+  EXPECT_TRUE(host_vnpus().empty());
   world->stop_plugin();
   world->start_plugin();
   EXPECT_TRUE(wait_until(
