@@ -719,6 +719,7 @@ Result<std::map<std::string, DraPrepared>> DraService::prepare(const std::vector
   std::optional<npu::DeviceSnapshot> vnpu_host;
   std::optional<Result<dra_kubelet::VnpuRules>> rules;
   const auto vnpu_rules = [&]() -> Result<dra_kubelet::VnpuRules> {
+    if (!vnpus_.healthy) return Error::invalid("DRA: vNPUs without the plugin's healthy chips (DraVnpus)");
     ASCEND_ASSIGN(vnpu_host, vnpus_.query->snapshot(), "read the NPU host");
     ASCEND_ASSIGN(auto healthy, vnpus_.healthy(), "");
     return dra_kubelet::VnpuRules{&*vnpu_host, std::move(healthy)};

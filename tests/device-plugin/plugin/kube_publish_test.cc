@@ -476,5 +476,41 @@ TEST_F(KubePublish, DaemonWithKubeApiPublishes) {
   EXPECT_TRUE(run_status.ok()) << run_status.error().message();
 }
 
+// The daemon with --dra --dra-vnpu: the publisher gets the flag (the stand-in keeps counters: the vNPU
+// devices of 8 x 910B3 follow, 56 devices), and the DRA service starts.
+TEST_F(KubePublish, DaemonWithDraVnpuPublishesTheVnpus) {
+  add_node();
+  Config c;
+  c.kubelet_socket_dir = tmp / "device-plugins";
+  c.host_root = root;
+  c.pod_resources_socket = "";
+  c.vnpu_gc_interval = 0s;
+  c.kube_api = api.url();
+  c.node_name = kNode;
+  c.dra = true;
+  c.dra_vnpu = true;
+  c.dra_registry_dir = tmp / "plugins_registry";
+  c.dra_plugin_dir = tmp / "plugins/npu.ascend.huawei.com";
+  c.dra_cdi_dir = tmp / "cdi";
+  ASSERT_TRUE(validate(c).ok());
+  auto d = Daemon::create(c, *query);
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  Status run_status;
+  std::thread runner([&] { run_status = (*d)->run(); });
+  EXPECT_TRUE(wait_until(
+      [&] {
+        const json s = api.get(kSlicePath);
+        return s.is_object() && s["spec"]["devices"].size() == 56u;
+      },
+      kEventually))
+      << api.get(kSlicePath).dump();
+  EXPECT_TRUE(wait_until(
+      [&] { return std::filesystem::exists(tmp / "plugins_registry/npu.ascend.huawei.com-reg.sock"); },
+      kEventually));
+  (*d)->stop();
+  runner.join();
+  EXPECT_TRUE(run_status.ok()) << run_status.error().message();
+}
+
 }  // namespace
 }  // namespace ascend::plugin
