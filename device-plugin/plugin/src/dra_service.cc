@@ -677,6 +677,25 @@ Status DraService::check_vnpus(const std::string& uid, const DraPreparedClaim& c
   return {};
 }
 
+Status DraService::release_orphans(const std::string& uid, const npu::DeviceSnapshot& host) {
+  const std::string prefix = dra_vnpu_owner(uid, "");
+  bool any = false;
+  for (const auto& v : host.vnpus) {
+    if (!v.owner.container_id.starts_with(prefix)) continue;
+    any = true;
+    npu::VnpuOwner holder;
+    holder.container_id = v.owner.container_id;
+    auto st = vnpus_.query->destroy_vnpu(v.id, v.phy_id, holder);
+    if (!st.ok() && st.error().code() != ENOENT && st.error().code() != ESTALE)
+      return st.error().context("vNPU " + std::to_string(v.id));
+    spdlog::info("DRA: claim {} was not prepared: destroyed vNPU {} ({} on chip {}) made for it before", uid,
+                 v.id, v.template_name, v.phy_id);
+  }
+  if (any && ::unlink(cdi_spec_path(uid).c_str()) != 0 && errno != ENOENT)
+    return Error::from_errno(errno, "remove " + cdi_spec_path(uid));
+  return {};
+}
+
 Status DraService::release_vnpus(const std::string& uid, const DraPreparedClaim& c) {
   if (!has_vnpus(c.devices)) return {};
   if (vnpus_.query == nullptr)
@@ -816,11 +835,25 @@ Result<std::map<std::string, std::string>> DraService::unprepare(const std::vect
   // A claim's vNPUs go first (and its CDI spec), the claim is forgotten after: a crash in between leaves it
   // for the unprepare the kubelet repeats, which finds the vNPUs gone.
   std::lock_guard vlock(vnpu_mu_);
+  std::optional<npu::DeviceSnapshot> host;  // read once, when a claim not prepared may have left vNPUs
   for (const auto& ref : claims) {
     std::optional<DraPreparedClaim> c;
     {
       std::lock_guard lock(mu_);
       if (auto it = prepared_.find(ref.uid); it != prepared_.end()) c = it->second;
+    }
+    if (!c && vnpus_.query != nullptr) {  // a crash between making its vNPUs and the checkpoint
+      if (!host) {
+        auto s = vnpus_.query->snapshot();
+        if (s.ok()) host = std::move(*s);
+      }
+      if (host) {
+        if (auto st = release_orphans(ref.uid, *host); !st.ok()) {
+          out[ref.uid] = "destroy the claim's vNPUs: " + st.error().message();
+          spdlog::warn("DRA: did not unprepare claim {}: {}", ref.uid, out[ref.uid]);
+        }
+      }
+      continue;
     }
     if (!c || !has_vnpus(c->devices)) continue;
     if (auto st = release_vnpus(ref.uid, *c); !st.ok()) {

@@ -747,6 +747,22 @@ TEST_F(DraVnpuService, AVnpuMadeBeforeACrashIsTakenOverNotMadeTwice) {
   EXPECT_TRUE(vnpus().empty());
 }
 
+TEST_F(DraVnpuService, UnprepareOfAClaimNeverCheckpointedDestroysTheVnpusLeftWithItsTag) {
+  start();
+  const std::string uid = make_claim("infer", {"npu-5-vir05-1c-16g-0"});
+  // The plugin made the vNPU and died before its checkpoint; the pod went meanwhile.
+  npu::VnpuOwner tag;
+  tag.container_id = "dra-claim/" + uid + "/npu-5-vir05-1c-16g-0";
+  ASSERT_TRUE(query->create_vnpu(5, "vir05_1c_16g", std::nullopt, tag).ok());
+  npu::VnpuOwner other;
+  other.container_id = "dra-claim/another-uid/npu-5-vir05-1c-16g-1";
+  ASSERT_TRUE(query->create_vnpu(5, "vir05_1c_16g", std::nullopt, other).ok());
+  EXPECT_EQ(unprepare("infer", uid), "");
+  const auto left = vnpus();
+  ASSERT_EQ(left.size(), 1u) << "another claim's vNPU stays";
+  EXPECT_EQ(left[0].owner.container_id, "dra-claim/another-uid/npu-5-vir05-1c-16g-1");
+}
+
 TEST_F(DraVnpuService, AClaimWhoseVnpuIsGoneGetsAClearErrorAndUnprepareStillSucceeds) {
   start();
   const std::string uid = make_claim("infer", {"npu-2-vir05-1c-16g-0"});

@@ -23,7 +23,8 @@
 // the chip is taken over instead of a second one made (a crash between creating and checkpointing); a
 // prepare repeated after a restart answers from the checkpoint once the vNPU is found there still (gone:
 // the claim's error says so, and the claim stays for unprepare); an unprepare after a restart destroys the
-// recorded vNPU, and one already gone is no error.
+// recorded vNPU, and one already gone is no error; an unprepare of a claim the checkpoint does not have
+// destroys the vNPUs carrying its tag (made before a crash ahead of the checkpoint, its pod gone since).
 //
 // Trust: the kubelet (root) is the only client. Both sockets are mode 0600 from the moment they can be
 // reached, and each connection's peer (SO_PEERCRED) must be root or this process's user, checked when it is
@@ -50,6 +51,7 @@ class Client;
 }  // namespace ascend::kube
 namespace ascend::npu {
 class DeviceQuery;
+struct DeviceSnapshot;
 }  // namespace ascend::npu
 namespace ascend::plugin::dra_kubelet {
 struct VnpuRules;
@@ -191,6 +193,9 @@ class DraService {
   Status check_vnpus(const std::string& uid, const DraPreparedClaim& c) const;
   // Destroys the vNPUs of a prepared claim (gone already: fine) and removes its CDI spec.
   Status release_vnpus(const std::string& uid, const DraPreparedClaim& c);
+  // A claim unprepared that is not in the checkpoint: destroys the vNPUs of `host` that carry its tag (made
+  // before a crash ahead of the checkpoint) and removes its CDI spec.
+  Status release_orphans(const std::string& uid, const npu::DeviceSnapshot& host);
 
   const DraOptions opts_;
   kube::Client& api_;
