@@ -65,8 +65,14 @@ bool to_nlohmann(simdjson::dom::element e, json& out) {
 }  // namespace
 
 std::optional<ExtenderArgs> read_extender_args_fast(std::string_view text, std::size_t max_nodes) {
-  // One parser per thread: it keeps its buffers between calls (the server answers on a pool of threads).
+  // One parser per thread: it keeps its buffers between calls (the server answers on a pool of threads). It
+  // refuses a body nesting deeper than kMaxNesting (a Pod nests about ten deep), which the long way then
+  // reads or refuses (the server's limit is 128): so a body too deep for the long way never gets here, and
+  // the server need not scan the text for it first.
+  constexpr std::size_t kMaxNesting = 64;
   thread_local simdjson::dom::parser parser;
+  if (parser.max_depth() != kMaxNesting && parser.allocate(text.size(), kMaxNesting) != simdjson::SUCCESS)
+    return std::nullopt;
   // No text is no JSON; the check also keeps an empty view's null data() away from simdjson's copy (memcpy
   // from a null pointer is undefined even for zero bytes; UBSan found it).
   if (text.empty()) return std::nullopt;

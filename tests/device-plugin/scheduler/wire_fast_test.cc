@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ascend/common/json_depth.h"
 #include "ascend/scheduler/wire.h"
 
 namespace ascend::scheduler {
@@ -210,6 +211,27 @@ std::string odd(std::mt19937& rng) {
   int n = 1 + static_cast<int>(rng() % 3);
   for (int i = 0; i < n; ++i) s += parts[rng() % parts.size()];
   return s;
+}
+
+// The fast reader refuses deep nesting itself (the server no longer scans the text for it first): nothing the
+// long way refuses as too deep (the server's 128) is read here, and an ordinary Pod is.
+TEST(ExtenderReadFast, LeavesDeepNestingToTheLongWay) {
+  auto body = [](int depth) {  // the body, the Pod and its spec are 3; the rest is arrays in the spec
+    std::string open(static_cast<std::size_t>(depth - 3), '['), close(open.size(), ']');
+    return R"({"Pod":{"metadata":{"name":"p"},"spec":{"x":)" + open + close + R"(}},"NodeNames":["n-1"]})";
+  };
+  for (int depth = 4; depth <= 300; ++depth) {
+    std::string text = body(depth);
+    ASSERT_EQ(ascend::json_nests_deeper_than(text, depth), false);
+    ASSERT_EQ(ascend::json_nests_deeper_than(text, depth - 1), true);
+    auto fast = read_extender_args_fast(text);
+    if (depth <= 60) {
+      EXPECT_TRUE(fast.has_value()) << depth;
+    }
+    if (depth > 64) {
+      EXPECT_FALSE(fast.has_value()) << depth;
+    }
+  }
 }
 
 // The one-pass check of a node name says what the message-making one says, on every short string of a few

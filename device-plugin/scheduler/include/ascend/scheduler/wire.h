@@ -32,7 +32,8 @@ Result<ExtenderArgs> parse_extender_args(const nlohmann::json& body,
 // The same ExtenderArgs straight from the request's text (extender_read.cc: simdjson, no tree of the node
 // names): for a body that parses and reads without error, exactly what parse_extender_args of
 // json::parse(text) gives; nullopt for anything else (invalid JSON, any error, full Node objects, a Pod with
-// a fractional number), which the caller then reads the long way for its exact answer or error.
+// a fractional number, nesting deeper than 64), which the caller then reads the long way for its exact
+// answer or error.
 std::optional<ExtenderArgs> read_extender_args_fast(
     std::string_view text, std::size_t max_nodes = std::numeric_limits<std::size_t>::max());
 
