@@ -132,28 +132,33 @@ json filter_result_json(const ExtenderArgs& args, const FilterResult& r) {
 namespace {
 
 // Printable ASCII without '"' or '\\': what nlohmann writes as it is. Eight bytes at a time (a node name
-// is about ten): a byte of 0x80 or more, under 0x20, or equal to 0x7f, '"' or '\\' in a word.
-bool plain(std::string_view s) {
-  constexpr std::uint64_t k01 = 0x0101010101010101ULL, k80 = 0x8080808080808080ULL;
-  auto has_zero = [](std::uint64_t v) { return (v - k01) & ~v & k80; };
-  auto bad = [&](std::uint64_t w) {
-    return ((w & k80) | ((w - 0x20 * k01) & ~w & k80) | has_zero(w ^ (0x7f * k01)) |
-            has_zero(w ^ (0x22 * k01)) | has_zero(w ^ (0x5c * k01))) != 0;
-  };
+// is about ten): the high bit of each byte of the answer is set where the byte is 0x80 or more, under 0x20,
+// or equal to 0x7f, '"' or '\\'.
+constexpr std::uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
+constexpr std::uint64_t zero_bytes(std::uint64_t v) {
+  return (v - kOnes) & ~v & kHigh;
+}
+constexpr std::uint64_t unplain_bytes(std::uint64_t w) {
+  return (w & kHigh) | ((w - 0x20 * kOnes) & ~w & kHigh) | zero_bytes(w ^ (0x7f * kOnes)) |
+         zero_bytes(w ^ (0x22 * kOnes)) | zero_bytes(w ^ (0x5c * kOnes));
+}
+inline std::uint64_t load8(const char* p) {
+  std::uint64_t w = 0;
+  std::memcpy(&w, p, 8);
+  return w;
+}
+inline bool plain(std::string_view s) {
   std::size_t n = s.size();
   if (n < 8) {
-    std::uint64_t w = 0x61 * k01;  // 'a' where there is no byte
-    if (n > 0) std::memcpy(&w, s.data(), n);
-    return !bad(w);
+    for (char ch : s) {
+      auto c = static_cast<unsigned char>(ch);
+      if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') return false;
+    }
+    return true;
   }
-  std::uint64_t w = 0;
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    std::memcpy(&w, s.data() + i, 8);
-    if (bad(w)) return false;
-  }
-  if (i < n) std::memcpy(&w, s.data() + n - 8, 8);  // the last bytes, overlapping the word before
-  return !bad(w);
+  std::uint64_t bad = unplain_bytes(load8(s.data() + n - 8));  // the last bytes, overlapping the words before
+  for (std::size_t i = 0; i + 8 <= n; i += 8) bad |= unplain_bytes(load8(s.data() + i));
+  return bad == 0;
 }
 
 // A JSON string as nlohmann's dump() writes it: plain printable ASCII is copied; anything else goes through
