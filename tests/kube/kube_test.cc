@@ -580,7 +580,23 @@ TEST_F(Kube, WithDraAPluginKilledWhileTheKubeletPreparesIsStartedAgainAndThePodR
       },
       30s))
       << world->events_of("dra-kill");
-  std::this_thread::sleep_for(2s);
+  // The call is on its way: bytes (or a connection) wait unread at a socket of the frozen plugin's folder.
+  const std::string plugin_dir = world->cluster().dir() + "/kubelet/plugins/npu.ascend.huawei.com/";
+  EXPECT_TRUE(wait_until(
+      [&] {
+        std::istringstream lines(ht::run({"ss", "-xan"}).out);
+        for (std::string line; std::getline(lines, line);) {
+          std::istringstream cols(line);
+          std::string netid, state;
+          long recv_q = 0;
+          if (cols >> netid >> state >> recv_q && recv_q > 0 && line.find(plugin_dir) != std::string::npos)
+            return true;
+        }
+        return false;
+      },
+      30s))
+      << "the kubelet's NodePrepareResources waits at the plugin's socket\n"
+      << ht::run({"ss", "-xan"}).out;
   EXPECT_NE(world->phase_of("dra-kill"), "Running") << "nothing prepared it";
   from = log_size();
   world->kill_plugin();
