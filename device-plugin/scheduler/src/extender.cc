@@ -230,8 +230,28 @@ int Scheduler::node_index(const std::string& name) const {
   return index_->find(name);
 }
 
+namespace {
+
+// a == b, without a call to memcmp for a name of 8 to 16 bytes (most node names).
+bool same_name(const std::string& a, const std::string& b) {
+  std::size_t n = a.size();
+  if (n != b.size()) return false;
+  if (n < 8 || n > 16) return std::memcmp(a.data(), b.data(), n) == 0;
+  std::uint64_t x[2], y[2];
+  std::memcpy(&x[0], a.data(), 8);
+  std::memcpy(&x[1], a.data() + n - 8, 8);
+  std::memcpy(&y[0], b.data(), 8);
+  std::memcpy(&y[1], b.data() + n - 8, 8);
+  return x[0] == y[0] && x[1] == y[1];
+}
+
+}  // namespace
+
 const std::vector<int>& Scheduler::indices_of(const std::vector<std::string>& names) const {
-  if (names == last_names_) return last_indices_;
+  if (names.size() == last_names_.size() &&
+      std::equal(names.begin(), names.end(), last_names_.begin(), same_name)) {
+    return last_indices_;
+  }
   last_names_ = names;
   last_indices_.resize(names.size());
   for (std::size_t i = 0; i < names.size(); ++i) last_indices_[i] = node_index(names[i]);
@@ -326,14 +346,10 @@ const Scheduler::Choice& Scheduler::remembered_choice(int node, int chips, std::
   return choices_.emplace(key, std::move(c)).first->second;
 }
 
-const Scheduler::NodeAnswer& Scheduler::answer_on(int node, int chips) const {
+const Scheduler::NodeAnswer& Scheduler::answer_anew(int node, int chips) const {
   if (answers_.nodes.empty()) answers_.nodes.resize(nodes_.size());
   const NodeState& s = nodes_[idx(node)];
   NodeAnswer& a = answers_.nodes[idx(node)];
-  if (a.chips == chips && a.generation == choices_generation_ && a.busy == s.busy &&
-      a.unhealthy == s.unhealthy && a.held == s.held && a.absent == s.absent) {
-    return a;
-  }
   a.busy = s.busy;
   a.unhealthy = s.unhealthy;
   a.held = s.held;
