@@ -477,8 +477,12 @@ FilterResult Scheduler::filter_job(const PodInfo& pod, const std::vector<std::st
                     false);
   }
   if (pod.resource.empty() || pod.chips < 1) {
+    // A job whose chips come through DRA ResourceClaims is placed by kube-scheduler's allocator alone
+    // (docs/dra.md "Scheduling"): this extender plans only what the device plugin hands out.
     return fail_all(std::string("a pod of a job must ask for whole chips (") + kResource910 + " or " +
-                        kResource310P + ")",
+                        kResource310P +
+                        "); chips claimed through DRA ResourceClaims are kube-scheduler's to place, so "
+                        "drop the job annotations for such a pod",
                     false);
   }
   if (pod.index < 0 || pod.index >= pod.job->pods) {
