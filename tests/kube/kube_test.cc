@@ -434,6 +434,20 @@ std::set<std::string> dra_pod_devices(const std::string& pod, std::string* out) 
   return seen;
 }
 
+// Whether the claim exists without an allocation (released once no pod holds it).
+bool claim_unallocated(const std::string& name) {
+  const json c = world->cluster().get({"resourceclaim", name, "-n", "default"});
+  return c.is_object() && !c["status"].contains("allocation");
+}
+
+// The plugin back as the other cases run it (Device Plugin resources, no DRA): true once the node shows 8
+// allocatable NPUs again.
+bool back_to_the_device_plugin() {
+  world->stop_plugin();
+  world->start_plugin();
+  return wait_until([] { return world->npus_of(world->cluster().node()) == std::pair{8, 8}; }, 30s);
+}
+
 // The device nodes of the claim's allocated devices (npu-N is /dev/davinciN, dra_slices.h) and the chips'
 // shared control device.
 std::set<std::string> claim_device_nodes(const json& claim) {
@@ -535,22 +549,10 @@ TEST_F(Kube, WithDraTheNodesResourceSlicesAreTheChipsNpuSmiShowsAndAFaultTakesOn
       },
       30s))
       << ht::slurp(world->path("plugin.log"));
-  EXPECT_TRUE(wait_until(
-      [] {
-        const json c = world->cluster().get({"resourceclaim", "two-npus", "-n", "default"});
-        return c.is_object() && !c["status"].contains("allocation");
-      },
-      30s))
+  EXPECT_TRUE(wait_until([] { return claim_unallocated("two-npus"); }, 30s))
       << "its allocation released once no pod holds it";
   world->cluster().kubectl({"delete", "resourceclaim", "two-npus", "nine-npus"});
-  world->stop_plugin();
-  world->start_plugin();
-  EXPECT_TRUE(wait_until(
-      [] {
-        return world->npus_of(world->cluster().node()) == std::pair{8, 8};
-      },
-      30s))
-      << "the Device Plugin resources back for the next test";
+  EXPECT_TRUE(back_to_the_device_plugin()) << "the Device Plugin resources back for the next test";
 }
 
 // The kubelet asks a frozen plugin (SIGSTOP) to prepare a claim; the plugin is killed (SIGKILL) with the call
@@ -625,21 +627,9 @@ TEST_F(Kube, WithDraAPluginKilledWhileTheKubeletPreparesIsStartedAgainAndThePodR
       30s))
       << ht::slurp(world->path("plugin.log")).substr(from);
   EXPECT_EQ(ht::slurp(dra_checkpoint()).find("one-npu"), std::string::npos) << ht::slurp(dra_checkpoint());
-  EXPECT_TRUE(wait_until(
-      [] {
-        const json c = world->cluster().get({"resourceclaim", "one-npu", "-n", "default"});
-        return c.is_object() && !c["status"].contains("allocation");
-      },
-      30s));
+  EXPECT_TRUE(wait_until([] { return claim_unallocated("one-npu"); }, 30s));
   world->cluster().kubectl({"delete", "resourceclaim", "one-npu"});
-  world->stop_plugin();
-  world->start_plugin();
-  EXPECT_TRUE(wait_until(
-      [] {
-        return world->npus_of(world->cluster().node()) == std::pair{8, 8};
-      },
-      30s))
-      << "the Device Plugin resources back for the next test";
+  EXPECT_TRUE(back_to_the_device_plugin()) << "the Device Plugin resources back for the next test";
 }
 
 // vNPUs as DRA devices (--dra-vnpu; the cluster's API server and kube-scheduler run with
@@ -720,14 +710,7 @@ TEST_F(Kube, WithDraVnpusATemplateClaimRunsOnAVnpuMadeAtPrepareGoneAfterAndItsCh
   world->cluster().kubectl({"delete", "pod", "dra-eight", "--wait=true", "--timeout=60s"});
   world->cluster().kubectl({"delete", "resourceclaim", "one-vnpu", "eight-npus"});
   EXPECT_TRUE(host_vnpus().empty());
-  world->stop_plugin();
-  world->start_plugin();
-  EXPECT_TRUE(wait_until(
-      [] {
-        return world->npus_of(world->cluster().node()) == std::pair{8, 8};
-      },
-      30s))
-      << "the Device Plugin resources back for the next test";
+  EXPECT_TRUE(back_to_the_device_plugin()) << "the Device Plugin resources back for the next test";
 }
 
 TEST_F(Kube, AChipFaultReachesTheSchedulerThroughThePluginsDeviceConfigMap) {
