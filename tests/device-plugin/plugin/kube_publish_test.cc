@@ -91,6 +91,22 @@ class KubePublish : public api_test::PluginOnApi {
     for (const auto& r : api.requests()) n += (r.method == method && r.path == path) ? 1 : 0;
     return n;
   }
+
+  // A daemon's configuration against the stand-in: no pod resources, no vNPU gc, --dra with its sockets
+  // in the test's folder.
+  Config dra_daemon_config() const {
+    Config c;
+    c.kubelet_socket_dir = tmp / "device-plugins";
+    c.host_root = root;
+    c.pod_resources_socket = "";
+    c.vnpu_gc_interval = 0s;
+    c.kube_api = api.url();
+    c.node_name = kNode;
+    c.dra = true;
+    c.dra_registry_dir = tmp / "plugins_registry";
+    c.dra_plugin_dir = tmp / "plugins/npu.ascend.huawei.com";
+    return c;
+  }
 };
 
 // The DeviceList of this host with `unhealthy` out of service, as MindCluster writes it.
@@ -450,16 +466,7 @@ TEST_F(DraPublish, DraWithoutTheApiServerIsRefusedWithAReason) {
 // The daemon with --kube-api publishes (no kubelet needed: it waits for one meanwhile).
 TEST_F(KubePublish, DaemonWithKubeApiPublishes) {
   add_node();
-  Config c;
-  c.kubelet_socket_dir = tmp / "device-plugins";
-  c.host_root = root;
-  c.pod_resources_socket = "";
-  c.vnpu_gc_interval = 0s;
-  c.kube_api = api.url();
-  c.node_name = kNode;
-  c.dra = true;
-  c.dra_registry_dir = tmp / "plugins_registry";
-  c.dra_plugin_dir = tmp / "plugins/npu.ascend.huawei.com";
+  const Config c = dra_daemon_config();
   auto d = Daemon::create(c, *query);
   ASSERT_TRUE(d.ok()) << d.error().message();
   Status run_status;
@@ -482,17 +489,8 @@ TEST_F(KubePublish, DaemonWithKubeApiPublishes) {
 // devices of 8 x 910B3 follow, 56 devices), and the DRA service starts.
 TEST_F(KubePublish, DaemonWithDraVnpuPublishesTheVnpus) {
   add_node();
-  Config c;
-  c.kubelet_socket_dir = tmp / "device-plugins";
-  c.host_root = root;
-  c.pod_resources_socket = "";
-  c.vnpu_gc_interval = 0s;
-  c.kube_api = api.url();
-  c.node_name = kNode;
-  c.dra = true;
+  Config c = dra_daemon_config();
   c.dra_vnpu = true;
-  c.dra_registry_dir = tmp / "plugins_registry";
-  c.dra_plugin_dir = tmp / "plugins/npu.ascend.huawei.com";
   c.dra_cdi_dir = tmp / "cdi";
   ASSERT_TRUE(validate(c).ok());
   auto d = Daemon::create(c, *query);
