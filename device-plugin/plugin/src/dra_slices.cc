@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <optional>
 
 #include "ascend/npu/vnpu_load.h"
 
@@ -180,7 +181,7 @@ json vnpu_device(const npu::DeviceSnapshot& host, const npu::Chip& c, const npu:
 
 // One chip's part of a slice: its counter set (none without counters) and its devices.
 struct ChipPart {
-  json counter_set;  // null: none
+  std::optional<json> counter_set;  // none without counters (so the struct is made and moved without a throw)
   std::vector<json> devices;
   std::size_t counters = 0;         // in the counter set
   std::size_t device_counters = 0;  // consumed, summed over its devices
@@ -192,9 +193,10 @@ ChipPart chip_part(const npu::DeviceSnapshot& host, const npu::Chip& c, bool hea
   p.devices.push_back(chip_device(host, c, healthy, node));
   if (vnpus == SliceVnpus::kNone || counters.empty()) return p;
   std::vector<std::pair<std::string, std::string>> all;
+  all.reserve(counters.size());
   for (std::size_t r : counters)
     all.emplace_back(kResources[r].name, quantity(r, kResources[r].of_chip(host.vnpu_capacity)));
-  p.counter_set = {{"name", device_name(c.phy_id)}, {"counters", counter_map(all)}};
+  p.counter_set = json{{"name", device_name(c.phy_id)}, {"counters", counter_map(all)}};
   p.counters = all.size();
   p.devices[0]["consumesCounters"] =
       json::array({{{"counterSet", device_name(c.phy_id)}, {"counters", counter_map(all)}}});
@@ -364,7 +366,7 @@ std::vector<json> resource_slices(const npu::DeviceSnapshot& host, const std::se
       counters_in = 0;
       device_counters_in = 0;
     }
-    if (!p.counter_set.is_null()) (*spec)["sharedCounters"].push_back(std::move(p.counter_set));
+    if (p.counter_set) (*spec)["sharedCounters"].push_back(std::move(*p.counter_set));
     for (auto& d : p.devices) (*spec)["devices"].push_back(std::move(d));
     counters_in += p.counters;
     device_counters_in += p.device_counters;

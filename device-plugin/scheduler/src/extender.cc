@@ -369,7 +369,8 @@ const Scheduler::NodeAnswer& Scheduler::answer_anew(int node, int chips) const {
 
 std::vector<char> Scheduler::types_of(const std::string& resource) const {
   std::vector<char> out(cluster_->types.size());
-  for (std::size_t t = 0; t < out.size(); ++t) out[t] = cluster_->types[t].host.resource_name == resource;
+  for (std::size_t t = 0; t < out.size(); ++t)
+    out[t] = cluster_->types[t].host.resource_name == resource ? 1 : 0;
   return out;
 }
 
