@@ -43,7 +43,9 @@
 //   floor: create + destroy create_vnpu then destroy_vnpu of a vir05_1c_16g on chip i % 8 through the device
 //                          query (owner-tagged as a claim's), the vNPU work any path pays;
 //   floor: the rest        two empty gRPC calls, the vNPU claim's GET, a synced write of a file as large as
-//                          the claim's CDI spec and two of one as large as its checkpoint.
+//                          the claim's CDI spec and two of one as large as its checkpoint;
+//   a snapshot             one DeviceQuery::snapshot() of the host (no floor: printed alone, a prepare takes
+//                          three).
 // The vNPU rows print p50/p99/max of prepare, unprepare and their sum per claim, the sum's ratio to create +
 // destroy and to create + destroy + the rest (per claim, sums of that claim's samples), Allocate (dynamic)
 // against empty gRPC, and the sum against Allocate + create + destroy.
@@ -385,6 +387,14 @@ class Bench {
 
   double vnpu_get(int i) { return get_named(vnpu_claim_name(i)); }
 
+  double snapshot() {
+    const auto t0 = Clock::now();
+    auto s = query_->snapshot();
+    const double ms = ms_since(t0);
+    if (!s.ok()) die("snapshot: " + s.error().message());
+    return ms;
+  }
+
   double vcheckpoint_write() {
     const auto t0 = Clock::now();
     if (auto st = ascend::atomic_replace(dir_ + "/vplugins/floor.json", vcheckpoint_text_, 0600); !st.ok())
@@ -548,7 +558,7 @@ struct Samples {
 };
 
 struct VnpuSamples {
-  std::vector<double> prepare, unprepare, allocate, create_destroy, rpc, rest;
+  std::vector<double> prepare, unprepare, allocate, create_destroy, rpc, rest, snapshot;
 };
 
 VnpuSamples run_vnpus(Bench& b, int claims) {
@@ -561,6 +571,7 @@ VnpuSamples run_vnpus(Bench& b, int claims) {
     b.vnpu_get(-k);
     b.vcheckpoint_write();
     b.spec_write();
+    b.snapshot();
   }
   VnpuSamples s;
   std::mt19937 rng(31);
@@ -576,6 +587,7 @@ VnpuSamples run_vnpus(Bench& b, int claims) {
         s.rpc.push_back(rpc);
         s.rest.push_back(rpc + b.empty_call() + b.vnpu_get(i) + b.spec_write() + b.vcheckpoint_write() +
                          b.vcheckpoint_write());
+        s.snapshot.push_back(b.snapshot());
       },
   };
   std::array<int, 4> order = {0, 1, 2, 3};
@@ -687,8 +699,10 @@ int run_main(int argc, char** argv) {
   ratio("floor: empty gRPC", vallocate, vrpc);
   ratio("Allocate (dynamic) + create + destroy", vboth, alloc_cd);
   std::printf(
-      "  the floors alone: create + destroy p50 %.3f ms, the rest (2 gRPC, GET, 3 writes) p50 %.3f ms\n",
-      cd.p50, stats(v.rest).p50);
+      "  the floors alone: create + destroy p50 %.3f ms, the rest (2 gRPC, GET, 3 writes) p50 %.3f ms; a "
+      "snapshot "
+      "of the host p50 %.3f ms\n",
+      cd.p50, stats(v.rest).p50, stats(v.snapshot).p50);
   return 0;
 }
 
