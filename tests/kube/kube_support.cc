@@ -80,7 +80,9 @@ std::string Cluster::log(const std::string& daemon) const {
 }
 
 Output Cluster::kubectl(const std::vector<std::string>& args, const std::string& input) const {
-  std::vector<std::string> argv = {bin("kubectl"), "--kubeconfig", kubeconfig()};
+  // Its discovery cache in the cluster's folder (the test's environment has no HOME: it would be ./.kube).
+  std::vector<std::string> argv = {bin("kubectl"), "--kubeconfig", kubeconfig(), "--cache-dir",
+                                   dir_ + "/kubectl-cache"};
   argv.insert(argv.end(), args.begin(), args.end());
   ht::RunOptions o;
   o.input = input;
