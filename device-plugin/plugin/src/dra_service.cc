@@ -845,13 +845,16 @@ Result<std::map<std::string, std::string>> DraService::unprepare(const std::vect
     if (!c && vnpus_.query != nullptr) {  // a crash between making its vNPUs and the checkpoint
       if (!host) {
         auto s = vnpus_.query->snapshot();
-        if (s.ok()) host = std::move(*s);
-      }
-      if (host) {
-        if (auto st = release_orphans(ref.uid, *host); !st.ok()) {
-          out[ref.uid] = "destroy the claim's vNPUs: " + st.error().message();
+        if (!s.ok()) {  // cannot tell whether it left vNPUs: not a success, the kubelet asks again
+          out[ref.uid] = "read the NPU host for the claim's vNPUs: " + s.error().message();
           spdlog::warn("DRA: did not unprepare claim {}: {}", ref.uid, out[ref.uid]);
+          continue;
         }
+        host = std::move(*s);
+      }
+      if (auto st = release_orphans(ref.uid, *host); !st.ok()) {
+        out[ref.uid] = "destroy the claim's vNPUs: " + st.error().message();
+        spdlog::warn("DRA: did not unprepare claim {}: {}", ref.uid, out[ref.uid]);
       }
       continue;
     }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -763,6 +764,13 @@ TEST_F(DraVnpuService, UnprepareOfAClaimNeverCheckpointedDestroysTheVnpusLeftWit
   npu::VnpuOwner other;
   other.container_id = "dra-claim/another-uid/npu-5-vir05-1c-16g-1";
   ASSERT_TRUE(query->create_vnpu(5, "vir05_1c_16g", std::nullopt, other).ok());
+  // While the host cannot be read, whether the claim left vNPUs is unknown: an error, so the kubelet asks
+  // again, not a success that would leave them.
+  const std::string state = root + "/" + npu::kStateFile;
+  ASSERT_EQ(::rename(state.c_str(), (state + ".away").c_str()), 0);
+  EXPECT_NE(unprepare("infer", uid).find("read the NPU host for the claim's vNPUs"), std::string::npos);
+  ASSERT_EQ(::rename((state + ".away").c_str(), state.c_str()), 0);
+  EXPECT_EQ(vnpus().size(), 2u);
   EXPECT_EQ(unprepare("infer", uid), "");
   const auto left = vnpus();
   ASSERT_EQ(left.size(), 1u) << "another claim's vNPU stays";
