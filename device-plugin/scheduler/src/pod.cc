@@ -318,14 +318,7 @@ bool is_dns1123_subdomain(std::string_view v, std::size_t max) {
 }
 
 Status check_dns1123_subdomain(std::string_view v, const std::string& field, std::size_t max) {
-  bool ok = !v.empty() && v.size() <= max;
-  for (std::size_t pos = 0; ok && pos <= v.size();) {
-    std::size_t dot = v.find('.', pos);
-    if (dot == std::string_view::npos) dot = v.size();
-    ok = is_label(v.substr(pos, dot - pos));
-    pos = dot + 1;
-  }
-  if (!ok) {
+  if (!is_dns1123_subdomain(v, max)) {
     return Error::invalid(field + ": '" + shown(v) + "' is not a DNS-1123 subdomain (at most " +
                           std::to_string(max) +
                           " characters of a-z, 0-9, '-' and '.', each dot-separated part starting and "

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -234,9 +235,15 @@ TEST(ExtenderReadFast, LeavesDeepNestingToTheLongWay) {
   }
 }
 
-// The one-pass check of a node name says what the message-making one says, on every short string of a few
-// telling characters and on random longer ones.
-TEST(ExtenderReadFast, NameCheckAgreesWithCheckDns1123Subdomain) {
+// The one-pass check of a node name (and check_dns1123_subdomain, which asks it) against Kubernetes' own
+// definition, apimachinery's validation regex for a DNS-1123 subdomain
+// ([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*, at most 253 characters), on every short
+// string of a few telling characters and on random longer ones.
+TEST(ExtenderReadFast, NameCheckIsKubernetesDns1123Subdomain) {
+  const std::regex k8s("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
+  const auto spec = [&](const std::string& v, std::size_t max) {
+    return v.size() <= max && std::regex_match(v, k8s);
+  };
   const std::string chars = "a0-.Z_";
   for (int len = 0; len <= 5; ++len) {
     std::size_t count = 1;
@@ -245,8 +252,9 @@ TEST(ExtenderReadFast, NameCheckAgreesWithCheckDns1123Subdomain) {
       std::string v;
       for (std::size_t x = k; static_cast<int>(v.size()) < len; x /= chars.size())
         v += chars[x % chars.size()];
-      ASSERT_EQ(is_dns1123_subdomain(v), check_dns1123_subdomain(v, "f").ok()) << "'" << v << "'";
-      ASSERT_EQ(is_dns1123_subdomain(v, 3), check_dns1123_subdomain(v, "f", 3).ok()) << "'" << v << "'";
+      ASSERT_EQ(is_dns1123_subdomain(v), spec(v, 253)) << "'" << v << "'";
+      ASSERT_EQ(is_dns1123_subdomain(v, 3), spec(v, 3)) << "'" << v << "'";
+      ASSERT_EQ(check_dns1123_subdomain(v, "f").ok(), spec(v, 253)) << "'" << v << "'";
     }
   }
   std::mt19937 rng(5);
@@ -254,8 +262,10 @@ TEST(ExtenderReadFast, NameCheckAgreesWithCheckDns1123Subdomain) {
   for (int i = 0; i < 20000; ++i) {
     std::string v;
     for (int n = static_cast<int>(rng() % 300); n > 0; --n) v += more[rng() % more.size()];
-    ASSERT_EQ(is_dns1123_subdomain(v), check_dns1123_subdomain(v, "f").ok()) << "'" << v << "'";
+    ASSERT_EQ(is_dns1123_subdomain(v), spec(v, 253)) << "'" << v << "'";
   }
+  EXPECT_TRUE(is_dns1123_subdomain(std::string(253, 'a')));
+  EXPECT_FALSE(is_dns1123_subdomain(std::string(254, 'a')));
 }
 
 TEST(ExtenderAnswerText, IsByteForByteTheTreesDump) {
