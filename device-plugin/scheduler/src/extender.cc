@@ -263,7 +263,7 @@ const std::vector<int>& Scheduler::indices_of(const std::vector<std::string>& na
 std::uint64_t Scheduler::free_mask(int node) const {
   const NodeState& s = nodes_[idx(node)];
   if (s.absent) return 0;
-  return cluster_->type_of(node).all() & ~s.busy & ~s.unhealthy & ~s.held;
+  return cluster_->type_of(node).all() & ~s.busy & ~s.unhealthy & ~s.held & ~s.claimed;
 }
 
 std::uint64_t Scheduler::mask_of(int node, const std::vector<int>& phys) const {
@@ -309,6 +309,8 @@ std::string Scheduler::no_room(int node, std::uint64_t free, int chips) const {
     parts.push_back(std::to_string(h) + " reserved for pods");
   if (int b = std::popcount(s.busy & ~s.held & ~s.unhealthy); b > 0)
     parts.push_back(std::to_string(b) + " in use");
+  if (int d = std::popcount(s.claimed & ~s.busy & ~s.held & ~s.unhealthy); d > 0)
+    parts.push_back(std::to_string(d) + " claimed through DRA");
   for (std::size_t i = 0; i < parts.size(); ++i) why += (i == 0 ? " (" : ", ") + parts[i];
   if (!parts.empty()) why += ")";
   return why + "; the pod needs " + std::to_string(chips);
@@ -353,6 +355,7 @@ const Scheduler::NodeAnswer& Scheduler::answer_anew(int node, int chips) const {
   a.busy = s.busy;
   a.unhealthy = s.unhealthy;
   a.held = s.held;
+  a.claimed = s.claimed;
   a.absent = s.absent;
   a.chips = chips;
   std::uint64_t free = free_mask(node);
@@ -695,11 +698,105 @@ std::string Scheduler::waiting_same_size(int node, std::size_t size, const std::
   return {};
 }
 
+Result<std::vector<int>> Scheduler::claimed_chips(int node, const std::string& key,
+                                                  const std::vector<int>& claimed, std::size_t want,
+                                                  const Slot* self, const JobRecord* job) const {
+  const std::string& name = cluster_->nodes[idx(node)].name;
+  const auto& t = cluster_->type_of(node);
+  std::vector<int> phys = claimed;
+  std::sort(phys.begin(), phys.end());
+  phys.erase(std::unique(phys.begin(), phys.end()), phys.end());
+  for (int p : phys) {
+    if (t.slot_of_phy(p) < 0) {
+      return Error::invalid(fmt::format("the DRA claims of pod {} name chip {}, which {} ({}) does not have",
+                                        key, p, name, t.profile));
+    }
+  }
+  if (phys.size() != want) {
+    return Error::invalid(fmt::format("pod {} asks for {} chips; its DRA claims on {} name {} ({})", key,
+                                      want, name, phys.size(), join(phys)));
+  }
+  const std::uint64_t mask = mask_of(node, phys);
+  auto taken = [&](const Slot& s) {
+    return &s != self && s.node == node && holds(s.state) && (mask_of(node, s.phys) & mask) != 0;
+  };
+  auto busy = [&](const Slot& s, const std::string& who) {
+    std::vector<int> both = phys_of(node, mask_of(node, s.phys) & mask);
+    return Error(EBUSY, fmt::format("the DRA claims of pod {} name chips {} of {}, which {} holds", key,
+                                    join(both), name, who));
+  };
+  for (const auto& [jk, j] : jobs_) {
+    for (std::size_t i = 0; i < j.slots.size(); ++i) {
+      const Slot& s = j.slots[i];
+      // kube-scheduler's allocator does not know our plan: it may give the pod chips planned for a pod of its
+      // job that is not bound yet, which then takes the chips this pod leaves (move_pod).
+      const bool yields = &j == job && s.state == SlotState::kReserved && s.pod.empty();
+      if (!taken(s) || yields) continue;
+      return busy(s, s.pod.empty() ? fmt::format("the reservation of pod {} of job {}", i, jk)
+                                   : fmt::format("pod {}/{} of job {}", j.ns, s.pod, jk));
+    }
+  }
+  for (const auto& [pk, p] : pods_) {
+    if (taken(p.slot)) return busy(p.slot, "pod " + pk);
+  }
+  return phys;
+}
+
+void Scheduler::move_pod(JobRecord& j, std::size_t index, std::vector<int> phys) {
+  const int n = j.slots[index].node;
+  const std::uint64_t want = mask_of(n, phys);
+  // The chips the pod leaves: as many as it takes that it did not hold, so enough for every reservation
+  // (claimed_chips let no other holder through) that loses some of its chips to it.
+  std::uint64_t left = mask_of(n, j.slots[index].phys) & ~want;
+  std::vector<std::pair<std::size_t, std::vector<int>>> moves;
+  moves.emplace_back(index, std::move(phys));
+  for (std::size_t k = 0; k < j.slots.size(); ++k) {
+    const Slot& r = j.slots[k];
+    const std::uint64_t had = r.node == n && k != index && holds(r.state) ? mask_of(n, r.phys) : 0;
+    const std::uint64_t lost = had & want;
+    if (lost == 0) continue;
+    std::uint64_t got = 0;
+    for (int b = 0; b < 64 && std::popcount(got) < std::popcount(lost); ++b) got |= left & (1ULL << b);
+    left &= ~got;
+    moves.emplace_back(k, phys_of(n, (had & ~lost) | got));
+  }
+  // Held bits are not counted: every moved slot lets go before any takes.
+  for (const auto& m : moves) unhold(j.slots[m.first]);
+  const auto& t = cluster_->type_of(n);
+  auto& chips = j.placement.chips;
+  const std::size_t size = idx(j.placement.pod_size);
+  for (auto& [k, to] : moves) {
+    Slot& s = j.slots[k];
+    s.phys = std::move(to);
+    hold(s);
+    for (std::size_t c = 0; c < size && c < s.phys.size(); ++c)
+      chips[k * size + c] = topology::ChipRef{n, t.slot_of_phy(s.phys[c])};
+  }
+  topology::Job job = j.job();
+  j.placement.eval = topology::evaluate(*cluster_, job, topology::groups_of(job), chips);
+}
+
 Status Scheduler::bind(const std::string& ns, const std::string& name, const std::string& uid,
-                       const std::string& node, Clock::time_point now) {
+                       const std::string& node, Clock::time_point now, const std::vector<int>* claimed) {
   std::string key = ns + "/" + name;
   int n = node_index(node);
   if (n < 0) return Error::invalid("node " + node + " is not in the scheduler's cluster file");
+  // A DRA pod's slot takes its claimed chips (and is allocated: no Allocate comes for it).
+  auto take_claimed = [&](JobRecord& j, std::size_t i) -> Status {
+    Slot& s = j.slots[i];
+    ASCEND_ASSIGN(std::vector<int> phys, claimed_chips(n, key, *claimed, s.phys.size(), &s, &j), "");
+    if (s.phys == phys && s.state == SlotState::kAllocated && s.pod == name && s.uid == uid)
+      return ok_status();
+    move_pod(j, i, std::move(phys));
+    s.state = SlotState::kAllocated;
+    s.pod = name;
+    s.uid = uid;
+    s.since = now;
+    ++j.version;
+    ++changes_;
+    settle(j, now);
+    return ok_status();
+  };
   for (auto& [jk, j] : jobs_) {
     if (j.ns != ns) continue;
     for (std::size_t i = 0; i < j.slots.size(); ++i) {
@@ -709,13 +806,26 @@ Status Scheduler::bind(const std::string& ns, const std::string& name, const std
         return Error::invalid(
             fmt::format("pod {} is reserved on {}, not {}", key, cluster_->nodes[idx(s.node)].name, node));
       }
-      return ok_status();  // bound already (a retry)
+      if (claimed != nullptr) return take_claimed(j, i);  // a retry, perhaps with other claimed chips
+      return ok_status();                                 // bound already (a retry)
     }
   }
   auto seen = seen_.find(key);
   if (auto it = pods_.find(key); it != pods_.end()) {
-    if (it->second.slot.node != n) {
-      return Error::invalid("pod " + key + " is bound to " + cluster_->nodes[idx(it->second.slot.node)].name);
+    Slot& s = it->second.slot;
+    if (s.node != n) {
+      return Error::invalid("pod " + key + " is bound to " + cluster_->nodes[idx(s.node)].name);
+    }
+    if (claimed != nullptr) {  // a retry, perhaps with other claimed chips
+      ASCEND_ASSIGN(std::vector<int> phys, claimed_chips(n, key, *claimed, s.phys.size(), &s, nullptr), "");
+      if (s.phys != phys || s.state != SlotState::kAllocated) {
+        unhold(s);
+        s.phys = std::move(phys);
+        s.state = SlotState::kAllocated;
+        s.since = now;
+        hold(s);
+        ++changes_;
+      }
     }
     return ok_status();
   }
@@ -737,6 +847,11 @@ Status Scheduler::bind(const std::string& ns, const std::string& name, const std
       return Error::invalid("pod " + key + " is reserved on " + cluster_->nodes[idx(s.node)].name + ", not " +
                             node);
     }
+    if (claimed != nullptr) {
+      ASCEND_CHECK(take_claimed(jt->second, idx(pod.index)), "");
+      seen_.erase(seen);
+      return ok_status();
+    }
     if (auto other = waiting_same_size(n, s.phys.size(), jt->first, key, now); !other.empty()) {
       return same_size_waits(other, node, s.phys.size(), key);
     }
@@ -747,6 +862,17 @@ Status Scheduler::bind(const std::string& ns, const std::string& name, const std
     ++jt->second.version;
     ++changes_;
     settle(jt->second, now);
+  } else if (claimed != nullptr) {
+    if (resource_of(n) != pod.resource) {
+      return Error::invalid("pod " + key + " on " + node + ": node has " + resource_of(n) +
+                            " chips; the pod asks for " + pod.resource);
+    }
+    ASCEND_ASSIGN(std::vector<int> phys,
+                  claimed_chips(n, key, *claimed, static_cast<std::size_t>(pod.chips), nullptr, nullptr), "");
+    PodRecord r{ns, pod.resource, Slot{n, std::move(phys), SlotState::kAllocated, name, uid, now}};
+    hold(r.slot);
+    pods_.emplace(key, std::move(r));
+    ++changes_;
   } else {
     if (auto other = waiting_same_size(n, static_cast<std::size_t>(pod.chips), "", key, now);
         !other.empty()) {
@@ -905,6 +1031,25 @@ Status Scheduler::put_inventory(const std::string& node, const Inventory& inv, C
   s.unhealthy = unhealthy;
   s.reported = true;
   s.reported_at = now;
+  return ok_status();
+}
+
+Status Scheduler::put_claimed(const std::string& node, const std::vector<int>& phys) {
+  int n = node_index(node);
+  if (n < 0) return Error::not_found("node " + node + " is not in the scheduler's cluster file");
+  const auto& t = cluster_->type_of(n);
+  std::uint64_t claimed = 0;
+  for (int p : phys) {
+    int slot = t.slot_of_phy(p);
+    if (slot < 0) {
+      return Error::invalid(
+          fmt::format("node {} ({}) has no chip {}: its DRA claims name it", node, t.profile, p));
+    }
+    claimed |= 1ULL << slot;
+  }
+  NodeState& s = nodes_[idx(n)];
+  if (s.claimed != claimed) ++changes_;
+  s.claimed = claimed;
   return ok_status();
 }
 

@@ -341,6 +341,8 @@ Status Scheduler::load(const json& saved) {
     if (holds(p.slot.state)) fresh.hold(p.slot);
     fresh.pods_.emplace(p.ns + "/" + p.slot.pod, std::move(p));
   }
+  // The chips DRA claims hold are the API server's, not the state file's (put_claimed): they stay.
+  for (std::size_t n = 0; n < nodes_.size(); ++n) fresh.nodes_[n].claimed = nodes_[n].claimed;
   fresh.changes_ = changes_ + 1;
   *this = std::move(fresh);
   return ok_status();

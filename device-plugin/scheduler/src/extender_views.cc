@@ -120,10 +120,11 @@ ordered_json Scheduler::cluster_view() const {
       ordered_json c = {{"phy", t.phy[idx(s)]}, {"domain", t.domain[idx(s)]}};
       bool sick = (st.unhealthy >> s & 1) != 0;
       auto o = owners.find({static_cast<int>(n), s});
-      std::string state = o != owners.end()         ? o->second.state
-                          : (st.busy >> s & 1) != 0 ? "busy"
-                          : sick                    ? "unhealthy"
-                                                    : "free";
+      // A chip a DRA ResourceClaim holds (put_claimed) is in use, as one the plugin reports busy.
+      std::string state = o != owners.end()                        ? o->second.state
+                          : ((st.busy | st.claimed) >> s & 1) != 0 ? "busy"
+                          : sick                                   ? "unhealthy"
+                                                                   : "free";
       c["state"] = state;
       c["unhealthy"] = sick;
       if ((st.isolated >> s & 1) != 0) c["isolated"] = true;  // ManuallySeparateNPU, until cleared
@@ -181,7 +182,7 @@ Scheduler::Counts Scheduler::counts() const {
     std::uint64_t all = cluster_->type_of(static_cast<int>(n)).all();
     c.unhealthy += std::popcount(s.unhealthy & all);
     c.isolated += std::popcount(s.isolated & all);
-    c.used += std::popcount((s.busy | s.held) & ~s.unhealthy & all);
+    c.used += std::popcount((s.busy | s.held | s.claimed) & ~s.unhealthy & all);
     c.free += std::popcount(free_mask(static_cast<int>(n)));
   }
   c.jobs = static_cast<int>(jobs_.size());

@@ -3,9 +3,11 @@
 // job that does not fit reserves nothing).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "ascend/scheduler/extender.h"
@@ -701,6 +703,284 @@ TEST(Limits, ANodeListLongerThanTheClusterIsRefused) {
   json full = {{"Pod", plain_pod("p", 1)},
                {"Nodes", {{"items", {{{"metadata", {{"name", "a"}}}}, {{"metadata", {{"name", "b"}}}}}}}}};
   EXPECT_FALSE(parse_extender_args(full, 1).ok());
+}
+
+// ---- DRA ResourceClaims ---------------------------------------------------------------------------------
+// Pods whose chips come through DRA ResourceClaims: the chips the claims hold on a node (put_claimed) are
+// never offered, and a pod bound with its claimed chips (bind's `claimed`) holds exactly those, whatever was
+// planned. The plan (read from placement_of) is the input here; a pod's ranks go to its chips in ascending
+// phy order.
+
+const json& chip_of(const json& view, const std::string& node, int phy) {
+  for (const auto& n : view["nodes"]) {
+    if (n["name"] != node) continue;
+    for (const auto& c : n["chips"]) {
+      if (c["phy"] == phy) return c;
+    }
+  }
+  static const json none;
+  ADD_FAILURE() << "no chip " << phy << " on " << node;
+  return none;
+}
+
+TEST(DraClaimed, ClaimedChipsAreNeverOfferedAndCountAsUsed) {
+  auto c = small_cluster(2);  // 16 chips
+  Scheduler s(c);
+  const PodInfo whole = read(plain_pod("p", 8));
+  // Asked once before the claim, so that the answer remembered for node-0 must notice the claim.
+  ASSERT_EQ(s.filter(whole, {"node-0"}, kT0).passed, std::vector<std::string>{"node-0"});
+  const json before = s.save();
+  const auto changes = s.changes();
+  ASSERT_TRUE(s.put_claimed("node-0", {5}).ok());
+  EXPECT_EQ(s.changes(), changes + 1);
+  ASSERT_TRUE(s.put_claimed("node-0", {5}).ok());
+  EXPECT_EQ(s.changes(), changes + 1) << "the same set again is no change";
+
+  auto r = s.filter(whole, {"node-0", "node-1"}, kT0);
+  EXPECT_EQ(r.passed, std::vector<std::string>{"node-1"});
+  EXPECT_EQ(r.failed.at("node-0"), "7 of 8 chips free (1 claimed through DRA); the pod needs 8");
+  auto scores = s.prioritize(whole, {"node-0", "node-1"});
+  EXPECT_EQ(scores.at(0).score, 0) << "the pod does not fit node-0";
+  EXPECT_GT(scores.at(1).score, 0);
+  EXPECT_EQ(s.counts().used, 1);
+  EXPECT_EQ(s.counts().free, 15);
+  json view = s.cluster_view();
+  EXPECT_EQ(chip_of(view, "node-0", 5)["state"], "busy");
+  EXPECT_EQ(chip_of(view, "node-0", 4)["state"], "free");
+  EXPECT_EQ(view["chips"]["used"], 1);
+  EXPECT_EQ(s.save(), before) << "the claims are the API server's: not saved";
+
+  // Errors leave the set as it was.
+  auto ghost = s.put_claimed("ghost", {0});
+  EXPECT_EQ(ghost.error().code(), ENOENT);
+  auto bad = s.put_claimed("node-0", {1, 8});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code(), EINVAL);
+  EXPECT_EQ(bad.error().message(), "node node-0 (atlas800t-a2) has no chip 8: its DRA claims name it");
+  EXPECT_EQ(s.counts().free, 15);
+
+  // A load (the state file) keeps them: they are not its to say.
+  ASSERT_TRUE(s.load(before).ok());
+  EXPECT_EQ(s.counts().free, 15);
+
+  ASSERT_TRUE(s.put_claimed("node-0", {}).ok());
+  EXPECT_EQ(s.filter(whole, {"node-0"}, kT0).passed, std::vector<std::string>{"node-0"});
+  EXPECT_EQ(s.counts().free, 16);
+  EXPECT_EQ(s.counts().used, 0);
+}
+
+// A 2-pod job (tp 2, dp 2: pods of 2) planned on node-0 alone; its pods' claims name other chips of node-0.
+TEST(DraBind, AJobPodTakesItsClaimedChipsAndTheRankTableFollows) {
+  auto c = testing::make_cluster({{"node-0", "atlas800t-a2", "leaf-0", {}, {}},
+                                  {"node-1", "atlas800t-a2", "leaf-0", {}, {}},
+                                  {"node-2", "atlas800t-a3", "leaf-0", {}, {}}});  // chips 0..15
+  Scheduler s(c);
+  for (int i = 0; i < 2; ++i) {
+    auto r = s.filter(read(job_pod("t", i, 2, "tp=2,dp=2")), {"node-0"}, kT0);
+    ASSERT_EQ(r.passed, std::vector<std::string>{"node-0"});
+  }
+  auto pl = s.placement_of("default", "t");
+  ASSERT_TRUE(pl.ok());
+  const auto p0 = (*pl)["pods"][0]["chips"].get<std::vector<int>>();
+  const auto p1 = (*pl)["pods"][1]["chips"].get<std::vector<int>>();
+  ASSERT_EQ(p0.size(), 2U);
+  ASSERT_EQ(p1.size(), 2U);
+  std::vector<int> unplanned;  // the 4 chips of node-0 the plan left free, ascending
+  for (int p = 0; p < 8; ++p) {
+    if (std::count(p0.begin(), p0.end(), p) + std::count(p1.begin(), p1.end(), p) == 0)
+      unplanned.push_back(p);
+  }
+  ASSERT_EQ(unplanned.size(), 4U);
+
+  // Pod 1's claims are its plan; pod 0's keep p0[1] and trade p0[0] for unplanned[0].
+  const std::vector<int> claim1 = p1;
+  ASSERT_TRUE(s.bind("default", "t-1", "u1", "node-0", kT0, &claim1).ok());
+  std::vector<int> claim0 = {unplanned[0], p0[1]};  // any order
+  std::vector<int> want0 = claim0;
+  std::sort(want0.begin(), want0.end());
+
+  struct Bad {
+    std::string node;
+    std::vector<int> claim;
+    int code;
+    std::string message;
+  };
+  const std::vector<Bad> bad = {
+      {"node-0",
+       {unplanned[0]},
+       EINVAL,
+       "pod default/t-0 asks for 2 chips; its DRA claims on node-0 name 1 (" + std::to_string(unplanned[0]) +
+           ")"},
+      {"node-0", {unplanned[0], p0[1], unplanned[1]}, EINVAL, "pod default/t-0 asks for 2 chips"},
+      {"node-0",
+       {unplanned[0], 12},
+       EINVAL,
+       "the DRA claims of pod default/t-0 name chip 12, which node-0 (atlas800t-a2) does not have"},
+      {"node-0",
+       {unplanned[0], p1[0]},
+       EBUSY,
+       "the DRA claims of pod default/t-0 name chips " + std::to_string(p1[0]) +
+           " of node-0, which pod default/t-1 of job default/t holds"},
+      {"node-1", claim0, EINVAL, "pod default/t-0 is reserved on node-0, not node-1"},
+  };
+  for (const auto& b : bad) {
+    auto st = s.bind("default", "t-0", "u0", b.node, kT0, &b.claim);
+    ASSERT_FALSE(st.ok()) << b.message;
+    EXPECT_EQ(st.error().code(), b.code) << st.error().message();
+    EXPECT_EQ(st.error().message().rfind(b.message, 0), 0U) << st.error().message();
+  }
+  EXPECT_EQ((*s.placement_of("default", "t"))["pods"][0]["chips"], json(p0))
+      << "a refused bind changes nothing";
+
+  ASSERT_TRUE(s.bind("default", "t-0", "u0", "node-0", kT0, &claim0).ok());
+  pl = s.placement_of("default", "t");
+  EXPECT_EQ((*pl)["pods"][0]["chips"], json(want0));
+  EXPECT_EQ((*pl)["pods"][0]["state"], "allocated");
+  EXPECT_EQ((*pl)["pods"][1]["chips"], json(p1));
+  EXPECT_EQ((*pl)["pods"][1]["state"], "allocated");
+  EXPECT_TRUE(s.reservations("node-0")->empty()) << "no Allocate is awaited for a DRA pod";
+  EXPECT_EQ(s.counts().running_jobs, 1);
+  EXPECT_EQ(s.counts().pending_jobs, 0);
+
+  // The record (the job's ConfigMap) and the rank table name the claimed chips: ranks 0, 1 on want0.
+  auto rec = s.job_record("default", "t");
+  ASSERT_TRUE(rec.has_value());
+  EXPECT_EQ((*rec)["slots"][0]["chips"], json(want0));
+  EXPECT_EQ((*rec)["slots"][0]["state"], "allocated");
+  EXPECT_EQ((*rec)["slots"][0]["uid"], "u0");
+  EXPECT_EQ((*rec)["ranks"][0], json({"node-0", want0[0]}));
+  EXPECT_EQ((*rec)["ranks"][1], json({"node-0", want0[1]}));
+  EXPECT_EQ((*rec)["ranks"][2], json({"node-0", p1[0]}));
+  auto rt = s.ranktable_of("default", "t");
+  ASSERT_TRUE(rt.ok());
+  std::map<int, int> rank_of;  // device_id -> rank_id on node-0
+  for (const auto& srv : (*rt)["server_list"]) {
+    ASSERT_EQ(srv["server_id"], "node-0");
+    for (const auto& d : srv["device"])
+      rank_of[std::stoi(d["device_id"].get<std::string>())] = std::stoi(d["rank_id"].get<std::string>());
+  }
+  std::map<int, int> want_ranks = {{want0[0], 0}, {want0[1], 1}, {p1[0], 2}, {p1[1], 3}};
+  EXPECT_EQ(rank_of, want_ranks);
+  // A record read back (another replica) holds the same chips.
+  Scheduler other(c);
+  ASSERT_TRUE(other.observe_job(*rec, kT0).ok());
+  EXPECT_EQ(other.held_by("default", "t-0")->chips, want0);
+  json view = s.cluster_view();
+  EXPECT_EQ(chip_of(view, "node-0", unplanned[0])["pod"], "t-0");
+  EXPECT_EQ(chip_of(view, "node-0", unplanned[0])["state"], "allocated");
+  EXPECT_EQ(chip_of(view, "node-0", p0[0])["state"], "free");
+
+  // p0[0], planned for t-0 and not claimed, is free again: a plain pod of 4 takes it and the 3 unplanned
+  // left.
+  ASSERT_EQ(s.filter(read(plain_pod("p", 4)), {"node-0"}, kT0).passed, std::vector<std::string>{"node-0"});
+  ASSERT_TRUE(s.bind("default", "p", "up", "node-0", kT0).ok());
+  std::vector<int> want_p = {p0[0], unplanned[1], unplanned[2], unplanned[3]};
+  std::sort(want_p.begin(), want_p.end());
+  EXPECT_EQ(s.held_by("default", "p")->chips, want_p);
+  EXPECT_EQ(s.counts().free, 8 + 16) << "node-0 is full; node-1 and node-2 are free";
+
+  // A retried bind naming a chip of p: busy, naming p.
+  std::vector<int> onto_p = {p0[1], unplanned[1]};
+  auto busy = s.bind("default", "t-0", "u0", "node-0", kT0, &onto_p);
+  EXPECT_EQ(busy.error().code(), EBUSY);
+  EXPECT_NE(busy.error().message().find("which pod default/p holds"), std::string::npos)
+      << busy.error().message();
+  EXPECT_TRUE(s.bind("default", "t-0", "u0", "node-0", kT0, &claim0).ok()) << "the same retry is fine";
+
+  // Releasing t-0 frees exactly its claimed chips.
+  ASSERT_TRUE(s.release("default", "t-0", kT0).ok());
+  ASSERT_TRUE(s.release("default", "p", kT0).ok());
+  ASSERT_TRUE(s.release("default", "t-1", kT0).ok());
+  EXPECT_EQ(s.counts().free, 32);
+  EXPECT_EQ(s.counts().used, 0);
+}
+
+// kube-scheduler's allocator does not know the plan: pod 0's claims may name chips planned for pod 1, not
+// bound yet. Pod 1's reservation then takes the chips pod 0 leaves; another job's reservation does not give
+// way.
+TEST(DraBind, ChipsPlannedForAnUnboundPodOfTheJobAreTakenAndThatPodGetsTheOnesLeft) {
+  auto c = small_cluster(1);
+  Scheduler s(c);
+  for (int i = 0; i < 2; ++i)
+    ASSERT_EQ(s.filter(read(job_pod("t", i, 2, "tp=2,dp=2")), {"node-0"}, kT0).passed.size(), 1U);
+  ASSERT_EQ(s.filter(read(job_pod("u", 0, 2, "tp=2")), {"node-0"}, kT0).passed.size(), 1U);
+  auto pl = s.placement_of("default", "t");
+  const auto p0 = (*pl)["pods"][0]["chips"].get<std::vector<int>>();
+  const auto p1 = (*pl)["pods"][1]["chips"].get<std::vector<int>>();
+  const auto u0 = (*s.placement_of("default", "u"))["pods"][0]["chips"].get<std::vector<int>>();
+  ASSERT_EQ(p0.size() + p1.size() + u0.size(), 6U);
+
+  const std::vector<int> on_u = {p0[0], u0[1]};
+  auto busy = s.bind("default", "t-0", "u0", "node-0", kT0, &on_u);
+  EXPECT_EQ(busy.error().code(), EBUSY);
+  EXPECT_EQ(busy.error().message(), "the DRA claims of pod default/t-0 name chips " + std::to_string(u0[1]) +
+                                        " of node-0, which the reservation of pod 0 of job default/u holds");
+
+  const std::vector<int> claim = {p1[0], p0[0]};
+  ASSERT_TRUE(s.bind("default", "t-0", "u0", "node-0", kT0, &claim).ok());
+  std::vector<int> want0 = {p0[0], p1[0]};
+  std::vector<int> want1 = {p0[1], p1[1]};  // pod 1 keeps p1[1] and gets p0[1], which pod 0 left
+  std::sort(want0.begin(), want0.end());
+  std::sort(want1.begin(), want1.end());
+  pl = s.placement_of("default", "t");
+  EXPECT_EQ((*pl)["pods"][0]["chips"], json(want0));
+  EXPECT_EQ((*pl)["pods"][1]["chips"], json(want1));
+  EXPECT_EQ((*pl)["pods"][1]["state"], "reserved");
+  auto rec = s.job_record("default", "t");
+  EXPECT_EQ((*rec)["ranks"][2], json({"node-0", want1[0]}));
+  EXPECT_EQ((*rec)["ranks"][3], json({"node-0", want1[1]}));
+  EXPECT_EQ(s.counts().free, 2);
+  // Pod 1 bound the device plugin's way waits for its new chips.
+  ASSERT_TRUE(s.bind("default", "t-1", "u1", "node-0", kT0).ok());
+  auto res = s.reservations("node-0");
+  ASSERT_EQ(res->size(), 1U);
+  EXPECT_EQ(res->at(0).chips, want1);
+  ASSERT_TRUE(s.take_allocation("node-0", want1, kT0).ok());
+  // The held chips are exactly the three pods': the 2 left are free, and a pod of 2 gets them.
+  std::vector<int> rest;
+  for (int p = 0; p < 8; ++p) {
+    bool held = std::count(want0.begin(), want0.end(), p) + std::count(want1.begin(), want1.end(), p) +
+                    std::count(u0.begin(), u0.end(), p) >
+                0;
+    if (!held) rest.push_back(p);
+  }
+  ASSERT_EQ(s.filter(read(plain_pod("p", 2)), {"node-0"}, kT0).passed.size(), 1U);
+  ASSERT_TRUE(s.bind("default", "p", "up", "node-0", kT0).ok());
+  EXPECT_EQ(s.held_by("default", "p")->chips, rest);
+  EXPECT_EQ(s.counts().free, 0);
+}
+
+TEST(DraBind, APodWithoutAJobTakesItsClaimedChipsWithoutWaiting) {
+  auto c = small_cluster(1);
+  Scheduler s(c);
+  // A job pod of 2 bound the device plugin's way waits for its Allocate on node-0...
+  ASSERT_EQ(s.filter(read(job_pod("a", 0, 2, "tp=2")), {"node-0"}, kT0).passed.size(), 1U);
+  ASSERT_TRUE(s.bind("default", "a-0", "", "node-0", kT0).ok());
+  const std::vector<int> a = s.held_by("default", "a-0")->chips;
+  ASSERT_EQ(a.size(), 2U);
+  std::vector<int> rest;  // node-0's other 6 chips
+  for (int p = 0; p < 8; ++p) {
+    if (std::find(a.begin(), a.end(), p) == a.end()) rest.push_back(p);
+  }
+  // ...which holds back a pod of 2 bound that way, but not one whose chips come from its claims.
+  ASSERT_EQ(s.filter(read(plain_pod("d", 2)), {"node-0"}, kT0).passed.size(), 1U);
+  const std::vector<int> wrong_count = {rest[0]};
+  EXPECT_EQ(s.bind("default", "d", "ud", "node-0", kT0, &wrong_count).error().code(), EINVAL);
+  const std::vector<int> on_a = {rest[0], a[1]};
+  auto busy = s.bind("default", "d", "ud", "node-0", kT0, &on_a);
+  EXPECT_EQ(busy.error().code(), EBUSY);
+  EXPECT_NE(busy.error().message().find("pod default/a-0 of job default/a holds"), std::string::npos)
+      << busy.error().message();
+  const std::vector<int> claim = {rest[5], rest[4]};
+  ASSERT_TRUE(s.bind("default", "d", "ud", "node-0", kT0, &claim).ok());
+  EXPECT_EQ(s.held_by("default", "d")->chips, (std::vector<int>{rest[4], rest[5]}));
+  EXPECT_EQ(chip_of(s.cluster_view(), "node-0", rest[4])["state"], "allocated");
+  EXPECT_EQ(s.counts().free, 4);
+  // Its chips are held: a pod of 5 does not fit the 4 left.
+  auto r = s.filter(read(plain_pod("q", 5)), {"node-0"}, kT0);
+  EXPECT_EQ(r.failed.at("node-0"), "4 of 8 chips free (4 reserved for pods); the pod needs 5");
+  ASSERT_TRUE(s.release("default", "d", kT0).ok());
+  EXPECT_EQ(s.counts().free, 6);
 }
 
 }  // namespace

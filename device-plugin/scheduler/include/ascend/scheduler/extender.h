@@ -260,8 +260,18 @@ class Scheduler {
   // of another job (or without one) waits on that node for as many chips (the kubelet does not say which pod
   // an Allocate is for, so two such reservations could be swapped: the second bind waits, kube-scheduler
   // retries it).
+  // `claimed` (a pod whose chips come through DRA ResourceClaims): the phys of `node` that kube-scheduler's
+  // allocator gave the pod's claims; the extender only picked the node. The pod's slot (or record, for a pod
+  // without a job) takes exactly those chips instead of the planned ones (the planned ones not among them are
+  // free again), and is Allocated at once: no device plugin Allocate comes for such a pod, so the wait for
+  // another pod's Allocate of the same size does not apply. A job's rank table, env and records then name
+  // these chips, the pod's ranks in ascending phy order. A retried bind with other claimed chips moves the
+  // pod onto them. The allocator does not know the plan: a chip planned for a pod of the same job not bound
+  // yet is taken, and that pod's reservation gets the chips this pod leaves instead (same node, same count).
+  // EINVAL: a chip the node does not have, or not as many as the pod asks for; EBUSY: a chip another pod's
+  // slot holds (named).
   Status bind(const std::string& ns, const std::string& name, const std::string& uid, const std::string& node,
-              Clock::time_point now);
+              Clock::time_point now, const std::vector<int>* claimed = nullptr);
   // Undoes a bind whose Binding could not be created in the API server.
   void unbind(const std::string& ns, const std::string& name, Clock::time_point now);
   // Frees the pod's chips. ENOENT: the scheduler holds nothing for it.
@@ -275,6 +285,12 @@ class Scheduler {
 
   // Device plugins. ENOENT: node not in the cluster file; EINVAL: a chip it does not have.
   Status put_inventory(const std::string& node, const Inventory& inv, Clock::time_point now);
+  // The chips of `node` that DRA ResourceClaims hold (their status.allocation, made by kube-scheduler's
+  // allocator), replacing the node's previous set: never offered, counted and shown as in use. A chip that
+  // one of our slots holds too is fine (a bound DRA pod's own chips are both). Not saved by save() and kept
+  // by load(): the API server's claims are their source, and a restarted scheduler reads them again. ENOENT:
+  // node not in the cluster file; EINVAL: a chip it does not have (named).
+  Status put_claimed(const std::string& node, const std::vector<int>& phys);
   Result<std::vector<Reservation>> reservations(const std::string& node) const;
   // ENOENT: no pending reservation of this size (a pod the scheduler does not know); EBUSY: there are
   // some, but none has exactly these chips (the message says which and why).
@@ -399,6 +415,7 @@ class Scheduler {
     bool absent = false;              // not in the API server
     std::uint64_t reported_sick = 0;  // unusable by the last device ConfigMap (what put_health compares with)
     std::uint64_t isolated = 0;       // ManuallySeparateNPU in the last device ConfigMap
+    std::uint64_t claimed = 0;        // held by DRA ResourceClaims (put_claimed; not saved)
     // The plugin's last telemetry per chip slot (views only: not saved, not a change of state).
     struct Load {
       int aicore_pct = -1;
@@ -433,6 +450,15 @@ class Scheduler {
   FilterResult filter_job(const PodInfo& pod, const std::vector<std::string>& nodes, Clock::time_point now);
   FilterResult filter_plain(const PodInfo& pod, const std::vector<std::string>& nodes) const;
   std::string job_mismatch(const JobRecord& j, const PodInfo& pod) const;
+  // The chips a pod's DRA claims name on `node` (bind's `claimed`) checked for a pod `key` asking for `want`
+  // chips: the chips, ascending. `self`: the pod's own slot, when it has one; `job`: its job, whose
+  // reservations (slots not bound) give way (move_pod) instead of being EBUSY.
+  Result<std::vector<int>> claimed_chips(int node, const std::string& key, const std::vector<int>& claimed,
+                                         std::size_t want, const Slot* self, const JobRecord* job) const;
+  // Pod `index` of `j` takes `phys` (on its node, as many as it holds) instead of its chips; a reservation of
+  // the job holding some of them takes chips the pod leaves in their place. Held bits, the placement and its
+  // cost follow.
+  void move_pod(JobRecord& j, std::size_t index, std::vector<int> phys);
   // A pod other than `pod_key` (and not of job `job_key`) bound to `node` for `size` chips and waiting for
   // them (within the TTL): its "ns/name", or empty. For a pod without a job (`job_key` empty) only job pods
   // count.
@@ -453,7 +479,7 @@ class Scheduler {
   // (filter and prioritize of a pod without a job) read it from each node's memo, which holds while the
   // node's chips and the remembered choices are as they were.
   struct NodeAnswer {
-    std::uint64_t busy = 0, unhealthy = 0, held = 0;
+    std::uint64_t busy = 0, unhealthy = 0, held = 0, claimed = 0;
     bool absent = false;
     int chips = -1;
     std::uint64_t generation = 0;    // of choices_
@@ -467,7 +493,7 @@ class Scheduler {
       const NodeState& s = nodes_[n];
       const NodeAnswer& a = answers_.nodes[n];
       if (a.chips == chips && a.generation == choices_generation_ && a.busy == s.busy &&
-          a.unhealthy == s.unhealthy && a.held == s.held && a.absent == s.absent) {
+          a.unhealthy == s.unhealthy && a.held == s.held && a.claimed == s.claimed && a.absent == s.absent) {
         return a;
       }
     }
