@@ -456,6 +456,7 @@ struct FakeApiServer::Impl {
   std::string token;
   int fail_status = 0, fail_count = 0;
   bool partitionable_devices = true;  // the feature gate DRAPartitionableDevices
+  std::set<std::string> unserved;     // group/versions turned off (set_group_served)
   std::deque<Request> requests;
   std::mt19937_64 rng{std::random_device{}()};
 
@@ -492,6 +493,7 @@ struct FakeApiServer::Impl {
   void record_event(const std::string& type, const Target& t, const json& obj);
   std::string new_uid();
   std::string generated_name(const Target& t, const std::string& prefix);
+  bool served(const std::string& group_version);
 };
 
 void FakeApiServer::Impl::start() {
@@ -525,7 +527,22 @@ void FakeApiServer::Impl::stop() {
 void FakeApiServer::Impl::serve(const httplib::Request& req, httplib::Response& res) {
   try {
     if (auto refused = admit(req)) throw *refused;
-    route(req, res, parse_target(req.path));
+    // Discovery of one group/version: what it serves (the resources this stand-in knows are not listed).
+    static const std::regex kDiscovery(R"(^/apis/([^/]+/[^/]+)/?$)");
+    std::smatch d;
+    if (std::regex_match(req.path, d, kDiscovery)) {
+      if (!served(d[1]) || req.method != "GET") throw page_not_found();
+      res.status = 200;
+      res.set_content(dump(json{{"kind", "APIResourceList"},
+                                {"apiVersion", "v1"},
+                                {"groupVersion", d[1].str()},
+                                {"resources", json::array()}}),
+                      "application/json");
+      return;
+    }
+    Target t = parse_target(req.path);
+    if (!served(t.api_version)) throw page_not_found();
+    route(req, res, t);
   } catch (const json::exception& e) {  // a body of the wrong shape (a string where an object belongs)
     auto status = status_object(422, "Invalid", std::string("the object is invalid: ") + e.what());
     res.status = 422;
@@ -1272,6 +1289,20 @@ void FakeApiServer::fail_next(int http_status, int count) {
   std::lock_guard lock(impl_->mu);
   impl_->fail_status = http_status;
   impl_->fail_count = std::max(count, 0);
+}
+
+bool FakeApiServer::Impl::served(const std::string& group_version) {
+  std::lock_guard lock(mu);
+  return unserved.count(group_version) == 0;
+}
+
+void FakeApiServer::set_group_served(const std::string& group_version, bool served) {
+  std::lock_guard lock(impl_->mu);
+  if (served) {
+    impl_->unserved.erase(group_version);
+  } else {
+    impl_->unserved.insert(group_version);
+  }
 }
 
 void FakeApiServer::set_partitionable_devices(bool enabled) {

@@ -85,6 +85,10 @@ class FakeApiServer {
   void set_history_limit(std::size_t events);
   // The feature gate DRAPartitionableDevices (see above); on until set.
   void set_partitionable_devices(bool enabled);
+  // Whether the API group/version `group_version` ("resource.k8s.io/v1") is served, as the real one's
+  // --runtime-config turns one off: every group/version is until set. Discovery (GET /apis/{group}/{version})
+  // answers an APIResourceList for a served one and 404 for one that is not, as do its resources' paths.
+  void set_group_served(const std::string& group_version, bool served);
 
   struct Request {
     std::string method, path, query, content_type, body;

@@ -233,6 +233,25 @@ TEST_F(FakeApiServerTest, GetOfAMissingObjectIs404NotFound) {
   EXPECT_FALSE(server_.remove(kPods + "/nope"));
 }
 
+// Discovery of a group/version (GET /apis/{group}/{version}) is an APIResourceList (kubectl api-resources
+// reads it); one the server does not serve (kube-apiserver --runtime-config=resource.k8s.io/v1=false) is 404
+// there and at its resources' paths, as the real one answers: "the server could not find the requested
+// resource".
+TEST_F(FakeApiServerTest, DiscoveryAnswersForAServedGroupVersionAndNotFoundForOneTurnedOff) {
+  auto d = body_of(cli_.Get("/apis/resource.k8s.io/v1"));
+  EXPECT_EQ(d["kind"], "APIResourceList");
+  EXPECT_EQ(d["groupVersion"], "resource.k8s.io/v1");
+  EXPECT_TRUE(d["resources"].is_array());
+  server_.set_group_served("resource.k8s.io/v1", false);
+  expect_status(cli_.Get("/apis/resource.k8s.io/v1"), 404, "NotFound",
+                "the server could not find the requested resource");
+  expect_status(cli_.Get("/apis/resource.k8s.io/v1/resourceclaims"), 404, "NotFound",
+                "the server could not find the requested resource");
+  EXPECT_TRUE(body_of(cli_.Get(kPods.c_str())).is_object()) << "other groups are still served";
+  server_.set_group_served("resource.k8s.io/v1", true);
+  EXPECT_EQ(body_of(cli_.Get("/apis/resource.k8s.io/v1/resourceclaims"))["kind"], "ResourceClaimList");
+}
+
 TEST_F(FakeApiServerTest, ListIsAKindListWithTheCurrentResourceVersion) {
   create_pod(pod("p1"));
   create_pod(pod("p0"));

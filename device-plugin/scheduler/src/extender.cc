@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "ascend/scheduler/dra_claims.h"
 #include "ascend/topology/choose.h"
 #include "ascend/topology/cost.h"
 #include "ascend/topology/ranktable.h"
@@ -481,12 +482,11 @@ FilterResult Scheduler::filter_job(const PodInfo& pod, const std::vector<std::st
                     false);
   }
   if (pod.resource.empty() || pod.chips < 1) {
-    // A job whose chips come through DRA ResourceClaims is placed by kube-scheduler's allocator alone
-    // (docs/dra.md "Scheduling"): this extender plans only what the device plugin hands out.
-    return fail_all(std::string("a pod of a job must ask for whole chips (") + kResource910 + " or " +
-                        kResource310P +
-                        "); chips claimed through DRA ResourceClaims are kube-scheduler's to place, so "
-                        "drop the job annotations for such a pod",
+    // A job pod whose chips come through DRA ResourceClaims arrives with `resource` and `chips` set from
+    // its claims (dra_claims.h, read in the API server): here it asked none of either.
+    return fail_all(std::string("a pod of a job must ask for whole chips: ") + kResource910 + " or " +
+                        kResource310P + ", or ResourceClaims for chips of the DeviceClass " + kDraChipClass +
+                        " (read from the API server)",
                     false);
   }
   if (pod.index < 0 || pod.index >= pod.job->pods) {

@@ -91,6 +91,7 @@ json slim_pod(json pod) {
   if (const json* s = at(pod, "spec")) {
     json spec = json::object();
     if (const json* v = at(*s, "nodeName")) spec["nodeName"] = *v;
+    if (const json* v = at(*s, "resourceClaims")) spec["resourceClaims"] = *v;
     for (const char* list : {"containers", "initContainers"}) {
       const json* cs = at(*s, list);
       if (cs == nullptr || !cs->is_array()) continue;
@@ -107,7 +108,10 @@ json slim_pod(json pod) {
     out["spec"] = std::move(spec);
   }
   if (const json* st = at(pod, "status")) {
-    if (const json* ph = at(*st, "phase")) out["status"] = {{"phase", *ph}};
+    json status = json::object();
+    if (const json* ph = at(*st, "phase")) status["phase"] = *ph;
+    if (const json* rc = at(*st, "resourceClaimStatuses")) status["resourceClaimStatuses"] = *rc;
+    if (!status.empty()) out["status"] = std::move(status);
   }
   return out;
 }

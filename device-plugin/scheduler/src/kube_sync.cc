@@ -48,6 +48,12 @@ struct KubeSync::Impl {
   SchedulerAccess& access;
   KubeSyncOptions opts;
   std::unique_ptr<kube::Informer> pods, nodes, jobs, devices;
+  std::unique_ptr<kube::Informer> claims;  // null when the API server serves no resource.k8s.io/v1
+
+  // The claims informer's view (dra_claims.h): every ResourceClaim, and the ones that hold our chips by node.
+  mutable std::mutex claims_mu;
+  std::map<std::string, ClaimInfo> claim_cache;            // by "ns/name"
+  std::map<std::string, std::set<std::string>> claims_on;  // node -> claims allocated chips there
 
   mutable std::mutex mu;                                // guards followed, by_job, stats
   std::map<std::string, ApiPod> followed;               // the pods the scheduler follows, by "ns/name"
@@ -244,6 +250,65 @@ struct KubeSync::Impl {
     return !p.info.uid.empty() && meta_str(*r, "uid") != p.info.uid;
   }
 
+  // A ResourceClaim came, changed or went: the chips our driver's claims hold on the nodes it touches.
+  void on_claim(kube::EventType type, const json& obj) {
+    auto c = read_claim(obj);
+    if (!c.ok()) {
+      spdlog::debug("ResourceClaim {}: {}", kube::key_of(obj), c.error().message());
+      return;
+    }
+    const std::string key = c->key();
+    std::map<std::string, std::vector<int>> held;  // node -> chips, for the nodes this claim touches
+    {
+      std::lock_guard l(claims_mu);
+      auto it = claim_cache.find(key);
+      if (it != claim_cache.end() && !it->second.node.empty()) {
+        claims_on[it->second.node].erase(key);
+        held[it->second.node];
+      }
+      if (type == kube::EventType::kDeleted) {
+        claim_cache.erase(key);
+      } else {
+        if (c->allocated && !c->node.empty()) {
+          claims_on[c->node].insert(key);
+          held[c->node];
+        }
+        claim_cache[key] = std::move(*c);
+      }
+      for (auto& [node, chips] : held) {
+        for (const auto& k : claims_on[node]) {
+          const auto& phys = claim_cache.at(k).phys;
+          chips.insert(chips.end(), phys.begin(), phys.end());
+        }
+        std::sort(chips.begin(), chips.end());
+        chips.erase(std::unique(chips.begin(), chips.end()), chips.end());
+        if (claims_on[node].empty()) claims_on.erase(node);
+      }
+    }
+    if (held.empty()) return;
+    access.with([&](Scheduler& s) {
+      for (const auto& [node, chips] : held) {
+        // A node outside the cluster file is not ours to place on (ENOENT).
+        if (auto st = s.put_claimed(node, chips); !st.ok() && st.error().code() != ENOENT)
+          spdlog::warn("ResourceClaims on node {}: {}", node, st.error().message());
+      }
+    });
+  }
+
+  // A claim of `ns` by name: the cache, else the API server.
+  std::optional<ClaimInfo> claim(const std::string& ns, const std::string& name, bool fresh) {
+    if (!fresh) {
+      std::lock_guard l(claims_mu);
+      auto it = claim_cache.find(ns + "/" + name);
+      if (it != claim_cache.end()) return it->second;
+    }
+    auto r = client->get(kube::path_of("resource.k8s.io/v1", "resourceclaims", ns, name));
+    if (!r.ok()) return std::nullopt;
+    auto c = read_claim(*r);  // the API server's answer is read as any other: not trusted to be a claim
+    if (!c.ok()) return std::nullopt;
+    return std::move(*c);
+  }
+
   void on_node(kube::EventType type, const json& node) {
     const std::string name = meta_str(node, "name");
     bool present = type != kube::EventType::kDeleted;
@@ -379,8 +444,8 @@ struct KubeSync::Impl {
   // Once every informer has listed: Nodes the API server does not have are marked, chips of pods it no
   // longer has are freed. Then the cache is ready.
   void initial_sync() {
-    for (auto* inf : {pods.get(), nodes.get(), jobs.get(), devices.get()}) {
-      while (!stopping && !inf->wait_synced(std::chrono::milliseconds(200))) {
+    for (auto* inf : {pods.get(), nodes.get(), jobs.get(), devices.get(), claims.get()}) {
+      while (inf != nullptr && !stopping && !inf->wait_synced(std::chrono::milliseconds(200))) {
       }
     }
     if (stopping) return;
@@ -568,6 +633,12 @@ KubeSync::KubeSync(std::shared_ptr<kube::Client> client, SchedulerAccess& access
   m.devices = std::make_unique<kube::Informer>(
       m.client, dopt,
       guarded("device ConfigMap", [&m](kube::EventType t, const json& o) { m.on_device_configmap(t, o); }));
+  kube::InformerOptions copt;
+  copt.path = "/apis/resource.k8s.io/v1/resourceclaims";
+  copt.name = "resourceclaims";
+  copt.transform = [](json c) { return slim_claim(std::move(c)); };
+  m.claims = std::make_unique<kube::Informer>(
+      m.client, copt, guarded("ResourceClaim", [&m](kube::EventType t, const json& o) { m.on_claim(t, o); }));
 }
 
 KubeSync::~KubeSync() {
@@ -581,6 +652,14 @@ void KubeSync::start() {
   m.nodes->start();
   m.devices->start();
   m.pods->start();
+  // ResourceClaims only where the API server has them (DRA is GA in 1.34; an older or a DRA-less server
+  // answers 404, and waiting for that informer would keep the cache from ever being ready).
+  if (auto d = m.client->get("/apis/resource.k8s.io/v1"); !d.ok() && d.error().code() == ENOENT) {
+    spdlog::info("the API server serves no resource.k8s.io/v1: job pods with ResourceClaims are not placed");
+    m.claims.reset();
+  } else {
+    m.claims->start();
+  }
   m.syncer = std::thread([&m] {
     // A sync that throws (a bug, out of memory) is logged and tried again: the cache is not ready until one
     // has run.
@@ -602,7 +681,7 @@ void KubeSync::stop() {
     m.stopping = true;
   }
   m.ev_cv.notify_all();
-  for (auto* inf : {m.pods.get(), m.nodes.get(), m.jobs.get(), m.devices.get()}) {
+  for (auto* inf : {m.pods.get(), m.nodes.get(), m.jobs.get(), m.devices.get(), m.claims.get()}) {
     if (inf != nullptr) inf->stop();
   }
   if (m.syncer.joinable()) m.syncer.join();
@@ -611,7 +690,62 @@ void KubeSync::stop() {
 
 bool KubeSync::synced() const {
   const Impl& m = *impl_;
-  return m.ready && m.pods->synced() && m.nodes->synced() && m.jobs->synced() && m.devices->synced();
+  return m.ready && m.pods->synced() && m.nodes->synced() && m.jobs->synced() && m.devices->synced() &&
+         (!m.claims || m.claims->synced());
+}
+
+bool KubeSync::watches_claims() const {
+  return impl_->claims != nullptr;
+}
+
+void KubeSync::apply_claims(PodInfo& pod) {
+  if (!pod.job || !pod.resource.empty() || pod.claims.empty() || !pod.job_error.empty()) return;
+  if (!impl_->claims) {
+    pod.job_error = "the API server serves no resource.k8s.io/v1, so the pod's ResourceClaims cannot be read";
+    return;
+  }
+  std::vector<std::optional<ClaimInfo>> got;
+  for (const auto& name : pod.claims) got.push_back(impl_->claim(pod.ns, name, false));
+  std::vector<const ClaimInfo*> claims;
+  for (const auto& c : got) claims.push_back(c ? &*c : nullptr);
+  scheduler::apply_claims(pod, claims);
+}
+
+Result<KubeSync::BindPod> KubeSync::bind_pod(const std::string& ns, const std::string& pod,
+                                             const std::string& uid, const std::string& node) {
+  std::optional<PodInfo> info;
+  {
+    std::lock_guard l(impl_->mu);
+    auto it = impl_->followed.find(ns + "/" + pod);
+    if (it != impl_->followed.end() && (uid.empty() || it->second.info.uid == uid)) info = it->second.info;
+  }
+  if (!info) {  // not followed: not ours, or made a moment ago and not in the cache yet
+    auto r = impl_->client->get(kube::path_of("v1", "pods", ns, pod));
+    if (!r.ok()) return r.error().context("reading pod " + ns + "/" + pod);
+    auto p = read_pod(*r);
+    if (!p.ok()) return p.error().context("reading pod " + ns + "/" + pod);
+    info = std::move(*p);
+  }
+  BindPod out;
+  out.ours = !info->resource.empty() || info->job.has_value();
+  if (!info->job || !info->resource.empty() || info->claims.empty()) return out;
+  std::vector<int> chips;
+  bool asks = false;
+  for (const auto& name : info->claims) {
+    auto c = impl_->claim(ns, name, true);
+    if (!c)
+      return Error::not_found("ResourceClaim " + ns + "/" + name + " of pod " + pod + " cannot be read");
+    if (c->chips == 0) continue;  // asks nothing of our chips
+    asks = true;
+    if (!c->allocated || c->node != node)
+      return Error(EBUSY, "ResourceClaim " + ns + "/" + name + " of pod " + pod + " is not allocated on " +
+                              node + " yet");
+    chips.insert(chips.end(), c->phys.begin(), c->phys.end());
+  }
+  if (!asks) return out;
+  std::sort(chips.begin(), chips.end());
+  out.claimed = std::move(chips);
+  return out;
 }
 
 bool KubeSync::wait_synced(std::chrono::milliseconds timeout) const {
@@ -625,6 +759,11 @@ bool KubeSync::wait_synced(std::chrono::milliseconds timeout) const {
 
 Status KubeSync::bind(const std::string& ns, const std::string& pod, const std::string& uid,
                       const std::string& node, const std::vector<int>& chips, int rank_start) {
+  if (chips.empty()) {  // not ours: nothing to record
+    auto b = impl_->client->bind(ns, pod, uid, node);
+    if (!b.ok()) return b.error().context("creating the Binding of pod " + ns + "/" + pod);
+    return ok_status();
+  }
   auto r = impl_->client->merge_patch(kube::path_of("v1", "pods", ns, pod),
                                       bind_annotations(chips, rank_start, uid));
   if (!r.ok()) return r.error().context("writing the chips annotation of pod " + ns + "/" + pod);

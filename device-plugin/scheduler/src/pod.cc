@@ -375,6 +375,47 @@ Result<JobRequest> parse_parallel(std::string_view s) {
   return j;
 }
 
+namespace {
+
+// The names of the ResourceClaims the pod's spec.resourceClaims entries resolve to (PodInfo::claims).
+Result<std::vector<std::string>> claims_of(const json& spec, const json* status) {
+  std::vector<std::string> out;
+  const json* rc = find_field(spec, "resourceClaims");
+  if (rc == nullptr || rc->is_null()) return out;
+  if (!rc->is_array()) return Error::invalid("spec.resourceClaims: not an array");
+  if (rc->size() > kClaimsMax)
+    return Error::invalid("spec.resourceClaims: more than " + std::to_string(kClaimsMax) + " entries");
+  // status.resourceClaimStatuses: entry name -> the claim made for it from its template.
+  const json* made = nullptr;
+  if (status != nullptr && status->is_object()) made = find_field(*status, "resourceClaimStatuses");
+  if (made != nullptr && !made->is_null() && !made->is_array())
+    return Error::invalid("status.resourceClaimStatuses: not an array");
+  for (std::size_t i = 0; i < rc->size(); ++i) {
+    const json& e = (*rc)[i];
+    const std::string where = "spec.resourceClaims[" + std::to_string(i) + "]";
+    if (!e.is_object()) return Error::invalid(where + ": not an object");
+    ASCEND_ASSIGN(std::string entry, string_field(e, "name", where + ".name"), "");
+    ASCEND_ASSIGN(std::string claim, string_field(e, "resourceClaimName", where + ".resourceClaimName"), "");
+    if (claim.empty() && made != nullptr && made->is_array()) {
+      for (std::size_t k = 0; k < made->size() && k <= kClaimsMax; ++k) {
+        const json& m = (*made)[k];
+        const std::string at = "status.resourceClaimStatuses[" + std::to_string(k) + "]";
+        if (!m.is_object()) return Error::invalid(at + ": not an object");
+        ASCEND_ASSIGN(std::string name, string_field(m, "name", at + ".name"), "");
+        if (name != entry) continue;
+        ASCEND_ASSIGN(claim, string_field(m, "resourceClaimName", at + ".resourceClaimName"), "");
+        break;
+      }
+    }
+    if (claim.empty()) continue;
+    ASCEND_CHECK(check_dns1123_subdomain(claim, where + " claim"), "");
+    out.push_back(std::move(claim));
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<PodInfo> read_pod(const json& pod) {
   if (!pod.is_object()) return Error::invalid("Pod: not an object");
   const json* meta = find_field(pod, "metadata");
@@ -410,6 +451,7 @@ Result<PodInfo> read_pod(const json& pod) {
       p.chips = static_cast<int>(n);
     }
     p.vnpu_resource = d->vnpu;
+    ASCEND_ASSIGN(p.claims, claims_of(*spec, find_field(pod, "status")), "Pod");
   }
   if (annotations.contains(kJobAnnotation)) {
     const json& jn = annotations[kJobAnnotation];

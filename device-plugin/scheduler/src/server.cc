@@ -469,6 +469,8 @@ void Server::Impl::on_filter(const httplib::Request& req, httplib::Response& res
     for (const auto& n : args->node_names) none.unresolvable.add(n, why);
     return reply_text(res, 200, filter_result_text(*args, none));
   }
+  // A job pod whose chips come through DRA ResourceClaims asks for what its claims ask (dra_claims.h).
+  if (kube) kube->apply_claims(args->pod);
   FilterResult r;
   bool placed = false;
   bool job_moved = false;
@@ -534,6 +536,7 @@ void Server::Impl::tell_refused(const PodInfo& pod, const std::string& why) {
 void Server::Impl::on_prioritize(const httplib::Request& req, httplib::Response& res) {
   auto args = extender_args(req, res);
   if (!args) return;
+  if (kube) kube->apply_claims(args->pod);
   std::vector<NodeScore> scores;
   {
     std::lock_guard lock(mu);
@@ -554,11 +557,32 @@ void Server::Impl::on_bind(const httplib::Request& req, httplib::Response& res) 
         res, 200,
         binding_result_json("pod " + b->pod_namespace + "/" + b->pod_name + " is not in the API server"));
   }
+  // A DRA job pod holds the chips kube-scheduler's allocator gave its claims on this node (its PreBind wrote
+  // them before this bind): they replace the planned ones. A pod that is not ours (kube-scheduler sends
+  // every pod of its profile) is only bound.
+  std::optional<std::vector<int>> claimed;
+  if (kube) {
+    auto c = kube->bind_pod(b->pod_namespace, b->pod_name, b->pod_uid, b->node);
+    if (!c.ok()) {
+      spdlog::warn("bind {}/{} to {}: {}", b->pod_namespace, b->pod_name, b->node, c.error().message());
+      return reply(res, 200, binding_result_json(c.error().message()));
+    }
+    if (!c->ours) {
+      if (auto s = kube->bind(b->pod_namespace, b->pod_name, b->pod_uid, b->node, {}, -1); !s.ok()) {
+        spdlog::warn("bind {}/{} to {}: {}", b->pod_namespace, b->pod_name, b->node, s.error().message());
+        return reply(res, 200, binding_result_json(s.error().message()));
+      }
+      spdlog::debug("bound {}/{} to {} (no chips of ours)", b->pod_namespace, b->pod_name, b->node);
+      return reply(res, 200, binding_result_json(""));
+    }
+    claimed = std::move(c->claimed);
+  }
   std::optional<Scheduler::Held> held;
   std::string job_key;
   {
     std::unique_lock lock(mu);
-    auto s = sched.bind(b->pod_namespace, b->pod_name, b->pod_uid, b->node, clock.wall());
+    auto s = sched.bind(b->pod_namespace, b->pod_name, b->pod_uid, b->node, clock.wall(),
+                        claimed ? &*claimed : nullptr);
     if (!s.ok()) return reply(res, 200, binding_result_json(s.error().message()));
     held = sched.held_by(b->pod_namespace, b->pod_name);
     job_key = sched.job_of(b->pod_namespace, b->pod_name);

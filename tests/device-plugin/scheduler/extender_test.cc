@@ -247,17 +247,16 @@ TEST(Filter, PodsOfAJobThatDisagreeOrAskForVnpusAreRefusedWithTheReason) {
   EXPECT_NE(rv.unresolvable.at("node-0").find("a multi-pod job cannot use vNPUs"), std::string::npos);
   auto ri = s.filter(read(job_pod("t", 2, 8, "tp=8,dp=2")), all, kT0);
   EXPECT_EQ(ri.unresolvable.at("node-0"), "pod index 2 is outside the job's 2 pods");
-  // A job pod whose chips come from a DRA claim (no NPU resource): refused, saying whose pods it places.
+  // A job pod whose chips come from a DRA claim, with no API server to read the claim from (no NPU resource
+  // and no chips from claims): refused, saying what a job pod must ask.
   json d = job_pod("d", 0, 0, "tp=8,dp=2", 2);
   d["spec"]["containers"][0]["resources"] = {{"claims", json::array({{{"name", "npus"}}})}};
   d["spec"]["resourceClaims"] = json::array({{{"name", "npus"}, {"resourceClaimTemplateName", "npu-8"}}});
   auto rd = s.filter(read(d), all, kT0);
   EXPECT_TRUE(rd.passed.empty());
-  EXPECT_EQ(
-      rd.unresolvable.at("node-3"),
-      "a pod of a job must ask for whole chips (huawei.com/Ascend910 or huawei.com/Ascend310P); chips "
-      "claimed through DRA ResourceClaims are kube-scheduler's to place, so drop the job annotations for "
-      "such a pod");
+  EXPECT_EQ(rd.unresolvable.at("node-3"),
+            "a pod of a job must ask for whole chips: huawei.com/Ascend910 or huawei.com/Ascend310P, or "
+            "ResourceClaims for chips of the DeviceClass npu.ascend.huawei.com (read from the API server)");
 }
 
 TEST(Bind, AJobPodBindsOnlyToItsReservedNode) {

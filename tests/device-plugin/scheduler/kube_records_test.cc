@@ -96,6 +96,11 @@ TEST(KubeRecords, SlimPodKeepsWhatTheSchedulerReads) {
   pod["metadata"]["managedFields"] = json::array({{{"manager", "kubectl"}}});
   pod["spec"]["volumes"] = json::array({{{"name", "v"}}});
   pod["spec"]["containers"][0]["env"] = json::array({{{"name", "A"}, {"value", "b"}}});
+  // A claim named in the spec and one made from a template (its name in the status).
+  pod["spec"]["resourceClaims"] = json::array({{{"name", "a"}, {"resourceClaimName", "shared"}},
+                                               {{"name", "b"}, {"resourceClaimTemplateName", "t"}}});
+  pod["status"]["resourceClaimStatuses"] =
+      json::array({{{"name", "b"}, {"resourceClaimName", "train-1-b-x7k"}}});
   json slim = slim_pod(pod);
   EXPECT_FALSE(slim["metadata"].contains("managedFields"));
   EXPECT_FALSE(slim["spec"].contains("volumes"));
@@ -107,6 +112,8 @@ TEST(KubeRecords, SlimPodKeepsWhatTheSchedulerReads) {
   EXPECT_EQ(b.info.index, 1);
   EXPECT_EQ(b.chips, a.chips);
   EXPECT_EQ(b.node, "node-0");
+  EXPECT_EQ(b.phase, "Pending");
+  EXPECT_EQ(b.info.claims, (std::vector<std::string>{"shared", "train-1-b-x7k"}));
 }
 
 TEST(KubeRecords, JobConfigMapNamesLabelsAndStatus) {

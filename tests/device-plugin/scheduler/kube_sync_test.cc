@@ -964,5 +964,196 @@ TEST(KubeSync, ANewSchedulerWithNoStateRebuildsTheSameView) {
   EXPECT_EQ(after["jobs"], before["jobs"]);
 }
 
+// ---- DRA: a job whose pods take their chips through ResourceClaims (issue 30) ---------------------------
+
+namespace dra {
+
+const std::string kClaims = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims";
+
+// A ResourceClaim for `count` chips of the DeviceClass npu.ascend.huawei.com (resource.k8s.io/v1).
+json claim(const std::string& name, int count) {
+  return {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "ResourceClaim"},
+          {"metadata", {{"name", name}, {"namespace", "default"}}},
+          {"spec",
+           {{"devices",
+             {{"requests", json::array({{{"name", "npus"},
+                                         {"exactly",
+                                          {{"deviceClassName", "npu.ascend.huawei.com"},
+                                           {"allocationMode", "ExactCount"},
+                                           {"count", count}}}}})}}}}}};
+}
+
+// What kube-scheduler's PreBind writes: the claim's allocation of `chips` of `node` (our driver's pool is
+// the node's name, a chip's device `npu-<phy>`).
+void allocate(FakeApiServer& api, const std::string& name, const std::string& node,
+              const std::vector<int>& chips) {
+  json c = api.get(kClaims + "/" + name);
+  json results = json::array();
+  for (int phy : chips)
+    results.push_back({{"request", "npus"},
+                       {"driver", "npu.ascend.huawei.com"},
+                       {"pool", node},
+                       {"device", "npu-" + std::to_string(phy)}});
+  c["status"]["allocation"] = {{"devices", {{"results", results}}}};
+  api.update(kClaims + "/" + name, c);
+}
+
+// Pod `index` of job `job` (tp=4, dp=2: 2 pods of 4 chips), no NPU resource, its claim named in its spec.
+json pod(const std::string& job, int index) {
+  json p = testing::job_pod(job, index, 0, "tp=4,pp=1,dp=2", 2);
+  p["metadata"].erase("uid");
+  p["metadata"]["annotations"]["ascend.huawei.com/pod-index"] = std::to_string(index);
+  p["spec"]["resourceClaims"] =
+      json::array({{{"name", "npus"}, {"resourceClaimName", job + "-" + std::to_string(index) + "-npus"}}});
+  p["spec"]["containers"][0]["resources"] = {{"claims", json::array({{{"name", "npus"}}})}};
+  return p;
+}
+
+std::vector<int> chips_of(const json& placement_pod) {
+  return placement_pod["chips"].get<std::vector<int>>();
+}
+
+}  // namespace dra
+
+TEST(KubeSyncDra, AJobUsingClaimsIsPlannedAroundTheClaimedChipsAndHoldsTheChipsItsClaimsWereGiven) {
+  FakeApiServer api;
+  put_nodes(api);
+  // Every chip of node-0 and node-1 is held by a claim of someone else (a pod outside the job).
+  for (int n = 0; n < 2; ++n) {
+    const std::string name = "other-" + std::to_string(n);
+    api.create(dra::kClaims, dra::claim(name, 8));
+    dra::allocate(api, name, "node-" + std::to_string(n), {0, 1, 2, 3, 4, 5, 6, 7});
+  }
+  Cached s(api);
+  ASSERT_TRUE(wait_for([&] { return s.ready(); })) << "the cache never synced";
+  std::vector<std::string> names;
+  for (int i = 0; i < kNodes; ++i) names.push_back("node-" + std::to_string(i));
+  std::vector<json> pods;
+  for (int i = 0; i < 2; ++i) {
+    api.create(dra::kClaims, dra::claim("train-" + std::to_string(i) + "-npus", 4));
+    pods.push_back(api.create("/api/v1/namespaces/default/pods", dra::pod("train", i)));
+  }
+  // The job is planned from its claims (2 pods x 4 chips) on the nodes no claim fills.
+  json r = s.post(*s.extender, "/filter", {{"Pod", pods[0]}, {"NodeNames", names}});
+  ASSERT_EQ(r["NodeNames"].size(), 1u) << r.dump();
+  const std::string node0 = r["NodeNames"][0];
+  EXPECT_TRUE(node0 == "node-2" || node0 == "node-3") << node0;
+  auto got = s.client->Get("/v1/jobs/default/train/placement");
+  ASSERT_TRUE(got && got->status == 200) << (got ? got->body : "");
+  json placement = json::parse(got->body);
+  ASSERT_EQ(placement["pods"].size(), 2u) << placement.dump();
+  EXPECT_EQ(dra::chips_of(placement["pods"][0]).size(), 4u);
+  // Bound before its claim is allocated: refused, saying so (kube-scheduler binds after its PreBind wrote
+  // the allocation; without it the pod's chips are not known).
+  const json bind0 = {{"PodName", "train-0"},
+                      {"PodNamespace", "default"},
+                      {"PodUID", pods[0]["metadata"]["uid"]},
+                      {"Node", node0}};
+  json b = s.post(*s.extender, "/bind", bind0);
+  EXPECT_NE(b.value("Error", "").find("train-0-npus of pod train-0 is not allocated on " + node0),
+            std::string::npos)
+      << b.dump();
+  // kube-scheduler's allocator picked other chips of that node than the plan: the pod holds those. When the
+  // plan put pod 1 on that node too, the chips taken may be the ones planned for it: pod 1's reservation
+  // then takes the chips pod 0 leaves (same node, same size: the plan's cost is the same).
+  const std::vector<int> planned = dra::chips_of(placement["pods"][0]);
+  const std::string planned1_node = placement["pods"][1]["node"];
+  std::vector<int> given;
+  for (int c = 0; c < 8 && given.size() < 4; ++c) {
+    if (std::find(planned.begin(), planned.end(), c) == planned.end()) given.push_back(c);
+  }
+  dra::allocate(api, "train-0-npus", node0, given);
+  b = s.post(*s.extender, "/bind", bind0);
+  EXPECT_EQ(b.value("Error", ""), "") << b.dump();
+  json p0 = api.get("/api/v1/namespaces/default/pods/train-0");
+  EXPECT_EQ(p0["spec"]["nodeName"], node0);
+  EXPECT_EQ(p0["metadata"]["annotations"][kChipsAnnotation], format_chips(given));
+  EXPECT_EQ(p0["metadata"]["annotations"][kRankStartAnnotation], "0");
+  got = s.client->Get("/v1/jobs/default/train/placement");
+  ASSERT_TRUE(got && got->status == 200);
+  placement = json::parse(got->body);
+  EXPECT_EQ(dra::chips_of(placement["pods"][0]), given);
+  if (planned1_node == node0) {
+    EXPECT_EQ(dra::chips_of(placement["pods"][1]), planned) << "pod 1 takes the chips pod 0 left";
+  }
+  // The second pod, filtered to its planned node, gets the chips planned for it now.
+  r = s.post(*s.extender, "/filter", {{"Pod", pods[1]}, {"NodeNames", names}});
+  ASSERT_EQ(r["NodeNames"].size(), 1u) << r.dump();
+  const std::string node1 = r["NodeNames"][0];
+  EXPECT_EQ(node1, planned1_node);
+  const std::vector<int> given1 = dra::chips_of(placement["pods"][1]);
+  dra::allocate(api, "train-1-npus", node1, given1);
+  b = s.post(*s.extender, "/bind",
+             {{"PodName", "train-1"},
+              {"PodNamespace", "default"},
+              {"PodUID", pods[1]["metadata"]["uid"]},
+              {"Node", node1}});
+  EXPECT_EQ(b.value("Error", ""), "") << b.dump();
+  // The job's rank table (its ConfigMap) names the claimed chips, and is complete: no Allocate comes for a
+  // DRA pod.
+  json cm;
+  ASSERT_TRUE(wait_for([&] {
+    cm = api.get("/api/v1/namespaces/default/configmaps/ascend-job-train");
+    return cm.is_object() &&
+           json::parse(cm["data"][kRankTableKey].get<std::string>())["status"] == "completed";
+  })) << cm.dump();
+  json rt = json::parse(cm["data"][kRankTableKey].get<std::string>());
+  std::map<std::string, std::set<std::string>> devices;  // node -> device ids
+  for (const auto& srv : rt["server_list"])
+    for (const auto& d : srv["device"]) devices[srv["server_id"]].insert(d["device_id"].get<std::string>());
+  std::map<std::string, std::set<std::string>> want;
+  for (int c : given) want[node0].insert(std::to_string(c));
+  for (int c : given1) want[node1].insert(std::to_string(c));
+  EXPECT_EQ(devices, want) << rt.dump();
+  EXPECT_EQ(held(s.view()), held_in_api(api));
+}
+
+TEST(KubeSyncDra, ClaimsFreeTheirChipsWhenTheyGoAndAServerWithoutDraRefusesClaimJobsSayingWhy) {
+  FakeApiServer api;
+  put_nodes(api);
+  api.create(dra::kClaims, dra::claim("other", 8));
+  dra::allocate(api, "other", "node-0", {0, 1, 2, 3, 4, 5, 6, 7});
+  {
+    Cached s(api);
+    ASSERT_TRUE(wait_for([&] { return s.ready(); }));
+    // A plain pod asking for 8 chips through the device plugin: node-0 is full of claimed chips.
+    json plain = api.create("/api/v1/namespaces/default/pods", testing::plain_pod("big", 8));
+    json r = s.post(*s.extender, "/filter", {{"Pod", plain}, {"NodeNames", json::array({"node-0"})}});
+    EXPECT_TRUE(r["NodeNames"].empty()) << r.dump();
+    // The claim goes: its chips are offered again.
+    api.remove(dra::kClaims + "/other");
+    EXPECT_TRUE(wait_for([&] {
+      json again = s.post(*s.extender, "/filter", {{"Pod", plain}, {"NodeNames", json::array({"node-0"})}});
+      return again["NodeNames"].size() == 1;
+    }));
+    // A pod of the profile that asks for none of our chips (kube-scheduler sends every pod once the
+    // extender has no managedResources): it passes everywhere and is only bound, with nothing recorded.
+    json none = api.create("/api/v1/namespaces/default/pods", testing::plain_pod("web", 0));
+    r = s.post(*s.extender, "/filter", {{"Pod", none}, {"NodeNames", json::array({"node-0", "node-1"})}});
+    EXPECT_EQ(r["NodeNames"].size(), 2u) << r.dump();
+    json b = s.post(*s.extender, "/bind",
+                    {{"PodName", "web"},
+                     {"PodNamespace", "default"},
+                     {"PodUID", none["metadata"]["uid"]},
+                     {"Node", "node-1"}});
+    EXPECT_EQ(b.value("Error", ""), "") << b.dump();
+    json web = api.get("/api/v1/namespaces/default/pods/web");
+    EXPECT_EQ(web["spec"]["nodeName"], "node-1");
+    EXPECT_FALSE(web["metadata"].contains("annotations") &&
+                 web["metadata"]["annotations"].contains(kChipsAnnotation))
+        << web.dump();
+  }
+  // An API server without resource.k8s.io/v1: the cache is ready all the same, and a job pod with claims
+  // is refused on every node with the reason.
+  api.set_group_served("resource.k8s.io/v1", false);
+  Cached s(api);
+  ASSERT_TRUE(wait_for([&] { return s.ready(); })) << "no resourceclaims informer to wait for";
+  json p = api.create("/api/v1/namespaces/default/pods", dra::pod("nodra", 0));
+  json r = s.post(*s.extender, "/filter", {{"Pod", p}, {"NodeNames", json::array({"node-0", "node-1"})}});
+  EXPECT_TRUE(r["NodeNames"].empty()) << r.dump();
+  EXPECT_NE(r.dump().find("serves no resource.k8s.io/v1"), std::string::npos) << r.dump();
+}
+
 }  // namespace
 }  // namespace ascend::scheduler

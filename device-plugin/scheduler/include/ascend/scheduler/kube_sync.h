@@ -1,5 +1,6 @@
 // The scheduler as a cache of the API server (issue 22): informers on pods (all namespaces), Nodes, the
-// jobs' ConfigMaps and MindCluster's per-node device ConfigMaps feed the Scheduler's observe_* transitions;
+// jobs' ConfigMaps and MindCluster's per-node device ConfigMaps feed the Scheduler's observe_* transitions,
+// and one on ResourceClaims (when the API server serves resource.k8s.io/v1) its put_claimed (dra_claims.h);
 // the records (kube_records.h) are written back: the pod annotations at bind before the Binding, the job's
 // ConfigMap whenever its record moves (with its resourceVersion as precondition, and only when the record is
 // newer than the one there, so that a replica acting on stale data never overwrites a newer record), and
@@ -13,11 +14,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ascend/common/error.h"
 #include "ascend/common/kube_client.h"
+#include "ascend/scheduler/dra_claims.h"
 #include "ascend/scheduler/extender.h"
 
 namespace ascend::scheduler {
@@ -49,7 +52,8 @@ class KubeSync {
   bool wait_synced(std::chrono::milliseconds timeout) const;
 
   // At bind, before the Binding: the pod's annotations (its chips, its first rank), with its UID as
-  // precondition; then the Binding. Either failing is an error naming the step.
+  // precondition; then the Binding. Either failing is an error naming the step. Without chips (a pod that
+  // is not ours), the Binding alone.
   Status bind(const std::string& ns, const std::string& pod, const std::string& uid, const std::string& node,
               const std::vector<int>& chips, int rank_start);
   // Brings the job's ConfigMap in line with the scheduler's record of it (creates, updates, or deletes it
@@ -59,6 +63,22 @@ class KubeSync {
   // (a pod kube-scheduler just saw may not have reached our watch yet). An API error is "yes" only for a pod
   // the cache has.
   bool pod_exists(const std::string& ns, const std::string& pod, const std::string& uid);
+  // A job pod that takes its chips from DRA ResourceClaims (dra_claims.h apply_claims): its claims from the
+  // cache, else from the API server (a claim made a moment ago may not have reached our watch yet).
+  void apply_claims(PodInfo& pod);
+  // At bind, what the pod is to the scheduler: `ours` when it asks for whole chips (a resource, or claims
+  // with a job) or belongs to a job, and for a job pod whose chips come from DRA ResourceClaims, `claimed`:
+  // the chips on `node` its claims were allocated (kube-scheduler's PreBind wrote them just before), read
+  // from the API server. The pod from the cache, else from the API server. An error names the claim that
+  // is not allocated there or what cannot be read.
+  struct BindPod {
+    bool ours = false;
+    std::optional<std::vector<int>> claimed;
+  };
+  Result<BindPod> bind_pod(const std::string& ns, const std::string& pod, const std::string& uid,
+                           const std::string& node);
+  // Whether the ResourceClaim informer runs (the API server serves resource.k8s.io/v1).
+  bool watches_claims() const;
   // Queues an Event about a pod (dropped when the queue is full).
   void pod_event(const std::string& ns, const std::string& pod, const std::string& uid,
                  const std::string& type, const std::string& reason, const std::string& note);

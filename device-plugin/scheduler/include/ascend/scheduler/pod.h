@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -65,6 +66,13 @@ struct PodInfo {
   int index = -1;  // the pod's index in its job (-1: none could be found)
   // A problem with the pod's job annotations: the pod cannot be placed, for this reason (every node fails).
   std::string job_error;
+  // The ResourceClaims (DRA) the pod uses, by name in its namespace: spec.resourceClaims[].resourceClaimName,
+  // and for an entry made from a template the claim status.resourceClaimStatuses names (an entry whose claim
+  // is not made yet, or needs none, is left out). At most kClaimsMax.
+  std::vector<std::string> claims;
+  // The pod's whole chips come from its claims (dra_claims.h set `resource` and `chips` from them): they are
+  // bound with the chips kube-scheduler's DRA allocator gave the claims.
+  bool dra = false;
 
   std::string key() const { return ns + "/" + name; }
 };
@@ -85,6 +93,9 @@ inline constexpr std::size_t kDns1123SubdomainMax = 253;
 inline constexpr std::size_t kAnnotationsMax = std::size_t{256} * 1024;
 // Our own annotations hold a name or a short list of numbers; nothing real comes near this.
 inline constexpr std::size_t kOurAnnotationMax = 256;
+// The ResourceClaims of one pod the extender reads. Kubernetes sets no number (a pod is at most the API
+// server's 1.5 MiB request); a pod with more is refused as malformed.
+inline constexpr std::size_t kClaimsMax = 128;
 // A Kubernetes Job's name: a DNS-1123 subdomain, but at most 63 bytes (it becomes a label value of its pods).
 inline constexpr std::size_t kJobNameMax = 63;
 // The API server's object UIDs are RFC 4122 UUIDs (36 characters).
