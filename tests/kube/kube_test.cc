@@ -207,6 +207,8 @@ TEST(KubeDeploy, EveryManifestIsAcceptedByTheApiServerUnchanged) {
   EXPECT_TRUE(can("ascend-scheduler", {"create", "configmaps", "-n", "team-a"}));
   EXPECT_TRUE(can("ascend-scheduler", {"create", "pods", "--subresource=eviction", "-n", "default"}));
   EXPECT_TRUE(can("ascend-scheduler", {"create", "events.events.k8s.io", "-n", "default"}));
+  EXPECT_TRUE(can("ascend-scheduler", {"watch", "resourceclaims.resource.k8s.io", "--all-namespaces"}));
+  EXPECT_FALSE(can("ascend-scheduler", {"delete", "resourceclaims.resource.k8s.io", "-n", "default"}));
   EXPECT_FALSE(can("ascend-scheduler", {"update", "nodes"}))
       << "no more than kube-scheduler's role and the records";
   // The device plugin: its node's device ConfigMap in kube-system and Node labels, nothing else.
@@ -710,6 +712,132 @@ TEST_F(Kube, WithDraVnpusATemplateClaimRunsOnAVnpuMadeAtPrepareGoneAfterAndItsCh
   world->cluster().kubectl({"delete", "pod", "dra-eight", "--wait=true", "--timeout=60s"});
   world->cluster().kubectl({"delete", "resourceclaim", "one-vnpu", "eight-npus"});
   EXPECT_TRUE(host_vnpus().empty());
+  EXPECT_TRUE(back_to_the_device_plugin()) << "the Device Plugin resources back for the next test";
+}
+
+// A ResourceClaimTemplate for `count` chips of one HCCS domain (deploy/kubernetes/dra-training-claim.yaml).
+json dra_claim_template(const std::string& name, int count) {
+  json t = dra_claim(name, count);
+  t["kind"] = "ResourceClaimTemplate";
+  t["spec"] = {{"spec", t["spec"]}};
+  return t;
+}
+
+// Pod `index` of the training job `job` (`pods` pods, tp=4 pp=1 dp=`pods`), its chips from a claim made from
+// `templ`; it prints its /dev/davinci* (dra_pod_devices) and sleeps.
+json dra_job_pod(const std::string& job, int index, int pods, const std::string& templ) {
+  json p = dra_pod(job + "-" + std::to_string(index), "");
+  p["metadata"]["annotations"] = {{"ascend.huawei.com/job", job},
+                                  {"ascend.huawei.com/job-pods", std::to_string(pods)},
+                                  {"ascend.huawei.com/parallel", "tp=4,pp=1,dp=" + std::to_string(pods)},
+                                  {"ascend.huawei.com/pod-index", std::to_string(index)}};
+  p["spec"]["resourceClaims"][0].erase("resourceClaimName");
+  p["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] = templ;
+  return p;
+}
+
+// The chips a pod's claim (made from a template) was allocated, from the API server: "2,5" as our chips
+// annotation writes them, "" when not allocated.
+std::string claim_chips_of(const std::string& pod) {
+  const json p = world->pod(pod);
+  if (!p.is_object()) return "";
+  std::string claim;
+  for (const auto& st : p["status"].value("resourceClaimStatuses", json::array()))
+    claim = st.value("resourceClaimName", "");
+  if (claim.empty()) return "";
+  const json c = world->cluster().get({"resourceclaim", claim, "-n", "default"});
+  if (!c.is_object() || !c["status"].contains("allocation")) return "";
+  std::set<int> phys;
+  for (const auto& r : c["status"]["allocation"]["devices"]["results"])
+    phys.insert(std::stoi(r["device"].get<std::string>().substr(4)));
+  std::string out;
+  for (int phy : phys) out += (out.empty() ? "" : ",") + std::to_string(phy);
+  return out;
+}
+
+// The scheduler side of DRA (issue 30): a training job whose pods get their chips through ResourceClaims is
+// placed as a whole by our extender (it reads the claims to learn how many chips each pod asks), the real
+// kube-scheduler's allocator picks each claim's chips on the node the extender chose, and the extender's
+// records (the pods' chips annotations, the job's ConfigMap and rank table) name the chips the claims were
+// given. A job that cannot fit is refused with our reason.
+TEST_F(Kube, WithDraATrainingJobUsingClaimsIsPlacedAsAWholeAndItsRecordsNameTheClaimsChips) {
+  world->stop_plugin();
+  std::size_t from = ht::slurp(world->path("plugin.log")).size();
+  start_dra_plugin();
+  ASSERT_TRUE(wait_until([&] { return dra_registered_since(from); }, 30s))
+      << ht::slurp(world->path("plugin.log"));
+  ASSERT_EQ(write_cdi_spec(), "");
+  ASSERT_EQ(world->apply_json(dra_claim_template("four-npus", 4)).exit_code, 0);
+  const std::string job = "dra-llm";
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(world->apply_json(dra_job_pod(job, i, 2, "four-npus")).exit_code, 0);
+  const std::string pod0 = job + "-0", pod1 = job + "-1";
+  EXPECT_TRUE(wait_until(
+      [&] { return world->phase_of(pod0) == "Running" && world->phase_of(pod1) == "Running"; }, 90s))
+      << world->phase_of(pod0) << " " << world->phase_of(pod1) << "\n"
+      << world->events_of(pod0) << world->events_of(pod1)
+      << ht::slurp(world->path("scheduler.log")).substr(0, 4000);
+  // Placed by our extender as one job (its placement, its AscendPlaced Event), both on the node that has
+  // the slices (the API-only nodes publish none, so kube-scheduler's DRA filter leaves only it).
+  json placement = world->scheduler_get("/v1/jobs/default/" + job + "/placement");
+  ASSERT_TRUE(placement.is_object()) << "no placement of " << job;
+  EXPECT_EQ(placement["pods"].size(), 2u) << placement.dump();
+  EXPECT_NE((world->events_of(pod0) + world->events_of(pod1))
+                .find("AscendPlaced: job " + job + " (2 pods x 4 chips"),
+            std::string::npos)
+      << world->events_of(pod0) << world->events_of(pod1);
+  // Each pod's record is the chips its claim was given (the allocator's choice on that node), the two claims
+  // share no chip, and the container sees exactly them.
+  std::set<std::string> seen_chips;
+  json cm;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        cm = world->cluster().get({"configmap", "ascend-job-" + job});
+        return cm.is_object() &&
+               json::parse(cm["data"].value("hccl.json", "null"), nullptr, false).value("status", "") ==
+                   "completed";
+      },
+      30s))
+      << cm.dump().substr(0, 3000);
+  const json rt = json::parse(cm["data"].value("hccl.json", "null"), nullptr, false);
+  for (const auto& name : {pod0, pod1}) {
+    const std::string claimed = claim_chips_of(name);
+    ASSERT_FALSE(claimed.empty()) << name << " " << world->pod(name).dump().substr(0, 2000);
+    const json p = world->pod(name);
+    EXPECT_EQ(p["metadata"]["annotations"].value("ascend.huawei.com/chips", ""), claimed) << name;
+    EXPECT_EQ(p["spec"]["nodeName"], world->cluster().node());
+    seen_chips.insert(claimed);
+    std::set<std::string> want = {"/dev/davinci_manager"};
+    std::istringstream ids(claimed);
+    for (std::string id; std::getline(ids, id, ',');) want.insert("/dev/davinci" + id);
+    std::string out;
+    EXPECT_EQ(dra_pod_devices(name, &out), want) << out;
+  }
+  EXPECT_EQ(seen_chips.size(), 2u);
+  // The rank table lists the 8 chips the two claims hold, on the node, each once.
+  std::multiset<std::string> rt_devices;
+  for (const auto& srv : rt["server_list"]) {
+    EXPECT_EQ(srv["server_id"], world->cluster().node()) << rt.dump();
+    for (const auto& d : srv["device"]) rt_devices.insert(d["device_id"].get<std::string>());
+  }
+  std::multiset<std::string> claimed_devices;
+  for (const auto& c : seen_chips) {
+    std::istringstream ids(c);
+    for (std::string id; std::getline(ids, id, ',');) claimed_devices.insert(id);
+  }
+  EXPECT_EQ(rt_devices, claimed_devices) << rt.dump();
+  // A second job of 3 pods x 4 chips cannot fit on the node's 8 chips (and nowhere else has slices): refused
+  // with our reason, its pods Pending.
+  const std::string big = "dra-big";
+  world->cluster().kubectl({"delete", "pod", pod0, pod1, "--wait=true", "--timeout=60s"});
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(world->apply_json(dra_job_pod(big, i, 3, "four-npus")).exit_code, 0);
+  EXPECT_TRUE(wait_until(
+      [&] { return world->events_of(big + "-0").find("AscendPlacementFailed") != std::string::npos; }, 30s))
+      << world->events_of(big + "-0");
+  EXPECT_EQ(world->phase_of(big + "-0"), "Pending");
+  world->cluster().kubectl(
+      {"delete", "pod", big + "-0", big + "-1", big + "-2", "--wait=true", "--timeout=60s"});
+  world->cluster().kubectl({"delete", "resourceclaimtemplate", "four-npus"});
+  EXPECT_TRUE(wait_until([&] { return held_for(job) == 0; }, 10s));
   EXPECT_TRUE(back_to_the_device_plugin()) << "the Device Plugin resources back for the next test";
 }
 
