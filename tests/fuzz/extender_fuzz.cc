@@ -5,6 +5,9 @@
 //   filter | prioritize | bind                       (extender verbs; body ExtenderArgs /
 //   ExtenderBindingArgs) inventory NODE | allocations NODE | return NODE  (device plugin calls; body as in
 //   wire.h) reservations NODE | release NS/NAME | view NS/JOB | tick SECONDS
+//   claim (body: a ResourceClaim, read as the claim informer reads it, its allocation given to put_claimed)
+// A filter or prioritize body may carry "Claims" (ResourceClaims, in the pod's claim order: the job pod's
+// chips come from them, dra_claims.h); a bind body may carry "Chips" (the chips its claims were allocated).
 // Oracle: every answer serialises; filter only passes candidate nodes and scores only candidates; the chip
 // counts add up to the cluster; at the end, the saved state loads into a fresh Scheduler and saves back the
 // same.
@@ -12,6 +15,7 @@
 #include <charconv>
 #include <optional>
 
+#include "ascend/scheduler/dra_claims.h"
 #include "ascend/scheduler/extender.h"
 #include "ascend/scheduler/wire.h"
 #include "ascend/topology/cluster.h"
@@ -102,12 +106,29 @@ void run(scheduler::Scheduler& s, const std::string& verb, const std::string& ar
       fuzz::check(fast->node_names == args->node_names && !fast->full_nodes && a.ns == b.ns &&
                       a.name == b.name && a.uid == b.uid && a.resource == b.resource && a.chips == b.chips &&
                       a.vnpu_resource == b.vnpu_resource && a.index == b.index &&
-                      a.job_error == b.job_error && a.job.has_value() == b.job.has_value() &&
+                      a.job_error == b.job_error && a.claims == b.claims &&
+                      a.job.has_value() == b.job.has_value() &&
                       (!a.job ||
                        (a.job->name == b.job->name && a.job->pods == b.job->pods && a.job->tp == b.job->tp &&
                         a.job->pp == b.job->pp && a.job->dp == b.job->dp && a.job->order == b.job->order &&
                         a.job->recovery == b.job->recovery && a.job->max_restarts == b.job->max_restarts)),
                   "the fast reader and the long way read different ExtenderArgs");
+    }
+    fuzz::check(args->pod.claims.size() <= scheduler::kClaimsMax, "more claims than a pod may name");
+    if (const json* claims = body.is_object() && body.contains("Claims") ? &body["Claims"] : nullptr;
+        claims != nullptr && claims->is_array() && claims->size() <= 8) {
+      std::vector<std::optional<scheduler::ClaimInfo>> read;
+      for (const json& c : *claims) {
+        auto r = scheduler::read_claim(c);
+        read.push_back(r.ok() ? std::optional(std::move(*r)) : std::nullopt);
+      }
+      std::vector<const scheduler::ClaimInfo*> ptrs;
+      for (const auto& r : read) ptrs.push_back(r ? &*r : nullptr);
+      const bool had_resource = !args->pod.resource.empty();
+      scheduler::apply_claims(args->pod, ptrs);
+      fuzz::check(!args->pod.dra || (!had_resource && args->pod.job && args->pod.chips > 0 &&
+                                     args->pod.resource == scheduler::kResource910),
+                  "chips from claims for a pod that is not a job pod without a resource");
     }
     const auto& names = args->node_names;
     // What parsing promises (issue 31): no list longer than the cluster, no name outside Kubernetes' limits.
@@ -141,9 +162,33 @@ void run(scheduler::Scheduler& s, const std::string& verb, const std::string& ar
     if (!b.ok()) return;
     fuzz::check(b->pod_namespace.find('/') == std::string::npos && b->pod_name.find('/') == std::string::npos,
                 "a '/' in a name that becomes an API server path segment was accepted");
-    auto st = s.bind(b->pod_namespace, b->pod_name, b->pod_uid, b->node, now);
+    std::optional<std::vector<int>> claimed;
+    if (const json* chips = body.contains("Chips") ? &body["Chips"] : nullptr;
+        chips != nullptr && chips->is_array() && chips->size() <= 64) {
+      claimed.emplace();
+      for (const json& c : *chips) {
+        if (c.is_number_integer()) claimed->push_back(std::clamp(c.get<int>(), -1, 2048));
+      }
+    }
+    auto st = s.bind(b->pod_namespace, b->pod_name, b->pod_uid, b->node, now, claimed ? &*claimed : nullptr);
     (void)scheduler::binding_result_json(st.ok() ? "" : st.error().message()).dump();
     (void)scheduler::binding_object(*b).dump();
+  } else if (verb == "claim") {
+    auto c = scheduler::read_claim(body);
+    if (!c.ok()) return;
+    // What reading promises: a claim within Kubernetes' limits, its chips sorted, distinct and real ids.
+    fuzz::check(c->name.size() <= scheduler::kDns1123SubdomainMax &&
+                    c->ns.size() <= scheduler::kDns1123LabelMax &&
+                    c->node.size() <= scheduler::kDns1123SubdomainMax && c->chips >= 0,
+                "a claim over Kubernetes' limits was accepted");
+    fuzz::check(std::is_sorted(c->phys.begin(), c->phys.end()) &&
+                    std::adjacent_find(c->phys.begin(), c->phys.end()) == c->phys.end() &&
+                    (c->phys.empty() || (c->phys.front() >= 0 && c->phys.back() <= 1023)) &&
+                    c->phys.size() <= scheduler::kAllocationResultsMax,
+                "a claim's chips are not distinct sorted chip ids");
+    fuzz::check(!c->phys.empty() == !c->node.empty(), "chips without a node, or a node without chips");
+    if (c->allocated && !c->node.empty()) (void)s.put_claimed(c->node, c->phys);
+    (void)scheduler::slim_claim(body).dump();
   } else if (verb == "inventory") {
     auto inv = scheduler::parse_inventory(body);
     if (inv.ok()) (void)s.put_inventory(arg, *inv, now);
