@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include <fmt/format.h>
+
 namespace ascend::scheduler {
 
 using nlohmann::json;
@@ -131,7 +133,7 @@ Result<ClaimInfo> read_claim(const json& claim) {
     if (phy < 0)
       return Error::invalid(w + ".device: " + device.substr(0, 63) + " is not a chip").context(where);
     if (!c.node.empty() && pool != c.node)
-      return Error::invalid(w + ".pool: our devices on two nodes (" + c.node + ", " + pool + ")")
+      return Error::invalid(fmt::format("{}.pool: our devices on two nodes ({}, {})", w, c.node, pool))
           .context(where);
     c.node = pool;
     c.phys.push_back(phy);

@@ -707,6 +707,7 @@ void KubeSync::apply_claims(PodInfo& pod) {
   std::vector<std::optional<ClaimInfo>> got;
   for (const auto& name : pod.claims) got.push_back(impl_->claim(pod.ns, name, false));
   std::vector<const ClaimInfo*> claims;
+  claims.reserve(got.size());
   for (const auto& c : got) claims.push_back(c ? &*c : nullptr);
   scheduler::apply_claims(pod, claims);
 }
@@ -734,12 +735,12 @@ Result<KubeSync::BindPod> KubeSync::bind_pod(const std::string& ns, const std::s
   for (const auto& name : info->claims) {
     auto c = impl_->claim(ns, name, true);
     if (!c)
-      return Error::not_found("ResourceClaim " + ns + "/" + name + " of pod " + pod + " cannot be read");
+      return Error::not_found(fmt::format("ResourceClaim {}/{} of pod {} cannot be read", ns, name, pod));
     if (c->chips == 0) continue;  // asks nothing of our chips
     asks = true;
     if (!c->allocated || c->node != node)
-      return Error(EBUSY, "ResourceClaim " + ns + "/" + name + " of pod " + pod + " is not allocated on " +
-                              node + " yet");
+      return Error(EBUSY, fmt::format("ResourceClaim {}/{} of pod {} is not allocated on {} yet", ns, name,
+                                      pod, node));
     chips.insert(chips.end(), c->phys.begin(), c->phys.end());
   }
   if (!asks) return out;
