@@ -733,6 +733,14 @@ json dra_job_pod(const std::string& job, int index, int pods, const std::string&
                                   {"ascend.huawei.com/pod-index", std::to_string(index)}};
   p["spec"]["resourceClaims"][0].erase("resourceClaimName");
   p["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] = templ;
+  // Its first rank from our annotation (written before the Binding) through the downward API, as
+  // deploy/kubernetes/dra-training-job.yaml reads it.
+  json& c = p["spec"]["containers"][0];
+  c["env"] = json::array(
+      {{{"name", "RANK_START"},
+        {"valueFrom",
+         {{"fieldRef", {{"fieldPath", "metadata.annotations['ascend.huawei.com/rank-start']"}}}}}}});
+  c["command"][2] = "echo \"RANK_START=$RANK_START\"; " + c["command"][2].get<std::string>();
   return p;
 }
 
@@ -811,6 +819,9 @@ TEST_F(Kube, WithDraATrainingJobUsingClaimsIsPlacedAsAWholeAndItsRecordsNameTheC
     for (std::string id; std::getline(ids, id, ',');) want.insert("/dev/davinci" + id);
     std::string out;
     EXPECT_EQ(dra_pod_devices(name, &out), want) << out;
+    const std::string rank = p["metadata"]["annotations"].value("ascend.huawei.com/rank-start", "?");
+    EXPECT_EQ(rank, name == pod0 ? "0" : "4");
+    EXPECT_NE(out.find("RANK_START=" + rank + "\n"), std::string::npos) << out;
   }
   EXPECT_EQ(seen_chips.size(), 2u);
   // The rank table lists the 8 chips the two claims hold, on the node, each once.
