@@ -153,9 +153,38 @@ json slim_claim(json claim) {
     }
     out["metadata"] = std::move(meta);
   }
+  // Of each request only what read_request reads (a request's CEL selectors can be long, and a cluster has
+  // many claims).
+  auto slim_request = [](const json& r) {
+    if (!r.is_object()) return r;
+    json one = json::object();
+    if (const json* n = at(r, "name")) one["name"] = *n;
+    if (const json* e = at(r, "exactly")) {
+      json ex = e->is_object() ? json::object() : *e;
+      for (const char* k : {"deviceClassName", "allocationMode", "count"}) {
+        if (const json* v = at(*e, k)) ex[k] = *v;
+      }
+      one["exactly"] = std::move(ex);
+    }
+    if (const json* f = at(r, "firstAvailable")) {
+      json subs = f->is_array() ? json::array() : *f;
+      for (std::size_t i = 0; f->is_array() && i < f->size(); ++i) {
+        const json& sub = (*f)[i];
+        json keep = sub.is_object() ? json::object() : sub;
+        if (const json* c = at(sub, "deviceClassName")) keep["deviceClassName"] = *c;
+        subs.push_back(std::move(keep));
+      }
+      one["firstAvailable"] = std::move(subs);
+    }
+    return one;
+  };
   if (const json* s = at(claim, "spec")) {
     if (const json* d = at(*s, "devices")) {
-      if (const json* r = at(*d, "requests")) out["spec"]["devices"]["requests"] = *r;
+      if (const json* r = at(*d, "requests")) {
+        json reqs = r->is_array() ? json::array() : *r;
+        for (std::size_t i = 0; r->is_array() && i < r->size(); ++i) reqs.push_back(slim_request((*r)[i]));
+        out["spec"]["devices"]["requests"] = std::move(reqs);
+      }
     }
   }
   if (const json* st = at(claim, "status")) {
