@@ -7,7 +7,9 @@
 //                                   p50/p99 of the pair (target: p99 <= 20 ms). Baselines in the same run:
 //                                   the same pair with an empty node list (HTTP, JSON and the pod, no nodes),
 //                                   GET /healthz (the HTTP floor), and the same requests and answers through
-//                                   an httplib server that does no work (the floor of the transfer).
+//                                   an httplib server that does no work (the floor of the transfer). And the
+//                                   pair as kube-scheduler sends it: /prioritize gets the nodes /filter
+//                                   passed, and a pod with one feasible node (the job pod) is not scored.
 //   first filter, 1024-NPU job      the filter that places a TP 8 x PP 8 x DP 16 job (128 pods of 8) on 512
 //                                   Atlas 800T A2 nodes: in process (Scheduler::filter on a fresh state) and
 //                                   over HTTP; baseline: topology::place alone on the same state.
@@ -158,6 +160,24 @@ void filter_prioritize_5000() {
       answers[std::string("/") + name + "/" + verb] = r->body;
     }
   }
+  // As kube-scheduler sends them (schedulePod in pkg/scheduler/schedule_one.go): /prioritize gets the nodes
+  // that passed /filter (the extenders' filter narrows the feasible list), and a pod with one feasible node
+  // is not scored at all ("When only one node after predicate, just use it"): a job pod's pair is its
+  // /filter alone.
+  const std::string plain_scored_body =
+      json({{"Pod", pod("solo", 4)}, {"NodeNames", json::parse(answers["/plain/filter"])["NodeNames"]}})
+          .dump();
+  if (json::parse(answers["/job/filter"])["NodeNames"].size() != 1) {
+    std::fprintf(stderr, "the job pod should pass one node\n");
+    std::exit(1);
+  }
+  {
+    auto r = cli.Post("/prioritize", plain_scored_body, "application/json");
+    if (!r || r->status != 200) std::exit(1);
+    answers["/plain-sent/filter"] = answers["/plain/filter"];
+    answers["/plain-sent/prioritize"] = r->body;
+    answers["/job-sent/filter"] = answers["/job/filter"];
+  }
   httplib::Server echo;
   echo.set_tcp_nodelay(true);
   echo.set_keep_alive_max_count(100000);
@@ -176,17 +196,25 @@ void filter_prioritize_5000() {
     std::string body;
     bool healthz = false;
     httplib::Client* client = nullptr;
-    std::string prefix;  // of the paths
+    std::string prefix;           // of the paths
+    std::string prioritize_body;  // when not the filter's
+    bool prioritize = true;       // false: /filter alone
   };
+  const std::string no_nodes_body = json({{"Pod", pod("solo", 4)}, {"NodeNames", json::array()}}).dump();
   std::vector<Variant> variants = {
-      {"plain pod, 5000 nodes", plain_body, false, &cli, ""},
-      {"job pod, 5000 nodes", job_body, false, &cli, ""},
-      {"plain pod, no nodes (baseline)", json({{"Pod", pod("solo", 4)}, {"NodeNames", json::array()}}).dump(),
-       false, &cli, ""},
-      {"GET /healthz x2 (floor)", "", true, &cli, ""},
-      {"plain pod's bytes, no work (floor)", plain_body, false, &floor_cli, "/plain"},
-      {"job pod's bytes, no work (floor)", job_body, false, &floor_cli, "/job"},
+      {"plain pod, 5000 nodes", plain_body, false, &cli, "", "", true},
+      {"job pod, 5000 nodes", job_body, false, &cli, "", "", true},
+      {"plain pod, no nodes (baseline)", no_nodes_body, false, &cli, "", "", true},
+      {"GET /healthz x2 (floor)", "", true, &cli, "", "", true},
+      {"plain pod's bytes, no work (floor)", plain_body, false, &floor_cli, "/plain", "", true},
+      {"job pod's bytes, no work (floor)", job_body, false, &floor_cli, "/job", "", true},
+      {"plain pod, as kube-scheduler sends", plain_body, false, &cli, "", plain_scored_body, true},
+      {"job pod, as kube-scheduler sends", job_body, false, &cli, "", "", false},
+      {"  their bytes, no work: plain (floor)", plain_body, false, &floor_cli, "/plain-sent",
+       plain_scored_body, true},
+      {"  their bytes, no work: job (floor)", job_body, false, &floor_cli, "/job-sent", "", false},
   };
+
   const int kReps = 300;
   std::vector<std::vector<double>> times(variants.size());
   for (int rep = 0; rep < kReps; ++rep) {
@@ -198,8 +226,13 @@ void filter_prioritize_5000() {
         x.client->Get("/healthz");
       } else {
         auto f = x.client->Post((x.prefix + "/filter").c_str(), x.body, "application/json");
-        auto p = x.client->Post((x.prefix + "/prioritize").c_str(), x.body, "application/json");
-        if (!f || !p || f->status != 200 || p->status != 200) {
+        bool ok = f && f->status == 200;
+        if (x.prioritize) {
+          auto p = x.client->Post((x.prefix + "/prioritize").c_str(),
+                                  x.prioritize_body.empty() ? x.body : x.prioritize_body, "application/json");
+          ok = ok && p && p->status == 200;
+        }
+        if (!ok) {
           std::fprintf(stderr, "request failed\n");
           std::exit(1);
         }
@@ -220,6 +253,12 @@ void filter_prioritize_5000() {
       "job pod %zu + %zu bytes\n",
       plain_body.size(), answers["/plain/filter"].size(), answers["/plain/prioritize"].size(),
       answers["/job/filter"].size(), answers["/job/prioritize"].size());
+  std::printf(
+      "  as kube-scheduler sends them: the plain pod's /prioritize body %zu bytes (the %zu nodes that "
+      "passed), "
+      "answer %zu bytes; the job pod's /filter alone (one node passes)\n",
+      plain_scored_body.size(), json::parse(plain_scored_body)["NodeNames"].size(),
+      answers["/plain-sent/prioritize"].size());
 }
 
 // Where a /filter + /prioritize pair of 5000 nodes spends its time, in process and without HTTP, each phase
@@ -301,8 +340,9 @@ void phases_5000() {
 
 // One /filter + /prioritize pair of phases_5000 in process, 20 times, without timing: what callgrind counts
 // (`valgrind --tool=callgrind --toggle-collect='*serve_pair*' scheduler_bench --only work-plain`, or
-// work-job): serve_pair is the whole pair (both bodies read, the work, both answers written), work_pair the
-// scheduler's work alone (its inclusive count).
+// work-job, or work-plain-sent: /prioritize with the nodes /filter passed, as kube-scheduler sends it):
+// serve_pair is the whole pair (both bodies read, the work, both answers written), work_pair the scheduler's
+// work alone (its inclusive count).
 [[gnu::noinline]] std::size_t work_pair(Scheduler& sched, const ascend::scheduler::ExtenderArgs& f,
                                         const ascend::scheduler::ExtenderArgs& p,
                                         std::chrono::system_clock::time_point now, std::string& f_out,
@@ -314,17 +354,18 @@ void phases_5000() {
   return r.passed.size() + scores.size();
 }
 
-[[gnu::noinline]] std::size_t serve_pair(Scheduler& sched, const std::string& body,
+[[gnu::noinline]] std::size_t serve_pair(Scheduler& sched, const std::string& body, const std::string& p_body,
                                          std::chrono::system_clock::time_point now) {
   auto f = ascend::scheduler::read_extender_args_fast(body, 5000);
-  auto p = ascend::scheduler::read_extender_args_fast(body, 5000);
+  auto p = ascend::scheduler::read_extender_args_fast(p_body, 5000);
   if (!f || !p) std::exit(1);
   std::string f_out, p_out;
   std::size_t n = work_pair(sched, *f, *p, now, f_out, p_out);
   return n + f_out.size() + p_out.size();
 }
 
-void work_5000(bool job) {
+// `sent`: the plain pod's /prioritize gets the nodes its /filter passed, as kube-scheduler sends it.
+void work_5000(bool job, bool sent = false) {
   namespace sc = ascend::scheduler;
   auto c = cluster_of(5000, 30);
   auto names = names_of(c);
@@ -338,9 +379,18 @@ void work_5000(bool job) {
   std::string body = json({{"Pod", job ? pod("train-3", 8, "train", "tp=8,pp=4,dp=2", 8) : pod("solo", 4)},
                            {"NodeNames", names}})
                          .dump();
+  std::string p_body = body;
+  if (sent) {
+    auto r = sched.filter(*sc::read_pod(pod("solo", 4)), names, now);
+    p_body = json({{"Pod", pod("solo", 4)}, {"NodeNames", r.passed}}).dump();
+  }
   std::size_t n = 0;
-  for (int rep = 0; rep < 20; ++rep) n += serve_pair(sched, body, now);
-  std::printf("work, 20 pairs of the %s: %zu\n", job ? "job pod" : "plain pod", n);
+  for (int rep = 0; rep < 20; ++rep) n += serve_pair(sched, body, p_body, now);
+  std::printf("work, 20 pairs of the %s: %zu\n",
+              job    ? "job pod"
+              : sent ? "plain pod, as sent"
+                     : "plain pod",
+              n);
 }
 
 void first_filter_1024() {
@@ -548,18 +598,21 @@ void sustained_one_core() {
 int main(int argc, char** argv) {
   if (argc > 1 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
     std::printf(
-        "usage: scheduler_bench [--only pairs|phases|work-plain|work-job|polled|first|sustained]\n  Measures "
+        "usage: scheduler_bench [--only "
+        "pairs|phases|work-plain|work-job|work-plain-sent|polled|first|sustained]\n"
+        "  Measures "
         "ascend-scheduler serve: filter+prioritize on 5000 nodes, the first filter of a 1024-NPU job on 512 "
         "nodes, and sustained requests per second on one core.\n");
     return 0;
   }
   spdlog::set_level(spdlog::level::warn);
-  // `--only PART` runs one part: pairs (the HTTP pairs at 5000 nodes), phases (in process), work-plain and
-  // work-job (work_5000, for callgrind), polled, first, sustained.
+  // `--only PART` runs one part: pairs (the HTTP pairs at 5000 nodes), phases (in process), work-plain,
+  // work-job and work-plain-sent (work_5000, for callgrind), polled, first, sustained.
   std::string only = argc > 2 && std::string(argv[1]) == "--only" ? argv[2] : "";
   if (only.empty() || only == "pairs") filter_prioritize_5000();
   if (only.empty() || only == "phases") phases_5000();
   if (only == "work-plain" || only == "work-job") work_5000(only == "work-job");
+  if (only == "work-plain-sent") work_5000(false, true);
   if (only.empty() || only == "polled") filter_while_cluster_polled();
   if (only.empty() || only == "first") first_filter_1024();
   if (only.empty() || only == "sustained") sustained_one_core();

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "ascend/scheduler/extender.h"
@@ -533,6 +534,47 @@ TEST(Prioritize, TheReservedNodeScoresTenAndPlainPodsPreferNotToBreakBlocks) {
   EXPECT_EQ(js[0].score, 10);
   EXPECT_EQ(js[1].score, 0);
   EXPECT_EQ(js[2].score, 0);
+}
+
+// The names' indices are kept from one list to the next (the same list again; the last one with names left
+// out, as kube-scheduler's /prioritize follows its /filter): whatever lists follow one another, each is
+// answered as a scheduler seeing it first answers it.
+TEST(Prioritize, ListsThatFollowOneAnotherAreAnsweredAsIfEachCameFirst) {
+  std::vector<testing::NodeLine> lines;
+  for (int i = 0; i < 8; ++i) {
+    std::vector<int> busy(static_cast<std::size_t>(i % 5));  // chips 0..i%5-1 in use
+    std::iota(busy.begin(), busy.end(), 0);
+    lines.push_back({"node-" + std::to_string(i), "atlas800t-a2", "leaf-0", busy, {}});
+  }
+  auto c = testing::make_cluster(lines);
+  Scheduler s(c);
+  const std::vector<std::vector<std::string>> lists = {
+      {"node-0", "node-1", "node-2", "node-3", "node-4", "node-5", "node-6", "node-7"},
+      {"node-1", "node-3", "node-6"},  // the last, some left out
+      {"node-0", "node-1", "node-2", "node-3", "node-4", "node-5", "node-6", "node-7"},
+      {"node-3", "node-1"},           // out of order: looked up
+      {"node-1", "ghost", "node-6"},  // a name the last list lacks
+      {},
+      {"node-7", "node-6", "node-5", "node-4", "node-3", "node-2", "node-1", "node-0"},
+      {"node-6", "node-6"},  // the last list has it once
+      {"node-7", "node-7", "node-0"},
+      {"node-2", "node-5", "node-0", "node-1", "node-3", "node-4", "node-6", "node-7"},
+      {"node-5", "node-0", "node-4"},
+  };
+  for (std::size_t k = 0; k < lists.size(); ++k) {
+    Scheduler fresh(c);
+    auto got = s.prioritize(read(plain_pod("p", 2)), lists[k]);
+    auto want = fresh.prioritize(read(plain_pod("p", 2)), lists[k]);
+    ASSERT_EQ(got.size(), want.size()) << k;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].host, want[i].host) << k;
+      EXPECT_EQ(got[i].score, want[i].score) << k << " " << got[i].host;
+    }
+    auto f = s.filter(read(plain_pod("q", 4)), lists[k], kT0);
+    auto g = fresh.filter(read(plain_pod("q", 4)), lists[k], kT0);
+    EXPECT_EQ(f.passed, g.passed) << k;
+    EXPECT_EQ(filter_result_json({}, f), filter_result_json({}, g)) << k;
+  }
 }
 
 TEST(Inventory, ThePluginsReportDecidesWhatIsFreeAndMustMatchTheClusterFile) {

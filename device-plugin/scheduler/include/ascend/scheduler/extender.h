@@ -158,6 +158,12 @@ class NodeReasons {
   iterator end() const;
   // Sorts now: reading is then free of writes.
   void sort() const;
+  // f(name, reason number) for each node, in name order: the loop of an answer over 5 000 nodes, inline.
+  template <typename F>
+  void for_each(F&& f) const {
+    sort();
+    for (std::uint32_t e : order_) f(entries_[e].name, entries_[e].reason);
+  }
 
  private:
   struct Entry {
@@ -435,8 +441,9 @@ class Scheduler {
   void remember(const PodInfo& pod, Clock::time_point now);
 
   int node_index(const std::string& name) const;  // -1 when not in the cluster
-  // node_index of each name. The last list's answer is kept: kube-scheduler sends one list to filter and to
-  // prioritize, and often the same list pod after pod; comparing it costs a fraction of looking it up.
+  // node_index of each name. The last list's answer is kept: kube-scheduler sends prioritize the names that
+  // passed filter (the last list, some left out, in order: one walk along it), and often the same list pod
+  // after pod; comparing it costs a fraction of looking it up.
   const std::vector<int>& indices_of(const std::vector<std::string>& names) const;
   std::uint64_t free_mask(int node) const;
   std::uint64_t mask_of(int node, const std::vector<int>& phys) const;
@@ -547,6 +554,7 @@ class Scheduler {
   mutable Answers answers_;
   mutable std::vector<std::string> last_names_;  // indices_of
   mutable std::vector<int> last_indices_;
+  mutable std::vector<int> sub_indices_;   // of a list that is the last one with names left out
   std::map<std::string, JobRecord> jobs_;  // by "ns/name"
   std::map<std::string, PodRecord> pods_;  // pods without a job, by "ns/name"
   // Pods that passed filter, by "ns/name", until bound or the TTL. Capped at the cluster's chip count (at
