@@ -704,6 +704,22 @@ void KubeSync::apply_claims(PodInfo& pod) {
     pod.job_error = "the API server serves no resource.k8s.io/v1, so the pod's ResourceClaims cannot be read";
     return;
   }
+  {  // A claim is one set of chips: two pods of a job naming the same one cannot both hold it.
+    std::lock_guard l(impl_->mu);
+    const std::string key = pod.key();
+    for (const auto& other : impl_->by_job[pod.ns + "/" + pod.job->name]) {
+      if (other == key) continue;
+      const auto& theirs = impl_->followed.at(other).info.claims;
+      for (const auto& name : pod.claims) {
+        if (std::find(theirs.begin(), theirs.end(), name) == theirs.end()) continue;
+        pod.job_error = fmt::format(
+            "ResourceClaim {}/{} is used by pod {} of the job too; each pod of a job needs claims of its own "
+            "(a ResourceClaimTemplate)",
+            pod.ns, name, other);
+        return;
+      }
+    }
+  }
   std::vector<std::optional<ClaimInfo>> got;
   for (const auto& name : pod.claims) got.push_back(impl_->claim(pod.ns, name, false));
   std::vector<const ClaimInfo*> claims;

@@ -1144,6 +1144,22 @@ TEST(KubeSyncDra, ClaimsFreeTheirChipsWhenTheyGoAndAServerWithoutDraRefusesClaim
                  web["metadata"]["annotations"].contains(kChipsAnnotation))
         << web.dump();
   }
+  {  // Two pods of a job naming one claim (not a template): the second is refused, saying which pod has it.
+    Cached s(api);
+    ASSERT_TRUE(wait_for([&] { return s.ready(); }));
+    api.create(dra::kClaims, dra::claim("shared", 4));
+    json a = dra::pod("pair", 0), b = dra::pod("pair", 1);
+    a["spec"]["resourceClaims"][0]["resourceClaimName"] = "shared";
+    b["spec"]["resourceClaims"][0]["resourceClaimName"] = "shared";
+    api.create("/api/v1/namespaces/default/pods", a);
+    json pb = api.create("/api/v1/namespaces/default/pods", b);
+    json r;
+    EXPECT_TRUE(wait_for([&] {  // once the pod informer has pair-0
+      r = s.post(*s.extender, "/filter", {{"Pod", pb}, {"NodeNames", json::array({"node-1", "node-2"})}});
+      return r.dump().find("is used by pod default/pair-0 of the job too") != std::string::npos;
+    })) << r.dump();
+    EXPECT_TRUE(r["NodeNames"].empty()) << r.dump();
+  }
   // An API server without resource.k8s.io/v1: the cache is ready all the same, and a job pod with claims
   // is refused on every node with the reason.
   api.set_group_served("resource.k8s.io/v1", false);
