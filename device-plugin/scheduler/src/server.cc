@@ -593,9 +593,15 @@ void Server::Impl::on_bind(const httplib::Request& req, httplib::Response& res) 
     auto s = kube->bind(b->pod_namespace, b->pod_name, b->pod_uid, b->node, held->chips, held->rank_start);
     if (!s.ok()) {
       std::unique_lock lock(mu);
-      sched.unbind(b->pod_namespace, b->pod_name, clock.wall());
+      if (claimed) {
+        // A DRA pod's slot is Allocated at bind (unbind reverts only Bound ones): its chips go back, and
+        // kube-scheduler's retry filters the pod again (its slot is taken again, or placed around the
+        // others).
+        (void)sched.release(b->pod_namespace, b->pod_name, clock.wall(), b->pod_uid);
+      } else {
+        sched.unbind(b->pod_namespace, b->pod_name, clock.wall());
+      }
       persist_or_log(lock);
-      lock.unlock();
       if (!job_key.empty()) sync_job(b->pod_namespace, job_key.substr(job_key.find('/') + 1));
       spdlog::warn("bind {}/{} to {}: {}", b->pod_namespace, b->pod_name, b->node, s.error().message());
       return reply(res, 200, binding_result_json(s.error().message()));

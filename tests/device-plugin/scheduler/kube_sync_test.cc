@@ -1160,6 +1160,30 @@ TEST(KubeSyncDra, ClaimsFreeTheirChipsWhenTheyGoAndAServerWithoutDraRefusesClaim
     })) << r.dump();
     EXPECT_TRUE(r["NodeNames"].empty()) << r.dump();
   }
+  {  // The Binding fails after our bind took the claim's chips (the pod was bound meanwhile: 409): the chips
+     // go back (a DRA slot is Allocated at once, so this is a release, not an unbind).
+    Cached s(api);
+    ASSERT_TRUE(wait_for([&] { return s.ready(); }));
+    api.create(dra::kClaims, dra::claim("solo-0-npus", 4));
+    json p = dra::pod("solo", 0);
+    p["metadata"]["annotations"]["ascend.huawei.com/job-pods"] = "1";
+    p["metadata"]["annotations"]["ascend.huawei.com/parallel"] = "tp=4";
+    p = api.create("/api/v1/namespaces/default/pods", p);
+    json r = s.post(*s.extender, "/filter", {{"Pod", p}, {"NodeNames", json::array({"node-3"})}});
+    ASSERT_EQ(r["NodeNames"].size(), 1u) << r.dump();
+    dra::allocate(api, "solo-0-npus", "node-3", {0, 1, 2, 3});
+    json bound = api.get("/api/v1/namespaces/default/pods/solo-0");
+    bound["spec"]["nodeName"] = "node-2";  // someone else bound it: our Binding gets 409
+    api.update("/api/v1/namespaces/default/pods/solo-0", bound);
+    json b = s.post(*s.extender, "/bind",
+                    {{"PodName", "solo-0"},
+                     {"PodNamespace", "default"},
+                     {"PodUID", p["metadata"]["uid"]},
+                     {"Node", "node-3"}});
+    EXPECT_NE(b.value("Error", ""), "") << b.dump();
+    const json view = s.view();
+    for (const auto& [chip, pod] : held(view)) EXPECT_NE(pod, "solo-0") << chip << " " << view.dump();
+  }
   // An API server without resource.k8s.io/v1: the cache is ready all the same, and a job pod with claims
   // is refused on every node with the reason.
   api.set_group_served("resource.k8s.io/v1", false);
