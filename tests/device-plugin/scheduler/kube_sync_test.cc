@@ -1183,6 +1183,21 @@ TEST(KubeSyncDra, ClaimsFreeTheirChipsWhenTheyGoAndAServerWithoutDraRefusesClaim
     EXPECT_NE(b.value("Error", ""), "") << b.dump();
     const json view = s.view();
     for (const auto& [chip, pod] : held(view)) EXPECT_NE(pod, "solo-0") << chip << " " << view.dump();
+    // The same for a device-plugin pod: the Binding's error is the answer (not a 500), its chips not bound.
+    json plain = api.create("/api/v1/namespaces/default/pods", testing::plain_pod("dp", 2));
+    r = s.post(*s.extender, "/filter", {{"Pod", plain}, {"NodeNames", json::array({"node-1"})}});
+    ASSERT_EQ(r["NodeNames"].size(), 1u) << r.dump();
+    json taken = api.get("/api/v1/namespaces/default/pods/dp");
+    taken["spec"]["nodeName"] = "node-0";
+    api.update("/api/v1/namespaces/default/pods/dp", taken);
+    b = s.post(*s.extender, "/bind",
+               {{"PodName", "dp"},
+                {"PodNamespace", "default"},
+                {"PodUID", plain["metadata"]["uid"]},
+                {"Node", "node-1"}});
+    EXPECT_NE(b.value("Error", "").find("creating the Binding of pod default/dp"), std::string::npos)
+        << b.dump();
+    for (const auto& [chip, pod] : held(s.view())) EXPECT_NE(pod, "default/dp") << chip;
   }
   // An API server without resource.k8s.io/v1: the cache is ready all the same, and a job pod with claims
   // is refused on every node with the reason.
