@@ -124,10 +124,12 @@ void run(scheduler::Scheduler& s, const std::string& verb, const std::string& ar
       }
       std::vector<const scheduler::ClaimInfo*> ptrs;
       for (const auto& r : read) ptrs.push_back(r ? &*r : nullptr);
-      const bool had_resource = !args->pod.resource.empty();
+      const bool from_claims = scheduler::chips_from_claims(args->pod);
+      const std::string resource = args->pod.resource;
       scheduler::apply_claims(args->pod, ptrs);
-      fuzz::check(!args->pod.dra || (!had_resource && args->pod.job && args->pod.chips > 0 &&
-                                     args->pod.resource == scheduler::kResource910),
+      const bool took = args->pod.resource != resource;
+      fuzz::check(!took || (from_claims && args->pod.chips > 0 && args->pod.chips <= 4096 &&
+                            args->pod.resource == scheduler::kResource910),
                   "chips from claims for a pod that is not a job pod without a resource");
     }
     const auto& names = args->node_names;

@@ -243,32 +243,14 @@ bool non_empty_array(const json* j) {
 
 }  // namespace
 
-std::string vnpu_device_name(int phy, std::string_view tmpl, int k) {
-  std::string t(tmpl);
-  std::replace(t.begin(), t.end(), '_', '-');
-  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char ch) { return std::tolower(ch); });
-  return device_name(phy) + "-" + t + "-" + std::to_string(k);
-}
-
-bool is_vnpu_device_name(std::string_view device) {
-  constexpr std::string_view kPrefix = "npu-";
-  if (!device.starts_with(kPrefix)) return false;
-  const auto rest = device.substr(kPrefix.size());
-  const auto dash = rest.find('-');
-  return dash != std::string_view::npos && dash > 0 && dash + 1 < rest.size() &&
-         std::all_of(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(dash),
-                     [](char ch) { return ch >= '0' && ch <= '9'; });
-}
-
 Result<VnpuDeviceRef> vnpu_of_device(const npu::DeviceSnapshot& host, std::string_view device) {
   const auto bad = [&](const std::string& why) {
     return Error::invalid("device \"" + std::string(device.substr(0, 64)) + "\" is not one of driver " +
                           kDriver + "'s vNPUs (npu-<phy id>-<template>-<k>): " + why);
   };
   if (!is_vnpu_device_name(device)) return bad("not of that form");
-  const auto rest = device.substr(4);
-  const auto dash = rest.find('-');
-  auto phy = phy_of_device(device.substr(0, 4 + dash));
+  const auto dash = device.substr(4).find('-');
+  auto phy = deviceinfo::chip_of_device(device);
   if (!phy.ok()) return bad("no chip id");
   const auto last = device.rfind('-');
   const auto index_text = device.substr(last + 1);
@@ -309,27 +291,6 @@ std::vector<Counter> chip_counters(const npu::DeviceSnapshot& host) {
 SliceNode slice_node(const json& node) {
   return {meta_string(node, "name"), meta_string(node, "uid"), label_of(node, kLeafLabel),
           label_of(node, kSpineLabel)};
-}
-
-std::string device_name(int phy) {
-  return "npu-" + std::to_string(phy);
-}
-
-Result<int> phy_of_device(std::string_view device) {
-  constexpr std::string_view kPrefix = "npu-";
-  const auto bad = [&] {
-    return Error::invalid("device \"" + std::string(device.substr(0, 64)) + "\" is not one of driver " +
-                          kDriver + "'s chips (npu-<phy id>)");
-  };
-  if (!device.starts_with(kPrefix) || device.size() == kPrefix.size() || device.size() > kPrefix.size() + 4)
-    return bad();
-  const auto digits = device.substr(kPrefix.size());
-  if (digits[0] < '0' || digits[0] > '9') return bad();     // from_chars would take "-1"
-  if (digits.size() > 1 && digits[0] == '0') return bad();  // "npu-03" is not the name we publish
-  int phy = -1;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), phy);
-  if (ec != std::errc() || end != digits.data() + digits.size()) return bad();
-  return phy;
 }
 
 std::string slice_name(const std::string& node, std::size_t index) {

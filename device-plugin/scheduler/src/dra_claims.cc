@@ -1,7 +1,6 @@
 #include "ascend/scheduler/dra_claims.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include <fmt/format.h>
 
@@ -10,6 +9,9 @@ namespace ascend::scheduler {
 using nlohmann::json;
 
 namespace {
+
+// The chip ids the scheduler keeps (parse_chips: 0..1023).
+constexpr int kMaxChipId = 1023;
 
 const json* at(const json& obj, const char* key) {
   if (!obj.is_object()) return nullptr;
@@ -37,8 +39,8 @@ Result<const json*> array(const json& obj, const char* key, const std::string& w
 // with it.
 Status read_request(const json& r, const std::string& where, ClaimInfo& c) {
   if (!r.is_object()) return Error::invalid(where + ": not an object");
-  if (const json* first = at(r, "firstAvailable")) {
-    if (!first->is_array()) return Error::invalid(where + ".firstAvailable: not an array");
+  if (at(r, "firstAvailable") != nullptr) {
+    ASCEND_ASSIGN(const json* first, array(r, "firstAvailable", where, kFirstAvailableMax), "");
     for (const json& sub : *first) {
       ASCEND_ASSIGN(std::string cls, str(sub, "deviceClassName", where + ".firstAvailable[]"), "");
       if (cls.ends_with(kDraChipClass) && c.unplannable.empty())
@@ -72,22 +74,6 @@ Status read_request(const json& r, const std::string& where, ClaimInfo& c) {
 }
 
 }  // namespace
-
-int chip_of_device(std::string_view device) {
-  if (!device.starts_with("npu-")) return -1;
-  device.remove_prefix(4);
-  int phy = -1;
-  auto [end, ec] = std::from_chars(device.data(), device.data() + device.size(), phy);
-  if (ec != std::errc() || end == device.data() || phy < 0 || phy > 1023) return -1;
-  std::string_view rest(end, static_cast<std::size_t>(device.data() + device.size() - end));
-  if (rest.empty()) return phy;
-  // A vNPU: "-<template>-<k>" with a template of [a-z0-9-].
-  if (rest.size() < 4 || rest[0] != '-' || rest.back() == '-') return -1;
-  for (char ch : rest) {
-    if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-')) return -1;
-  }
-  return phy;
-}
 
 Result<ClaimInfo> read_claim(const json& claim) {
   if (!claim.is_object()) return Error::invalid("ResourceClaim: not an object");
@@ -129,9 +115,12 @@ Result<ClaimInfo> read_claim(const json& claim) {
     ASCEND_ASSIGN(std::string pool, str(r, "pool", w), where);
     ASCEND_ASSIGN(std::string device, str(r, "device", w), where);
     ASCEND_CHECK(check_dns1123_subdomain(pool, w + ".pool"), where);
-    const int phy = chip_of_device(device);
-    if (phy < 0)
-      return Error::invalid(w + ".device: " + device.substr(0, 63) + " is not a chip").context(where);
+    auto chip = deviceinfo::chip_of_device(device);
+    if (!chip.ok()) return chip.error().context(w + ".device").context(where);
+    const int phy = *chip;
+    if (phy > kMaxChipId)
+      return Error::invalid(fmt::format("{}.device: chip {} (ids are 0..{})", w, phy, kMaxChipId))
+          .context(where);
     if (!c.node.empty() && pool != c.node)
       return Error::invalid(fmt::format("{}.pool: our devices on two nodes ({}, {})", w, c.node, pool))
           .context(where);
@@ -199,7 +188,7 @@ json slim_claim(json claim) {
 }
 
 void apply_claims(PodInfo& pod, const std::vector<const ClaimInfo*>& claims) {
-  if (!pod.job || !pod.resource.empty() || pod.claims.empty() || !pod.job_error.empty()) return;
+  if (!chips_from_claims(pod) || !pod.job_error.empty()) return;
   int chips = 0;
   for (std::size_t i = 0; i < claims.size() && i < pod.claims.size(); ++i) {
     const ClaimInfo* c = claims[i];
@@ -215,9 +204,13 @@ void apply_claims(PodInfo& pod, const std::vector<const ClaimInfo*>& claims) {
     chips += c->chips;
   }
   if (chips < 1) return;  // no chip asked: filter_job says what a job pod must ask
+  if (chips > 4096) {
+    pod.job_error =
+        "the pod's ResourceClaims ask for " + std::to_string(chips) + " chips, more than any node has";
+    return;
+  }
   pod.resource = kResource910;
   pod.chips = chips;
-  pod.dra = true;
 }
 
 }  // namespace ascend::scheduler

@@ -694,12 +694,8 @@ bool KubeSync::synced() const {
          (!m.claims || m.claims->synced());
 }
 
-bool KubeSync::watches_claims() const {
-  return impl_->claims != nullptr;
-}
-
 void KubeSync::apply_claims(PodInfo& pod) {
-  if (!pod.job || !pod.resource.empty() || pod.claims.empty() || !pod.job_error.empty()) return;
+  if (!chips_from_claims(pod) || !pod.job_error.empty()) return;
   if (!impl_->claims) {
     pod.job_error = "the API server serves no resource.k8s.io/v1, so the pod's ResourceClaims cannot be read";
     return;
@@ -745,7 +741,7 @@ Result<KubeSync::BindPod> KubeSync::bind_pod(const std::string& ns, const std::s
   }
   BindPod out;
   out.ours = !info->resource.empty() || info->job.has_value();
-  if (!info->job || !info->resource.empty() || info->claims.empty()) return out;
+  if (!chips_from_claims(*info)) return out;
   std::vector<int> chips;
   bool asks = false;
   for (const auto& name : info->claims) {

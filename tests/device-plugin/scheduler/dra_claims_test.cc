@@ -42,15 +42,23 @@ json allocated(json c, const std::string& node, const std::vector<std::string>& 
 }
 
 TEST(DraClaims, ChipOfADeviceNameIsTheNumberAfterNpu) {
-  EXPECT_EQ(chip_of_device("npu-0"), 0);
-  EXPECT_EQ(chip_of_device("npu-15"), 15);
-  EXPECT_EQ(chip_of_device("npu-3-vir05-1c-16g-3"), 3);  // a vNPU takes part of chip 3
-  EXPECT_EQ(chip_of_device("gpu-0"), -1);
-  EXPECT_EQ(chip_of_device("npu-"), -1);
-  EXPECT_EQ(chip_of_device("npu-x"), -1);
-  EXPECT_EQ(chip_of_device("npu-2048"), -1);
-  EXPECT_EQ(chip_of_device("npu-1-"), -1);
-  EXPECT_EQ(chip_of_device("npu-1-VIR"), -1);
+  auto chip = [](std::string_view d) {
+    auto r = deviceinfo::chip_of_device(d);
+    return r.ok() ? *r : -1;
+  };
+  EXPECT_EQ(chip("npu-0"), 0);
+  EXPECT_EQ(chip("npu-15"), 15);
+  EXPECT_EQ(chip("npu-3-vir05-1c-16g-3"), 3);  // a vNPU takes part of chip 3
+  EXPECT_EQ(chip("gpu-0"), -1);
+  EXPECT_EQ(chip("npu-"), -1);
+  EXPECT_EQ(chip("npu-x"), -1);
+  EXPECT_EQ(chip("npu-1-"), -1);
+  EXPECT_EQ(chip("npu-1-VIR"), -1);  // not a DNS label
+  // A chip id beyond what the scheduler keeps (0..1023) is refused where a claim is read.
+  json big = allocated(claim("c", json::array()), "n", {"npu-2048"});
+  auto r = read_claim(big);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("chip 2048"), std::string::npos) << r.error().message();
 }
 
 TEST(DraClaims, ExactCountRequestsOfTheChipClassAreCounted) {
@@ -80,6 +88,13 @@ TEST(DraClaims, WhatAJobCannotBePlannedWithIsSaid) {
                                                                 {"count", 8}}})}}})));
   ASSERT_TRUE(first.ok());
   EXPECT_NE(first->unplannable.find("firstAvailable"), std::string::npos) << first->unplannable;
+  // Kubernetes allows 8 alternatives a request.
+  json nine = json::array();
+  for (int i = 0; i < 9; ++i) nine.push_back({{"name", "a" + std::to_string(i)}, {"deviceClassName", "x"}});
+  auto too_many = read_claim(claim("f9", json::array({{{"name", "npus"}, {"firstAvailable", nine}}})));
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_NE(too_many.error().message().find("firstAvailable: more than 8"), std::string::npos)
+      << too_many.error().message();
 }
 
 TEST(DraClaims, TheAllocationGivesTheNodeAndItsChips) {
@@ -180,7 +195,7 @@ TEST(DraClaims, AJobPodWithoutAResourceAsksWhatItsClaimsAsk) {
   c.chips = 8;
   PodInfo p = job_pod();
   apply_claims(p, {&c});
-  EXPECT_TRUE(p.dra);
+  EXPECT_FALSE(chips_from_claims(p)) << "taken: it now asks for its resource";
   EXPECT_EQ(p.resource, kResource910);
   EXPECT_EQ(p.chips, 8);
   EXPECT_TRUE(p.job_error.empty()) << p.job_error;
@@ -193,12 +208,21 @@ TEST(DraClaims, AJobPodWithoutAResourceAsksWhatItsClaimsAsk) {
   p.claims.push_back("extra");
   apply_claims(p, {&c, &d});
   EXPECT_EQ(p.chips, 10);
+
+  // More chips than read_pod lets a resource ask (4096): refused, saying how many.
+  ClaimInfo huge = c;
+  huge.chips = 4090;
+  p = job_pod();
+  p.claims.push_back("extra");
+  apply_claims(p, {&c, &huge});
+  EXPECT_TRUE(p.resource.empty());
+  EXPECT_NE(p.job_error.find("ask for 4098 chips"), std::string::npos) << p.job_error;
 }
 
 TEST(DraClaims, AnUnknownOrUnplannableClaimRefusesTheJobPodWithTheReason) {
   PodInfo p = job_pod();
   apply_claims(p, {nullptr});
-  EXPECT_FALSE(p.dra);
+  EXPECT_TRUE(p.resource.empty());
   EXPECT_NE(p.job_error.find("train/llm-0-npus-abcde is not in the scheduler's cache"), std::string::npos)
       << p.job_error;
   ClaimInfo c;
@@ -217,20 +241,21 @@ TEST(DraClaims, PodsThatAreNotDraJobPodsAreLeftAsTheyAre) {
   c.chips = 8;
   PodInfo plain = job_pod();
   plain.job.reset();  // a pod without a job: kube-scheduler's alone
+  EXPECT_FALSE(chips_from_claims(plain));
   apply_claims(plain, {&c});
-  EXPECT_FALSE(plain.dra);
+  EXPECT_EQ(plain.chips, 0);
   EXPECT_TRUE(plain.resource.empty());
   PodInfo device_plugin = job_pod();
   device_plugin.resource = kResource910;  // asks the device plugin: its resource wins
   device_plugin.chips = 4;
   apply_claims(device_plugin, {&c});
-  EXPECT_FALSE(device_plugin.dra);
+  EXPECT_EQ(device_plugin.resource, kResource910);
   EXPECT_EQ(device_plugin.chips, 4);
   ClaimInfo none = c;  // claims that ask nothing of our chips
   none.chips = 0;
   PodInfo other = job_pod();
   apply_claims(other, {&none});
-  EXPECT_FALSE(other.dra);
+  EXPECT_EQ(other.chips, 0);
   EXPECT_TRUE(other.resource.empty());
   EXPECT_TRUE(other.job_error.empty());
 }

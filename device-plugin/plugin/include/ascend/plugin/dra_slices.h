@@ -32,11 +32,12 @@
 #include <nlohmann/json.hpp>
 
 #include "ascend/common/error.h"
+#include "ascend/deviceinfo/dra_names.h"
 #include "ascend/npu/seam.h"
 
 namespace ascend::plugin::dra {
 
-inline constexpr const char* kDriver = "npu.ascend.huawei.com";
+inline constexpr const char* kDriver = deviceinfo::kDraDriver;
 inline constexpr const char* kApiVersion = "resource.k8s.io/v1";
 inline constexpr const char* kSlicesPath = "/apis/resource.k8s.io/v1/resourceslices";
 // resource.k8s.io/v1 ResourceSliceMaxDevices: a pool with more devices is split over several slices.
@@ -72,12 +73,13 @@ struct SliceNode {
 // The leaf and spine of a v1 Node (its labels); name and uid from its metadata.
 SliceNode slice_node(const nlohmann::json& node);
 
-std::string device_name(int phy);                                    // "npu-3"
-Result<int> phy_of_device(std::string_view device);                  // "npu-3" -> 3; anything else: EINVAL
+// The device names, shared with the scheduler that reads them back (ascend/deviceinfo/dra_names.h).
+using deviceinfo::device_name;
+using deviceinfo::is_vnpu_device_name;
+using deviceinfo::phy_of_device;
+using deviceinfo::vnpu_device_name;
 std::string slice_name(const std::string& node, std::size_t index);  // "<node>-npu.ascend.huawei.com-<i>"
 
-// "npu-3-vir05-1c-16g-0": instance `k` of template `tmpl` on chip `phy` (a DNS label: '_' becomes '-').
-std::string vnpu_device_name(int phy, std::string_view tmpl, int k);
 // A vNPU device name of `host` taken apart; EINVAL for anything else (a chip's name included).
 struct VnpuDeviceRef {
   int phy = 0;
@@ -86,7 +88,6 @@ struct VnpuDeviceRef {
   bool operator==(const VnpuDeviceRef&) const = default;
 };
 Result<VnpuDeviceRef> vnpu_of_device(const npu::DeviceSnapshot& host, std::string_view device);
-bool is_vnpu_device_name(std::string_view device);  // "npu-<digits>-<more>": a vNPU's, not a chip's
 
 // How many vNPUs of template `t` one chip holds at most: the vNPU capacity rule (vnpu_shortfall) applied
 // to `t` alone; 0 when one does not fit.

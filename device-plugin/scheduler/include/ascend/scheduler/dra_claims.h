@@ -15,17 +15,21 @@
 #include <nlohmann/json.hpp>
 
 #include "ascend/common/error.h"
+#include "ascend/deviceinfo/dra_names.h"
 #include "ascend/scheduler/pod.h"
 
 namespace ascend::scheduler {
 
-// The DRA driver's name and the DeviceClass of its whole chips (deploy/kubernetes/dra-deviceclass.yaml).
-inline constexpr const char* kDraDriver = "npu.ascend.huawei.com";
+// The DRA driver's name (its device names: ascend/deviceinfo/dra_names.h) and the DeviceClass of its whole
+// chips (deploy/kubernetes/dra-deviceclass.yaml).
+using deviceinfo::kDraDriver;
 inline constexpr const char* kDraChipClass = "npu.ascend.huawei.com";
 // Kubernetes' limits: a claim has at most 32 requests (DeviceRequestsMaxSize) and an allocation at most 32
 // results (AllocationResultsMaxSize); a device name is a DNS label.
 inline constexpr std::size_t kClaimRequestsMax = 32;
 inline constexpr std::size_t kAllocationResultsMax = 32;
+// ... and a request at most 8 alternatives (FirstAvailableDeviceRequestMaxSize).
+inline constexpr std::size_t kFirstAvailableMax = 8;
 
 struct ClaimInfo {
   std::string ns, name, uid;
@@ -50,16 +54,17 @@ Result<ClaimInfo> read_claim(const nlohmann::json& claim);
 // What the claim informer keeps of a ResourceClaim: the fields read_claim reads.
 nlohmann::json slim_claim(nlohmann::json claim);
 
-// The chip a device of kDraDriver is on: `npu-<phy>` or `npu-<phy>-<template>-<k>` (dra_slices.h);
-// -1 for any other name.
-int chip_of_device(std::string_view device);
+// Whether a pod takes its whole chips from its claims: a pod of a job that uses claims and asks for no
+// whole-chip resource (a pod without a job that uses claims is kube-scheduler's alone).
+inline bool chips_from_claims(const PodInfo& pod) {
+  return pod.job.has_value() && pod.resource.empty() && !pod.claims.empty();
+}
 
-// A pod of a job that asks for no whole-chip resource and uses claims takes its chips from them: `resource`
-// becomes kResource910 (a training job's chips), `chips` the sum of its claims' chips, `dra` true. `claims`
+// Such a pod (chips_from_claims) takes its chips from them: `resource` becomes kResource910 (a training
+// job's chips), `chips` the sum of its claims' chips (at most 4096, as read_pod allows a resource). `claims`
 // are the pod's claims in its order, a null for one that is not known (not in the cache yet). A claim that
-// is unknown or not plannable, or claims that ask for no chip, put the reason into job_error (the pod is
-// refused on every node, with it). Other pods are left as they are (a pod without a job that uses claims is
-// kube-scheduler's alone).
+// is unknown or not plannable, or too many chips, put the reason into job_error (the pod is refused on every
+// node, with it); claims that ask for no chip leave the pod as it is. Other pods are left as they are.
 void apply_claims(PodInfo& pod, const std::vector<const ClaimInfo*>& claims);
 
 }  // namespace ascend::scheduler

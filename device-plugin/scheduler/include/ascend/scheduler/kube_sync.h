@@ -77,8 +77,6 @@ class KubeSync {
   };
   Result<BindPod> bind_pod(const std::string& ns, const std::string& pod, const std::string& uid,
                            const std::string& node);
-  // Whether the ResourceClaim informer runs (the API server serves resource.k8s.io/v1).
-  bool watches_claims() const;
   // Queues an Event about a pod (dropped when the queue is full).
   void pod_event(const std::string& ns, const std::string& pod, const std::string& uid,
                  const std::string& type, const std::string& reason, const std::string& note);

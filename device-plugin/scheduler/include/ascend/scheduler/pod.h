@@ -70,9 +70,6 @@ struct PodInfo {
   // and for an entry made from a template the claim status.resourceClaimStatuses names (an entry whose claim
   // is not made yet, or needs none, is left out). At most kClaimsMax.
   std::vector<std::string> claims;
-  // The pod's whole chips come from its claims (dra_claims.h set `resource` and `chips` from them): they are
-  // bound with the chips kube-scheduler's DRA allocator gave the claims.
-  bool dra = false;
 
   std::string key() const { return ns + "/" + name; }
 };
