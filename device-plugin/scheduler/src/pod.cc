@@ -390,6 +390,9 @@ Result<std::vector<std::string>> claims_of(const json& spec, const json* status)
   if (status != nullptr && status->is_object()) made = find_field(*status, "resourceClaimStatuses");
   if (made != nullptr && !made->is_null() && !made->is_array())
     return Error::invalid("status.resourceClaimStatuses: not an array");
+  if (made != nullptr && made->is_array() && made->size() > kClaimsMax)
+    return Error::invalid("status.resourceClaimStatuses: more than " + std::to_string(kClaimsMax) +
+                          " entries");
   for (std::size_t i = 0; i < rc->size(); ++i) {
     const json& e = (*rc)[i];
     const std::string where = "spec.resourceClaims[" + std::to_string(i) + "]";
@@ -397,7 +400,7 @@ Result<std::vector<std::string>> claims_of(const json& spec, const json* status)
     ASCEND_ASSIGN(std::string entry, string_field(e, "name", where + ".name"), "");
     ASCEND_ASSIGN(std::string claim, string_field(e, "resourceClaimName", where + ".resourceClaimName"), "");
     if (claim.empty() && made != nullptr && made->is_array()) {
-      for (std::size_t k = 0; k < made->size() && k <= kClaimsMax; ++k) {
+      for (std::size_t k = 0; k < made->size(); ++k) {
         const json& m = (*made)[k];
         const std::string at = "status.resourceClaimStatuses[" + std::to_string(k) + "]";
         if (!m.is_object()) return Error::invalid(at + ": not an object");

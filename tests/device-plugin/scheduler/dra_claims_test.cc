@@ -176,6 +176,51 @@ TEST(DraClaims, TheSlimClaimReadsAsTheFullOne) {
   EXPECT_EQ(b->phys, (std::vector<int>{2, 3}));
 }
 
+// read_pod's part (pod.h PodInfo::claims): the claim of each spec.resourceClaims entry, by name or from the
+// status for a template; malformed or oversized lists are refused naming the field.
+TEST(DraClaims, APodsClaimsAreReadFromItsSpecAndStatusWithinLimits) {
+  json pod = {{"metadata", {{"name", "p"}, {"namespace", "train"}}},
+              {"spec",
+               {{"resourceClaims", json::array({{{"name", "a"}, {"resourceClaimName", "shared"}},
+                                                {{"name", "b"}, {"resourceClaimTemplateName", "t"}},
+                                                {{"name", "c"}, {"resourceClaimTemplateName", "t"}}})}}},
+              {"status",
+               {{"resourceClaimStatuses",
+                 json::array({{{"name", "b"}, {"resourceClaimName", "p-b-1"}}, {{"name", "c"}}})}}}};
+  auto p = read_pod(pod);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(p->claims, (std::vector<std::string>{"shared", "p-b-1"})) << "c needs no claim (none named)";
+  auto refused = [&](json bad, const std::string& says) {
+    auto r = read_pod(bad);
+    ASSERT_FALSE(r.ok()) << says;
+    EXPECT_NE(r.error().message().find(says), std::string::npos) << r.error().message();
+  };
+  json x = pod;
+  x["spec"]["resourceClaims"] = "a";
+  refused(x, "spec.resourceClaims: not an array");
+  x = pod;
+  x["spec"]["resourceClaims"][1] = 7;
+  refused(x, "spec.resourceClaims[1]: not an object");
+  x = pod;
+  x["spec"]["resourceClaims"][0]["resourceClaimName"] = "Not_A_Name";
+  refused(x, "spec.resourceClaims[0] claim");
+  x = pod;
+  x["status"]["resourceClaimStatuses"] = json::object();
+  refused(x, "status.resourceClaimStatuses: not an array");
+  x = pod;
+  x["status"]["resourceClaimStatuses"][0] = "b";
+  refused(x, "status.resourceClaimStatuses[0]: not an object");
+  x = pod;
+  json many = json::array();
+  for (int i = 0; i < 129; ++i)
+    many.push_back({{"name", "e" + std::to_string(i)}, {"resourceClaimName", "c"}});
+  x["spec"]["resourceClaims"] = many;
+  refused(x, "spec.resourceClaims: more than 128 entries");
+  x = pod;
+  x["status"]["resourceClaimStatuses"] = many;
+  refused(x, "status.resourceClaimStatuses: more than 128 entries");
+}
+
 PodInfo job_pod() {
   PodInfo p;
   p.ns = "train";
