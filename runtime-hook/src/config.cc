@@ -5,7 +5,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <functional>
 #include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -96,45 +95,71 @@ namespace {
 constexpr const char* kTextOrNothing = "TEXT or nothing";
 constexpr const char* kBoolean = "true|false";
 
-// A check on a key's value; its message is what follows "config FILE: ".
-CLI::Validator value_check(std::function<std::string(const std::string&)> refusal) {
-  return CLI::Validator([refusal = std::move(refusal)](std::string& v) { return refusal(v); }, "");
+// A key's value: a string, a string or nothing (null: empty), or a YAML boolean.
+enum class Kind { kText, kTextOrNothing, kBoolean };
+
+// A check on a key's value: empty when it is right, else what follows "config FILE: ".
+using Check = std::string (*)(std::string_view key, const std::string& value);
+
+std::string absolute_path(std::string_view key, const std::string& v) {
+  return !v.empty() && v[0] == '/' ? std::string()
+                                   : fmt::format("'{}' must be an absolute path, not '{}'", key, v);
 }
 
-CLI::Validator absolute_path(const std::string& key) {
-  return value_check([key](const std::string& v) {
-    return !v.empty() && v[0] == '/' ? std::string()
-                                     : fmt::format("'{}' must be an absolute path, not '{}'", key, v);
-  });
-}
+// The config file's keys, in the order an unknown key's message lists them: each one's field, the kind of its
+// value and its check. The one list of keys: CLI11's options are made from it (add_keys) and the flat reader
+// reads through it (read_config_flat).
+struct Key {
+  const char* name;
+  Kind kind;
+  std::string Config::*text;  // a string's field; nullptr for a boolean
+  bool Config::*flag;         // a boolean's field; nullptr for a string
+  Check check;                // nullptr: any value
+};
 
-// The config file's keys: one option each, bound to its field and carrying its value's check, in the order
-// an unknown key's message lists them.
+constexpr Key kKeys[] = {
+    {"host-root", Kind::kText, &Config::host_root, nullptr, absolute_path},
+    {"runtime-path", Kind::kText, &Config::runtime_path, nullptr,
+     [](std::string_view /*key*/, const std::string& v) {
+       return v.empty() ? std::string("'runtime-path' is empty") : std::string();
+     }},
+    {"hook-path", Kind::kText, &Config::hook_path, nullptr, absolute_path},
+    {"mount-list-dir", Kind::kText, &Config::mount_list_dir, nullptr, absolute_path},
+    {"log-file", Kind::kTextOrNothing, &Config::log_file, nullptr,
+     [](std::string_view /*key*/, const std::string& v) {
+       return !v.empty() && v[0] != '/' ? std::string("'log-file' must be an absolute path or empty")
+                                        : std::string();
+     }},
+    {"log-level", Kind::kText, &Config::log_level, nullptr, nullptr},
+    {"injection", Kind::kText, &Config::injection, nullptr,
+     [](std::string_view /*key*/, const std::string& v) {
+       return v == "spec" || v == "hook" ? std::string()
+                                         : fmt::format("'injection' must be spec or hook, not '{}'", v);
+     }},
+    {"accept-env-when-unprivileged", Kind::kBoolean, nullptr, &Config::accept_env_when_unprivileged, nullptr},
+    {"backend", Kind::kText, &Config::backend, nullptr,
+     [](std::string_view /*key*/, const std::string& v) {
+       auto b = npu::parse_backend(v);
+       return b ? std::string() : b.error().context("'backend'").message();
+     }},
+    {"dcmi-library", Kind::kText, &Config::dcmi_library, nullptr, absolute_path},
+    {"dcmi-helper", Kind::kText, &Config::dcmi_helper, nullptr, absolute_path},
+};
+
+// The config file's keys: one option each, bound to its field and carrying its value's check.
 void add_keys(CLI::App& app, Config& c) {
   app.set_help_flag();  // "help" is not a key
-  app.add_option("--host-root", c.host_root)->check(absolute_path("host-root"));
-  app.add_option("--runtime-path", c.runtime_path)->check(value_check([](const std::string& v) {
-    return v.empty() ? "'runtime-path' is empty" : "";
-  }));
-  app.add_option("--hook-path", c.hook_path)->check(absolute_path("hook-path"));
-  app.add_option("--mount-list-dir", c.mount_list_dir)->check(absolute_path("mount-list-dir"));
-  app.add_option("--log-file", c.log_file)
-      ->type_name(kTextOrNothing)
-      ->check(value_check([](const std::string& v) {
-        return !v.empty() && v[0] != '/' ? "'log-file' must be an absolute path or empty" : "";
-      }));
-  app.add_option("--log-level", c.log_level);
-  app.add_option("--injection", c.injection)->check(value_check([](const std::string& v) {
-    return v == "spec" || v == "hook" ? std::string()
-                                      : fmt::format("'injection' must be spec or hook, not '{}'", v);
-  }));
-  app.add_option("--accept-env-when-unprivileged", c.accept_env_when_unprivileged)->type_name(kBoolean);
-  app.add_option("--backend", c.backend)->check(value_check([](const std::string& v) {
-    auto b = npu::parse_backend(v);
-    return b ? std::string() : b.error().context("'backend'").message();
-  }));
-  app.add_option("--dcmi-library", c.dcmi_library)->check(absolute_path("dcmi-library"));
-  app.add_option("--dcmi-helper", c.dcmi_helper)->check(absolute_path("dcmi-helper"));
+  for (const Key& key : kKeys) {
+    CLI::Option* opt = key.kind == Kind::kBoolean
+                           ? app.add_option(std::string("--") + key.name, c.*key.flag)->type_name(kBoolean)
+                           : app.add_option(std::string("--") + key.name, c.*key.text);
+    if (key.kind == Kind::kTextOrNothing) opt->type_name(kTextOrNothing);
+    if (key.check != nullptr) {
+      opt->check(CLI::Validator(
+          [check = key.check, name = std::string_view(key.name)](std::string& v) { return check(name, v); },
+          ""));
+    }
+  }
 }
 
 // CLI11's config reader for the file: the flat form (parse_flat_yaml) or, failing that, YAML; a mapping of
@@ -214,13 +239,43 @@ class ConfigFile final : public CLI::Config {
   mutable std::string refused_;
 };
 
-// Applies the config file's text over `c`.
-Status apply_config(Config& c, const std::string& text, const std::string& given, const std::string& file) {
+}  // namespace
+
+bool read_config_flat(std::string_view text, Config& c) {
+  auto doc = parse_flat_yaml(text);
+  if (!doc) return false;
+  if (doc->is_null()) return true;  // comments only: every default
+  Config read = c;
+  for (const auto& [name, value] : doc->items()) {
+    const std::string& wanted = name;  // a structured binding cannot be captured before clang 16
+    const Key* key =
+        std::find_if(std::begin(kKeys), std::end(kKeys), [&](const Key& k) { return wanted == k.name; });
+    if (key == std::end(kKeys)) return false;
+    if (key->kind == Kind::kBoolean) {
+      if (!value.is_boolean()) return false;
+      read.*key->flag = value.get<bool>();
+      continue;
+    }
+    std::string v;
+    if (value.is_string()) {
+      v = value.get<std::string>();
+    } else if (key->kind != Kind::kTextOrNothing || !value.is_null()) {
+      return false;
+    }
+    if (key->check != nullptr && !key->check(key->name, v).empty()) return false;
+    read.*key->text = std::move(v);
+  }
+  c = std::move(read);
+  return true;
+}
+
+Status read_config_cli11(std::string_view text, Config& c, const std::string& given,
+                         const std::string& file) {
   CLI::App app;
   add_keys(app, c);
   auto reader = std::make_shared<ConfigFile>(app, given, file);
   app.config_formatter(reader);
-  std::istringstream in(text);
+  std::istringstream in{std::string(text)};
   try {
     app.parse_from_stream(in);
   } catch (const CLI::ValidationError& e) {
@@ -235,8 +290,6 @@ Status apply_config(Config& c, const std::string& text, const std::string& given
   if (!reader->refused().empty()) return Error::invalid(reader->refused());
   return {};
 }
-
-}  // namespace
 
 Result<Config> load_config(const std::string& path, const ConfigDefaults& defaults) {
   Config c;
@@ -260,7 +313,10 @@ Result<Config> load_config(const std::string& path, const ConfigDefaults& defaul
     char cwd[4096];
     if (::getcwd(cwd, sizeof cwd) != nullptr) file = fmt::format("{}/{}", cwd, file);
   }
-  if (auto applied = apply_config(c, text, given, file); !applied) return applied.error();
+  // The installer's flat form without CLI11; anything else, every fault included, through CLI11's reader.
+  if (!read_config_flat(text, c)) {
+    if (auto applied = read_config_cli11(text, c, given, file); !applied) return applied.error();
+  }
   c.config_file = file;
   return c;
 }

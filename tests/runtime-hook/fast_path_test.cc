@@ -1,4 +1,5 @@
-// The shim's fast paths (issue 25): the flat config reader (config.h, parse_flat_yaml) and the one-pass look
+// The shim's fast paths (issue 25): the flat config reader (config.h, parse_flat_yaml, and read_config_flat,
+// which applies it without CLI11) and the one-pass look
 // at a spec that asks for nothing (spec_scan.h). Each must agree with the full path it stands in for
 // (yaml-cpp through parse_yaml; parse_spec, trusted_request_env and requests_devices) on every input it
 // accepts, and must accept the ordinary inputs, or it saves nothing. Edge cases by hand, then random
@@ -7,6 +8,7 @@
 
 #include <fstream>
 #include <functional>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -155,6 +157,205 @@ TEST(FlatConfig, RandomConfigsAgreeWithYamlCpp) {
   // Both ways often enough that the comparison means something.
   EXPECT_GT(taken, 200);
   EXPECT_GT(declined, 200);
+}
+
+// ---- the flat config applied without CLI11 ----
+
+// Every field of a Config, written out (config.h's struct), so that two reads compare as a whole.
+std::string fields(const Config& c) {
+  return ::testing::PrintToString(std::vector<std::string>{
+      c.config_file, c.host_root, c.runtime_path, c.hook_path, c.mount_list_dir, c.log_file, c.log_level,
+      c.injection, c.accept_env_when_unprivileged ? "accept" : "refuse", c.backend, c.dcmi_library,
+      c.dcmi_helper});
+}
+
+// What load_config starts from, every field set, so that a key read or a field left alone shows.
+Config base_config() {
+  Config c;
+  c.host_root = "/base/root";
+  c.hook_path = "/base/bin/ascend-docker-hook";
+  c.mount_list_dir = "/base/lists";
+  c.log_file = "/base/log/runtime-run.log";
+  c.dcmi_helper = "/base/bin/ascend-dcmi-query";
+  c.dcmi_library = "/base/lib/libdcmi.so";
+  return c;
+}
+
+struct TwoReads {
+  bool flat = false;       // read_config_flat took the text
+  std::string flat_read;   // what it read (the base when it declined)
+  bool cli11_ok = false;   // read_config_cli11 accepted it
+  std::string cli11_read;  // what it read
+  std::string cli11_error;
+};
+
+TwoReads read_both(const std::string& text) {
+  TwoReads r;
+  Config flat = base_config();
+  r.flat = read_config_flat(text, flat);
+  r.flat_read = fields(flat);
+  Config full = base_config();
+  auto applied = read_config_cli11(text, full, "c.yaml", "/etc/c.yaml");
+  r.cli11_ok = applied.ok();
+  r.cli11_read = fields(full);
+  if (!applied) r.cli11_error = applied.error().message();
+  return r;
+}
+
+// The flat reader reads what CLI11's reader reads, or declines (and leaves the config alone), and it declines
+// every text CLI11's reader refuses, so every refusal is CLI11's.
+void expect_same_reading(const std::string& text) {
+  SCOPED_TRACE(::testing::PrintToString(text));
+  TwoReads r = read_both(text);
+  if (r.flat) {
+    ASSERT_TRUE(r.cli11_ok) << "the flat reader took a config CLI11's reader refuses: " << r.cli11_error;
+    EXPECT_EQ(r.flat_read, r.cli11_read);
+  } else {
+    EXPECT_EQ(r.flat_read, fields(base_config())) << "a declined text changed the config";
+  }
+}
+
+TEST(FlatConfigRead, TheInstallersConfigsAreReadWithoutCli11AsCli11ReadsThem) {
+  const std::string root = std::string(ASCEND_FIXTURES) + "/../../deploy";
+  const std::string texts[] = {
+      read(root + "/docker/config.yaml"),
+      read(root + "/kubernetes/node-config.yaml"),
+      // install.sh's edit of the shipped file: its mount-list-dir line uncommented.
+      read(root + "/docker/config.yaml") + "mount-list-dir: /etc/ascend-docker-runtime.d\n",
+      // The shapes the tests and hook_bench write (support.cc, write_hook_config), every key once.
+      "host-root: /tmp/h\nmount-list-dir: /tmp/h/lists\nhook-path: /b/ascend-docker-hook\n"
+      "log-file: /tmp/log/ascend.log\nlog-level: debug\ninjection: hook\nbackend: emulator\n"
+      "runtime-path: /bin/true\naccept-env-when-unprivileged: false\ndcmi-library: /d/libdcmi.so\n"
+      "dcmi-helper: /d/ascend-dcmi-query\n",
+      "runtime-path: /bin/true\nlog-level: info\nlog-file:\n",
+      "# comments only\n",
+      "",
+  };
+  for (const auto& text : texts) {
+    SCOPED_TRACE(text.substr(0, 80));
+    TwoReads r = read_both(text);
+    EXPECT_TRUE(r.flat) << "the installer's config went to CLI11";
+    ASSERT_TRUE(r.cli11_ok) << r.cli11_error;
+    EXPECT_EQ(r.flat_read, r.cli11_read);
+  }
+  // The values themselves, written down from the file above (not from either reader).
+  Config c = base_config();
+  ASSERT_TRUE(read_config_flat(texts[3], c));
+  EXPECT_EQ(fields(c),
+            ::testing::PrintToString(std::vector<std::string>{
+                "", "/tmp/h", "/bin/true", "/b/ascend-docker-hook", "/tmp/h/lists", "/tmp/log/ascend.log",
+                "debug", "hook", "refuse", "emulator", "/d/libdcmi.so", "/d/ascend-dcmi-query"}));
+  Config k = base_config();
+  ASSERT_TRUE(read_config_flat(texts[1], k));
+  EXPECT_FALSE(k.accept_env_when_unprivileged);
+  EXPECT_EQ(k.host_root, "/");
+  EXPECT_EQ(k.runtime_path, "runc");
+  EXPECT_EQ(k.log_file, "/base/log/runtime-run.log");  // not in the file: left alone
+}
+
+TEST(FlatConfigRead, EveryRefusalIsCli11s) {
+  // shim_test's word-for-word refusals and a few more: the flat reader declines each, CLI11 refuses it.
+  const char* refused[] = {
+      "host_root: /h\n",
+      "help: true\n",
+      "host-root: relative\n",
+      "hook-path: ''\n",
+      "mount-list-dir: lists\n",
+      "dcmi-library: libdcmi.so\n",
+      "dcmi-helper: ./helper\n",
+      "hook-path: [a]\n",
+      "host-root:\n",
+      "log-level: 3\n",
+      "injection: true\n",
+      "- a\n- b\n",
+      "just text\n",
+      "runtime-path: ''\n",
+      "runtime-path:\n",
+      "log-file: run.log\n",
+      "injection: prestart\n",
+      "backend: cuda\n",
+      "accept-env-when-unprivileged: no-thanks\n",
+      "accept-env-when-unprivileged: 'false'\n",
+      "accept-env-when-unprivileged:\n",
+      "accept-env-when-unprivileged: 1\n",
+      "log-level: info\nhost-root: [\n",
+      "zz: 1\nhost-root: rel\n",
+      "host-root: rel\naa: 1\n",
+      "log-level: info\nbackend: dcmi\nhost-root: /h\nHost-root: /h\n",
+  };
+  for (const char* text : refused) {
+    SCOPED_TRACE(text);
+    TwoReads r = read_both(text);
+    EXPECT_FALSE(r.cli11_ok) << "the case itself is wrong";
+    EXPECT_FALSE(r.flat);
+    EXPECT_EQ(r.flat_read, fields(base_config()));
+  }
+  // A key given twice is yaml-cpp's to read (parse_flat_yaml declines it): so is the config.
+  TwoReads twice = read_both("log-level: info\nlog-level: debug\n");
+  EXPECT_FALSE(twice.flat);
+  EXPECT_EQ(twice.flat_read, fields(base_config()));
+}
+
+TEST(FlatConfigRead, RandomConfigsReadAlikeOrGoToCli11) {
+  // Every key (docs/runtime.md's list), unknown and misspelt ones; values right and wrong for each.
+  const std::vector<std::string> keys = {
+      "host-root", "runtime-path", "hook-path",   "mount-list-dir",
+      "log-file",  "log-level",    "injection",   "accept-env-when-unprivileged",
+      "backend",   "dcmi-library", "dcmi-helper", "host_root",
+      "help",      "Backend",      "log-levels",  "x"};
+  const std::vector<std::string> values = {
+      "",      "/",     "/a/b",  "/a b/c", "rel",      "./x",  "runc",     "/bin/true", "info",
+      "debug", "spec",  "hook",  "auto",   "emulator", "dcmi", "cuda",     "true",      "false",
+      "True",  "FALSE", "yes",   "1",      "1.5",      "~",    "null",     "'/q'",      "\"spec\"",
+      "[/a]",  "{}",    "/a #c", "/a#b",   "/a,b",     "-x",   "/a/b.c-d", "/~x+y",     "é"};
+  const std::vector<std::string> paths = {"/", "/a/b", "/a b/c", "/a/b.c-d", "/~x+y"};
+  const std::map<std::string, std::vector<std::string>> kGood = {
+      {"host-root", paths},
+      {"runtime-path", {"runc", "/bin/true", "a b"}},
+      {"hook-path", paths},
+      {"mount-list-dir", paths},
+      {"log-file", {"", "/l/x.log"}},
+      {"log-level", {"info", "debug", "any thing"}},
+      {"injection", {"spec", "hook"}},
+      {"accept-env-when-unprivileged", {"true", "false", "True", "FALSE"}},
+      {"backend", {"auto", "emulator", "dcmi"}},
+      {"dcmi-library", paths},
+      {"dcmi-helper", paths}};
+  const std::vector<std::string> seps = {": ", ": ", ": ", ":", ":  ", " : ", ":\t"};
+  const std::vector<std::string> extra = {"# comment\n", "\n", "  nested: 1\n", "---\n", "- a\n"};
+  std::mt19937 rng(24 + ::testing::UnitTest::GetInstance()->random_seed());
+  auto pick = [&](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
+  int taken = 0;
+  int refused = 0;
+  int other_forms = 0;  // read by CLI11's reader only
+  for (int i = 0; i < 4000; ++i) {
+    std::string text;
+    int lines = 1 + static_cast<int>(rng() % 4);
+    for (int l = 0; l < lines; ++l) {
+      if (rng() % 8 == 0) {
+        text += pick(extra);
+        continue;
+      }
+      // One pick per statement (the operands of + are evaluated in an unspecified order).
+      const std::string key = pick(keys);
+      text += key;
+      text += pick(seps);
+      // Half the time a value that is right for the key, so that whole files of right keys come up.
+      auto good = kGood.find(key);
+      text += good != kGood.end() && rng() % 2 == 0 ? pick(good->second) : pick(values);
+      text += "\n";
+    }
+    TwoReads r = read_both(text);
+    taken += r.flat ? 1 : 0;
+    refused += r.cli11_ok ? 0 : 1;
+    other_forms += !r.flat && r.cli11_ok ? 1 : 0;
+    expect_same_reading(text);
+    if (HasFatalFailure()) return;
+  }
+  // Each way often enough that the comparison means something.
+  EXPECT_GT(taken, 300);
+  EXPECT_GT(refused, 300);
+  EXPECT_GT(other_forms, 50);
 }
 
 // ---- the spec fast path ----

@@ -59,6 +59,18 @@ std::string self_exe_dir();
 // every text this accepts the result equals parse_yaml's (common/yaml_json.h).
 std::optional<nlohmann::json> parse_flat_yaml(std::string_view text);
 
+// The two readers of a config file's text behind load_config (exposed for fast_path_test, which holds them to
+// the same results). read_config_flat takes the installer's flat form (parse_flat_yaml) without CLI11, whose
+// options alone cost more than a third of what the shim does for a container that asks for nothing (issue
+// 25): when every key is a known one, of its kind and passing its check, it applies them over `c` and says
+// true; for anything else (`c` untouched) it says false and load_config asks read_config_cli11, which reads
+// every form and says what is wrong in CLI11's words. Both go by one table of the keys, their fields and
+// their checks.
+bool read_config_flat(std::string_view text, Config& c);
+// CLI11's config reader over `c`; `given` and `file` (the path as given and made absolute) name the file in
+// the refusals.
+Status read_config_cli11(std::string_view text, Config& c, const std::string& given, const std::string& file);
+
 // Reads `path` (or, when empty, the default config file if it exists) over the defaults. The keys are the
 // options of a CLI11 app read through its config reader, as the device plugin reads its config file; unknown
 // keys (the message lists the known ones, from the options), wrong types and relative paths are errors naming
