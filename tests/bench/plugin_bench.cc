@@ -30,7 +30,10 @@
 //   BM_RssAfter10kAllocate    the plugin's VmRSS after 10 000 more Allocate calls (target <= 20 MB);
 //                             rss_idle_mb (just started) and rss_before_mb (before these calls, after
 //                             whichever benchmarks ran first) are the baselines; also the plugin's CPU time
-//                             per call.
+//                             per call. $ASCEND_BENCH_SMAPS set: the Rss of each mapped file after the calls,
+//                             the plugin's beside the floor's ("segments": of each mapping).
+// $ASCEND_BENCH_PLUGIN: the plugin binary to run instead of this build's (a before/after comparison);
+// $ASCEND_BENCH_WRAP: words put before its command line (a profiler: "valgrind --tool=callgrind").
 #include <benchmark/benchmark.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
@@ -41,6 +44,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <condition_variable>
 #include <cstring>
 #include <filesystem>
@@ -83,12 +87,12 @@ pid_t spawn(std::vector<std::string> args) {
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = -1;
-  if (::posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) die("spawn " + args[0]);
+  if (::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) die("spawn " + args[0]);
   return pid;
 }
 
 void wait_for_socket(const std::string& sock, const std::string& who) {
-  for (int i = 0; i < 500 && !std::filesystem::exists(sock); ++i) std::this_thread::sleep_for(10ms);
+  for (int i = 0; i < 6000 && !std::filesystem::exists(sock); ++i) std::this_thread::sleep_for(10ms);
   if (!std::filesystem::exists(sock)) die(who + " did not serve on " + sock);
 }
 
@@ -126,9 +130,24 @@ class Setup {
     if (!q) die(q.error().message());
     query_ = std::move(*q);
     std::printf("plugin_bench: device backend %s\n", backend_.c_str());
-    pid_ = spawn({std::string(ASCEND_BIN_DIR) + "/ascend-device-plugin", "--kubelet-socket-dir", dir_ + "/dp",
-                  "--host-root", dir_ + "/root", "--backend", backend_, "--log-level", "info", "--log-file",
-                  dir_ + "/plugin.log"});
+    // $ASCEND_BENCH_WRAP: words put before the plugin's command line (a profiler: "valgrind
+    // --tool=callgrind").
+    std::vector<std::string> cmd;
+    if (const char* w = std::getenv("ASCEND_BENCH_WRAP"); w != nullptr) {
+      std::istringstream words(w);
+      for (std::string word; words >> word;) cmd.push_back(word);
+    }
+    // $ASCEND_BENCH_PLUGIN: another build of the plugin to measure (a before/after comparison in one tree).
+    const char* plugin = std::getenv("ASCEND_BENCH_PLUGIN");
+    for (std::string a :
+         {plugin != nullptr && *plugin != '\0' ? std::string(plugin)
+                                               : std::string(ASCEND_BIN_DIR) + "/ascend-device-plugin",
+          std::string("--kubelet-socket-dir"), dir_ + "/dp", std::string("--host-root"), dir_ + "/root",
+          std::string("--backend"), backend_, std::string("--log-level"), std::string("info"),
+          std::string("--log-file"), dir_ + "/plugin.log"}) {
+      cmd.push_back(std::move(a));
+    }
+    pid_ = spawn(cmd);
     floor_pid_ = spawn({"/proc/self/exe", kFloorFlag, dir_ + "/floor.sock"});
     wait_for_socket(dir_ + "/dp/ascend-Ascend910.sock", "the plugin");
     wait_for_socket(dir_ + "/floor.sock", "the floor server");
@@ -163,6 +182,39 @@ class Setup {
     return -1;
   }
   double rss_mb() const { return status_mb(); }
+  // Rss per mapped file of /proc/<plugin>/smaps in KB ("[anon]" for every mapping without a file, which holds
+  // the heap and the stacks), the copy-on-write pages of a file's mappings (relocations, .data) counted with
+  // it and also apart (the second figure: Anonymous). With `by_segment` each mapping of a file apart ("path
+  // perms offset").
+  std::map<std::string, std::pair<long, long>> rss_by_file_kb(bool floor = false,
+                                                              bool by_segment = false) const {
+    std::ifstream f("/proc/" + std::to_string(floor ? floor_pid_ : pid_) + "/smaps");
+    std::map<std::string, std::pair<long, long>> out;
+    std::string line;
+    std::string current;
+    while (std::getline(f, line)) {
+      if (line.empty()) continue;
+      if (line.rfind("Rss:", 0) == 0) {
+        out[current].first += std::stol(line.substr(4));
+      } else if (line.rfind("Anonymous:", 0) == 0) {
+        out[current].second += std::stol(line.substr(10));
+      } else if (std::isxdigit(static_cast<unsigned char>(line[0])) != 0 && line.find('-') < line.find(' ')) {
+        // "start-end perms offset dev inode   path"
+        std::istringstream in(line);
+        std::string range;
+        std::string perms;
+        std::string offset;
+        std::string dev;
+        std::string inode;
+        std::string path;
+        in >> range >> perms >> offset >> dev >> inode;
+        std::getline(in >> std::ws, path);
+        current = path.empty() || path[0] == '[' ? "[anon]" : path;
+        if (by_segment && current != "[anon]") current += " " + perms + " " + offset;
+      }
+    }
+    return out;
+  }
   // CPU seconds (user + system) the plugin process (or the floor server) has used so far.
   double cpu_seconds(bool floor = false) const {
     std::ifstream f("/proc/" + std::to_string(floor ? floor_pid_ : pid_) + "/stat");
@@ -206,6 +258,9 @@ struct Pool {
 std::map<std::string, Pool> g_pool;
 std::map<std::string, std::vector<double>> g_ms;  // fault latencies
 std::map<std::string, double> g_value;            // single figures (RSS, CPU per call)
+// The plugin's Rss and Anonymous per mapped file after the 10 000 calls, and the floor's.
+std::map<std::string, std::pair<long, long>> g_files;
+std::map<std::string, std::pair<long, long>> g_floor_files;
 
 double pct(const std::vector<double>& sorted, double p) {
   return sorted.empty() ? 0 : sorted[static_cast<std::size_t>(p * static_cast<double>(sorted.size() - 1))];
@@ -682,6 +737,10 @@ void BM_RssAfter10kAllocate(benchmark::State& state) {
     state.counters["anon_after_mb"] = g_value["anon_after_mb"] = setup().status_mb("RssAnon");
     state.counters["file_after_mb"] = g_value["file_after_mb"] = setup().status_mb("RssFile");
     state.counters["threads"] = setup().status_mb("Threads") * 1024.0;
+    const char* smaps = std::getenv("ASCEND_BENCH_SMAPS");
+    const bool by_segment = smaps != nullptr && std::strcmp(smaps, "segments") == 0;
+    g_files = setup().rss_by_file_kb(false, by_segment);
+    g_floor_files = setup().rss_by_file_kb(true, by_segment);
   }
 }
 BENCHMARK(BM_RssAfter10kAllocate)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
@@ -770,6 +829,23 @@ void print_summary() {
         "heap %.1f; plugin minus floor %+.1f MB\n",
         g_value["file_after_mb"], g_value["anon_after_mb"], g_value["floor_rss_mb"], g_value["floor_file_mb"],
         g_value["floor_anon_mb"], g_value["rss_after_mb"] - g_value["floor_rss_mb"]);
+    // $ASCEND_BENCH_SMAPS set: where the pages are, per mapped file (KB), the plugin beside the floor;
+    // "segments": per mapping of each file.
+    if (std::getenv("ASCEND_BENCH_SMAPS") != nullptr) {
+      struct Row {
+        std::pair<long, long> plugin;
+        std::pair<long, long> floor;
+      };
+      std::map<std::string, Row> both;
+      for (const auto& [file, kb] : g_files) both[file].plugin = kb;
+      for (const auto& [file, kb] : g_floor_files) both[file].floor = kb;
+      std::printf(
+          "    Rss per mapping, KB: plugin (of it copied on write), floor (of it copied), plugin - floor\n");
+      for (const auto& [file, r] : both) {
+        std::printf("      %6ld (%5ld) %6ld (%5ld) %+6ld  %s\n", r.plugin.first, r.plugin.second,
+                    r.floor.first, r.floor.second, r.plugin.first - r.floor.first, file.c_str());
+      }
+    }
   }
 }
 

@@ -1,14 +1,22 @@
 #include "ascend/plugin/metrics.h"
 
+#include <httplib.h>
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+#include <prometheus/summary.h>
+#include <prometheus/text_serializer.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
 
+#include <charconv>
+#include <condition_variable>
+#include <deque>
 #include <exception>
 #include <mutex>
+#include <thread>
 
 #include "ascend/plugin/inventory.h"
 
@@ -118,28 +126,176 @@ void Metrics::attach(std::shared_ptr<prometheus::Collectable> c) {
   impl_->attached.push_back(std::move(c));
 }
 
+namespace {
+
+// The scrape's workers: `threads` of them, and at most `max_waiting` accepted connections waiting for one. A
+// full queue holds the accepting thread (further peers wait in the kernel's backlog), as civetweb's did when
+// prometheus-cpp's exposer served /metrics (2 threads, 20 waiting); httplib's own ThreadPool would queue
+// every connection a peer opens.
+class BoundedPool final : public httplib::TaskQueue {
+ public:
+  BoundedPool(std::size_t threads, std::size_t max_waiting) : max_waiting_(max_waiting) {
+    for (std::size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { work(); });
+  }
+  BoundedPool(const BoundedPool&) = delete;
+  BoundedPool& operator=(const BoundedPool&) = delete;
+  ~BoundedPool() override { shutdown(); }
+
+  void enqueue(std::function<void()> fn) override {
+    std::unique_lock lock(mu_);
+    room_.wait(lock, [&] { return jobs_.size() < max_waiting_ || stopping_; });
+    jobs_.push_back(std::move(fn));
+    ready_.notify_one();
+  }
+  // The connections already accepted are served (each closes its socket), then the workers end.
+  void shutdown() override {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    ready_.notify_all();
+    room_.notify_all();
+    for (auto& w : workers_) {
+      if (w.joinable()) w.join();
+    }
+  }
+
+ private:
+  void work() {
+    for (;;) {
+      std::function<void()> fn;
+      {
+        std::unique_lock lock(mu_);
+        ready_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;
+        fn = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      room_.notify_one();
+      try {
+        fn();
+      } catch (const std::exception& e) {
+        spdlog::warn("/metrics: a connection failed: {}", e.what());
+      } catch (...) {
+        spdlog::warn("/metrics: a connection failed");
+      }
+    }
+  }
+
+  const std::size_t max_waiting_;
+  std::mutex mu_;
+  std::condition_variable ready_;
+  std::condition_variable room_;
+  std::deque<std::function<void()>> jobs_;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+constexpr std::size_t kScrapeThreads = 2;
+constexpr std::size_t kScrapesWaiting = 20;
+
+}  // namespace
+
+// /metrics on cpp-httplib's server (the library the scheduler client already uses) and prometheus-cpp's text
+// format: what prometheus-cpp's Exposer answered, without civetweb. Its own three series come first, as the
+// Exposer's did: exposer_transferred_bytes_total (the body's bytes, before any compression),
+// exposer_scrapes_total and exposer_request_latencies (microseconds to collect and serialize).
 struct MetricsServer::Impl {
-  std::unique_ptr<prometheus::Exposer> exposer;
+  std::shared_ptr<prometheus::Registry> own = std::make_shared<prometheus::Registry>();
+  prometheus::Counter& bytes = prometheus::BuildCounter()
+                                   .Name("exposer_transferred_bytes_total")
+                                   .Help("Transferred bytes to metrics services")
+                                   .Register(*own)
+                                   .Add({});
+  prometheus::Counter& scrapes = prometheus::BuildCounter()
+                                     .Name("exposer_scrapes_total")
+                                     .Help("Number of times metrics were scraped")
+                                     .Register(*own)
+                                     .Add({});
+  prometheus::Summary& latency =
+      prometheus::BuildSummary()
+          .Name("exposer_request_latencies")
+          .Help("Latencies of serving scrape requests, in microseconds")
+          .Register(*own)
+          .Add({}, prometheus::Summary::Quantiles{{0.5, 0.05}, {0.9, 0.01}, {0.99, 0.001}});
+  std::vector<std::shared_ptr<prometheus::Collectable>> collectables;
+  httplib::Server http;
+  std::thread listener;
+
+  Impl() = default;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  ~Impl() {
+    http.stop();
+    if (listener.joinable()) listener.join();
+  }
+
+  std::string scrape() {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<prometheus::MetricFamily> families;
+    for (const auto& c : collectables) {
+      auto more = c->Collect();
+      families.insert(families.end(), std::make_move_iterator(more.begin()),
+                      std::make_move_iterator(more.end()));
+    }
+    std::string body = prometheus::TextSerializer().Serialize(families);
+    latency.Observe(static_cast<double>(
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start)
+            .count()));
+    bytes.Increment(static_cast<double>(body.size()));
+    scrapes.Increment();
+    return body;
+  }
 };
 
 Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& addr, const Metrics& metrics) {
-  auto colon = addr.rfind(':');
-  if (colon == std::string::npos || colon + 1 == addr.size()) {
-    return Error::invalid("--metrics-addr must be host:port or :port (got '" + addr + "')");
+  const auto colon = addr.rfind(':');
+  int port = -1;
+  if (colon != std::string::npos && colon + 1 < addr.size()) {
+    const char* first = addr.data() + colon + 1;
+    const char* last = addr.data() + addr.size();
+    auto [end, ec] = std::from_chars(first, last, port);
+    if (ec != std::errc() || end != last || port > 65535) port = -1;
   }
-  // civetweb wants "port" or "host:port"; ":port" means every address.
-  std::string bind = colon == 0 ? addr.substr(1) : addr;
+  if (port < 0) return Error::invalid("--metrics-addr must be host:port or :port (got '" + addr + "')");
+  // ":port" is every IPv4 address; "[v6]:port" an IPv6 one.
+  std::string host = addr.substr(0, colon);
+  if (host.empty()) host = "0.0.0.0";
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+
   std::unique_ptr<MetricsServer> out(new MetricsServer());
   out->impl_ = std::make_unique<Impl>();
-  try {
-    out->impl_->exposer = std::make_unique<prometheus::Exposer>(bind, 2);
-  } catch (const std::exception& e) {
-    return Error(EADDRINUSE, "serve /metrics on " + addr + ": " + e.what());
-  }
-  out->impl_->exposer->RegisterCollectable(metrics.impl().registry);
-  for (const auto& c : metrics.impl().attached) out->impl_->exposer->RegisterCollectable(c);
-  auto ports = out->impl_->exposer->GetListeningPorts();
-  out->port_ = ports.empty() ? 0 : ports.front();
+  Impl& impl = *out->impl_;
+  impl.collectables.push_back(impl.own);
+  impl.collectables.push_back(metrics.impl().registry);
+  for (const auto& c : metrics.impl().attached) impl.collectables.push_back(c);
+
+  httplib::Server& http = impl.http;
+  http.new_task_queue = [] { return new BoundedPool(kScrapeThreads, kScrapesWaiting); };
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second listener on the same port
+  // would share it instead of failing.
+  http.set_socket_options([](int sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  http.set_payload_max_length(0);  // a scrape carries no body
+  // An idle keep-alive connection holds a worker until this timeout, and stopping waits for it: 1 s
+  // (Prometheus scrapes every 15 s or more, so a longer one would not keep a connection between scrapes
+  // anyway).
+  http.set_keep_alive_timeout(1);
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, const std::exception_ptr&) {
+    res.status = 500;
+    res.set_content("scrape failed\n", "text/plain");
+  });
+  http.Get("/metrics", [&impl](const httplib::Request&, httplib::Response& res) {
+    res.set_content(impl.scrape(), "text/plain; charset=utf-8");
+  });
+  const bool bound = port == 0 ? (port = http.bind_to_any_port(host)) > 0 : http.bind_to_port(host, port);
+  if (!bound) return Error(EADDRINUSE, "serve /metrics on " + addr + ": cannot listen on that address");
+  out->port_ = port;
+  impl.listener = std::thread([&http] { http.listen_after_bind(); });
+  // Listening from here on: a stop before the loop runs would not end it.
+  while (!http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return out;
 }
 

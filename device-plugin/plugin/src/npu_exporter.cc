@@ -293,8 +293,8 @@ NpuExporter::Sources plugin_sources(const npu::DeviceQuery& query, const Plugin&
 NpuExporter::NpuExporter(Sources sources) : sources_(std::move(sources)) {}
 
 std::vector<MetricFamily> NpuExporter::Collect() const {
-  // Called on the metrics server's threads (civetweb's, a C library an exception must not cross): a scrape
-  // that throws is logged and answered without the NPU families; the next scrape carries on.
+  // Called on the metrics server's threads: a scrape that throws is logged and answered without the NPU
+  // families (not a failed scrape: the plugin's own families still go out); the next scrape carries on.
   std::vector<MetricFamily> out;
   run_guarded(
       "metrics scrape", [&] { out = collect(); }, "answering without the NPU metrics");

@@ -87,7 +87,7 @@ TEST(NpuExporter, WithoutTelemetryOnlyTheChipCountIsAnswered) {
             "machine_npu_nums 3\n");
 }
 
-// A scrape runs on the metrics server's threads (civetweb, C): a source that throws must not cross it. The
+// A scrape runs on the metrics server's threads: a source that throws must not cross into the server. The
 // scrape is answered empty with one line logged, and the next scrape is whole.
 TEST(NpuExporter, AScrapeThatThrowsIsAnsweredEmptyAndTheNextIsWhole) {
   ascend::testing::GuardedCapture cap;

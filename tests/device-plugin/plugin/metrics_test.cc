@@ -1,0 +1,153 @@
+// The /metrics endpoint (metrics.h, MetricsServer) as a scraper sees it over HTTP: the text format with the
+// content type prometheus-cpp's exposer answered (text/plain; charset=utf-8), gzip when the scraper asks for
+// it, the exposer's own series first, nothing but GET /metrics, and the address checks: a malformed
+// --metrics-addr is refused, and a port another listener holds is an error (never shared).
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+
+#include "ascend/plugin/metrics.h"
+
+namespace ascend::plugin {
+namespace {
+
+std::unique_ptr<MetricsServer> serve(const Metrics& metrics) {
+  auto server = MetricsServer::start("127.0.0.1:0", metrics);
+  EXPECT_TRUE(server.ok()) << (server ? "" : server.error().message());
+  if (!server) return nullptr;
+  EXPECT_GT((*server)->port(), 0);
+  return std::move(*server);
+}
+
+TEST(MetricsServer, AnswersTheTextFormatWithTheExposersSeriesFirst) {
+  Metrics metrics;
+  metrics.observe_allocate("huawei.com/Ascend910", std::chrono::milliseconds(1), true);
+  auto server = serve(metrics);
+  ASSERT_NE(server, nullptr);
+  httplib::Client c("127.0.0.1", server->port());
+  auto r = c.Get("/metrics");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/plain; charset=utf-8");
+  EXPECT_EQ(r->body.rfind("# HELP exposer_transferred_bytes_total Transferred bytes to metrics services\n"
+                          "# TYPE exposer_transferred_bytes_total counter\n"
+                          "exposer_transferred_bytes_total 0\n",
+                          0),
+            0U)
+      << r->body;
+  EXPECT_NE(r->body.find("\nexposer_scrapes_total 0\n"), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("\n# TYPE exposer_request_latencies summary\n"), std::string::npos);
+  EXPECT_NE(
+      r->body.find("\nascend_device_plugin_allocate_requests_total{resource=\"huawei.com/Ascend910\"} 1\n"),
+      std::string::npos);
+  EXPECT_LT(r->body.find("exposer_scrapes_total"),
+            r->body.find("ascend_device_plugin_allocate_requests_total"));
+
+  // The next scrape counts this one, and the bytes it sent.
+  const std::size_t first = r->body.size();
+  r = c.Get("/metrics");
+  ASSERT_TRUE(r);
+  EXPECT_NE(r->body.find("\nexposer_scrapes_total 1\n"), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("\nexposer_transferred_bytes_total " + std::to_string(first) + "\n"),
+            std::string::npos)
+      << r->body;
+}
+
+TEST(MetricsServer, CompressesWithGzipWhenTheScraperAcceptsIt) {
+  Metrics metrics;
+  auto server = serve(metrics);
+  ASSERT_NE(server, nullptr);
+  httplib::Client c("127.0.0.1", server->port());
+  c.set_decompress(false);
+  auto r = c.Get("/metrics", httplib::Headers{{"Accept-Encoding", "gzip"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Encoding"), "gzip");
+  ASSERT_GE(r->body.size(), 2U);
+  EXPECT_EQ(static_cast<unsigned char>(r->body[0]), 0x1f);  // RFC 1952's magic
+  EXPECT_EQ(static_cast<unsigned char>(r->body[1]), 0x8b);
+  r = c.Get("/metrics");  // Prometheus without compression
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->has_header("Content-Encoding"));
+  EXPECT_EQ(r->body.rfind("# HELP exposer_transferred_bytes_total", 0), 0U) << r->body;
+}
+
+TEST(MetricsServer, ServesOnlyGetMetrics) {
+  Metrics metrics;
+  auto server = serve(metrics);
+  ASSERT_NE(server, nullptr);
+  httplib::Client c("127.0.0.1", server->port());
+  auto r = c.Get("/");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  r = c.Get("/metrics/../etc/passwd");
+  ASSERT_TRUE(r);
+  EXPECT_NE(r->status, 200);
+  r = c.Post("/metrics", "x", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_NE(r->status, 200);
+  r = c.Get("/metrics");  // still serving
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST(MetricsServer, RefusesAMalformedAddress) {
+  Metrics metrics;
+  for (const char* addr :
+       {"9101", "127.0.0.1:", "127.0.0.1:http", "127.0.0.1:65536", "127.0.0.1:-1", ":9101x"}) {
+    auto server = MetricsServer::start(addr, metrics);
+    ASSERT_FALSE(server.ok()) << addr;
+    EXPECT_EQ(server.error().message(),
+              std::string("--metrics-addr must be host:port or :port (got '") + addr + "')");
+  }
+}
+
+// A port another socket listens on is refused: the listener does not share ports (no SO_REUSEPORT), so a
+// second plugin, or another process, cannot take half of the scrapes.
+TEST(MetricsServer, APortAnotherListenerHoldsIsAnError) {
+  const int other = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(other, 0);
+  int yes = 1;
+  ::setsockopt(other, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  ::setsockopt(other, SOL_SOCKET, SO_REUSEPORT, &yes, sizeof(yes));
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(other, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+  ASSERT_EQ(::listen(other, 1), 0);
+  socklen_t len = sizeof(sa);
+  ASSERT_EQ(::getsockname(other, reinterpret_cast<sockaddr*>(&sa), &len), 0);
+  const std::string addr = "127.0.0.1:" + std::to_string(ntohs(sa.sin_port));
+
+  Metrics metrics;
+  auto server = MetricsServer::start(addr, metrics);
+  EXPECT_FALSE(server.ok());
+  if (!server) {
+    EXPECT_EQ(server.error().code(), EADDRINUSE);
+    EXPECT_EQ(server.error().message(), "serve /metrics on " + addr + ": cannot listen on that address");
+  }
+  ::close(other);
+}
+
+// Stopping (the daemon's exit) does not wait for a scraper's idle keep-alive connection to time out.
+TEST(MetricsServer, StopsPromptlyWithAnIdleKeepAliveConnection) {
+  Metrics metrics;
+  auto server = serve(metrics);
+  ASSERT_NE(server, nullptr);
+  httplib::Client c("127.0.0.1", server->port());
+  c.set_keep_alive(true);
+  auto r = c.Get("/metrics");
+  ASSERT_TRUE(r);
+  const auto start = std::chrono::steady_clock::now();
+  server.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+}  // namespace
+}  // namespace ascend::plugin
