@@ -19,6 +19,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -120,6 +121,20 @@ json state_form(const std::vector<T>& list) {
 
 template <class T>
 struct IsVector : std::false_type {};
+
+// Where a field is, for an error message: its object's place and its key, joined only when a message needs
+// them (a state file read without a fault builds no location strings: issue 25, the shim reads this file for
+// every container that asks for NPUs).
+struct Location {
+  const std::string& parent;
+  const char* key;
+};
+const std::string& where_text(const std::string& where) {
+  return where;
+}
+std::string where_text(const Location& where) {
+  return where.parent + "." + where.key;
+}
 template <class T>
 struct IsVector<std::vector<T>> : std::true_type {};
 
@@ -149,9 +164,11 @@ class StrictReader {
   // Reads field `key` into `out` now, if the object has it.
   template <class T>
   void read_now(const char* key, T& out) {
-    seen_.insert(key);
-    if (!err_.empty() || !j_.contains(key)) return;
-    read(where_ + "." + key, j_.at(key), out);
+    seen_.emplace_back(key);
+    if (!err_.empty()) return;
+    auto it = j_.find(key);
+    if (it == j_.end()) return;
+    read(Location{where_, key}, *it, out);
   }
 
   // Runs `step` once the plain fields are read (in the order given), unless there is an error by then.
@@ -167,7 +184,7 @@ class StrictReader {
     for (std::size_t i = 0; i < later_.size() && err_.empty(); ++i) later_[i]();
     if (err_.empty() && j_.is_object()) {
       for (auto it = j_.begin(); it != j_.end(); ++it) {
-        if (seen_.count(it.key()) == 0) {
+        if (std::find(seen_.begin(), seen_.end(), it.key()) == seen_.end()) {
           err_ = where_ + ": unknown field '" + it.key() + "'";
           break;
         }
@@ -178,12 +195,12 @@ class StrictReader {
   }
 
  private:
-  template <class T>
-  void read(const std::string& where, const json& v, T& out);
+  template <class T, class Where>
+  void read(const Where& where, const json& v, T& out);
 
   const json& j_;
   std::string where_;
-  std::set<std::string, std::less<>> seen_;
+  std::vector<std::string_view> seen_;  // the keys asked for: string literals, the codecs' field names
   std::vector<std::function<void()>> later_;
   std::string err_;
 };
@@ -194,38 +211,38 @@ void read_object(StrictReader& r, Chip& c);
 void read_object(StrictReader& r, Vnpu& v);
 void read_object(StrictReader& r, VnpuOwner& o);
 
-template <class T>
-void StrictReader::read(const std::string& where, const json& v, T& out) {
+template <class T, class Where>
+void StrictReader::read(const Where& where, const json& v, T& out) {
   if constexpr (std::is_same_v<T, std::string>) {
     // Anything else is taken as its JSON text (a YAML profile's unquoted 310 is a number); a text that is
     // not UTF-8 cannot be written as JSON, and says so as the reader always did.
     try {
       out = v.is_string() ? v.get<std::string>() : v.dump();
     } catch (const json::exception& e) {
-      fail(where + ": " + e.what());
+      fail(where_text(where) + ": " + e.what());
     }
   } else if constexpr (std::is_same_v<T, bool>) {
     try {
       out = v.get<bool>();
     } catch (const json::exception& e) {
-      fail(where + ": " + e.what());
+      fail(where_text(where) + ": " + e.what());
     }
   } else if constexpr (std::is_integral_v<T>) {
-    if (!v.is_number_integer()) return fail(where + ": expected an integer");
+    if (!v.is_number_integer()) return fail(where_text(where) + ": expected an integer");
     out = v.get<T>();
   } else if constexpr (std::is_floating_point_v<T>) {
-    if (!v.is_number()) return fail(where + ": expected a number");
+    if (!v.is_number()) return fail(where_text(where) + ": expected a number");
     out = v.get<T>();
   } else if constexpr (IsVector<T>::value) {
-    if (!v.is_array()) return fail(where + ": expected a list");
+    if (!v.is_array()) return fail(where_text(where) + ": expected a list");
     out.clear();
     for (std::size_t i = 0; i < v.size() && err_.empty(); ++i) {
       typename T::value_type item{};
-      read(where + "[" + std::to_string(i) + "]", v[i], item);
+      read(where_text(where) + "[" + std::to_string(i) + "]", v[i], item);
       if (err_.empty()) out.push_back(std::move(item));
     }
   } else {
-    StrictReader sub(v, where);
+    StrictReader sub(v, where_text(where));
     read_object(sub, out);
     if (auto st = sub.finish(); !st) fail(st.error().message());
   }
