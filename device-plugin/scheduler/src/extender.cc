@@ -249,14 +249,14 @@ void Scheduler::remember(const PodInfo& pod, Clock::time_point now) {
   seen_[pod.key()] = Seen{pod, now};
 }
 
-int Scheduler::node_index(const std::string& name) const {
+int Scheduler::node_index(std::string_view name) const {
   return index_->find(name);
 }
 
 namespace {
 
 // a == b, without a call to memcmp for a name of 8 to 16 bytes (most node names).
-bool same_name(const std::string& a, const std::string& b) {
+bool same_name(std::string_view a, std::string_view b) {
   std::size_t n = a.size();
   if (n != b.size()) return false;
   if (n < 8 || n > 16) return std::memcmp(a.data(), b.data(), n) == 0;
@@ -270,7 +270,7 @@ bool same_name(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-const std::vector<int>& Scheduler::indices_of(const std::vector<std::string>& names) const {
+const std::vector<int>& Scheduler::indices_of(std::span<const std::string_view> names) const {
   if (names.size() == last_names_.size() &&
       std::equal(names.begin(), names.end(), last_names_.begin(), same_name)) {
     return last_indices_;
@@ -287,7 +287,7 @@ const std::vector<int>& Scheduler::indices_of(const std::vector<std::string>& na
     }
     if (sub_indices_.size() == names.size()) return sub_indices_;
   }
-  last_names_ = names;
+  last_names_.assign(names.begin(), names.end());
   last_indices_.resize(names.size());
   for (std::size_t i = 0; i < names.size(); ++i) last_indices_[i] = node_index(names[i]);
   return last_indices_;
@@ -414,7 +414,25 @@ std::vector<char> Scheduler::types_of(const std::string& resource) const {
 
 // ---- filter -------------------------------------------------------------------------------------------
 
+namespace {
+
+std::vector<std::string_view> views_of(const std::vector<std::string>& names) {
+  return {names.begin(), names.end()};
+}
+
+}  // namespace
+
 FilterResult Scheduler::filter(const PodInfo& pod, const std::vector<std::string>& nodes,
+                               Clock::time_point now) {
+  return filter(pod, views_of(nodes), now);
+}
+
+std::vector<NodeScore> Scheduler::prioritize(const PodInfo& pod,
+                                             const std::vector<std::string>& nodes) const {
+  return prioritize(pod, views_of(nodes));
+}
+
+FilterResult Scheduler::filter(const PodInfo& pod, std::span<const std::string_view> nodes,
                                Clock::time_point now) {
   if (!pod.job && pod.job_error.empty()) {
     FilterResult r = filter_plain(pod, nodes);
@@ -424,10 +442,10 @@ FilterResult Scheduler::filter(const PodInfo& pod, const std::vector<std::string
   return filter_job(pod, nodes, now);
 }
 
-FilterResult Scheduler::filter_plain(const PodInfo& pod, const std::vector<std::string>& nodes) const {
+FilterResult Scheduler::filter_plain(const PodInfo& pod, std::span<const std::string_view> nodes) const {
   FilterResult r;
   if (pod.resource.empty()) {  // vNPUs or nothing of ours: the kubelet and the device plugin decide
-    r.passed = nodes;
+    r.passed.assign(nodes.begin(), nodes.end());
     return r;
   }
   const auto bound = pods_.find(pod.key());
@@ -440,16 +458,17 @@ FilterResult Scheduler::filter_plain(const PodInfo& pod, const std::vector<std::
   const std::vector<int>& index = indices_of(nodes);
   r.passed.reserve(nodes.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const std::string& name = nodes[i];
+    std::string_view name = nodes[i];
     int n = index[i];
     if (n < 0) {
-      r.unresolvable.set(name, "node " + name + " is not in the scheduler's cluster file");
+      r.unresolvable.set(name,
+                         std::string("node ").append(name).append(" is not in the scheduler's cluster file"));
       continue;
     }
     std::uint32_t rank = index_->rank(n);
     if (bound != pods_.end()) {  // already bound: only its node
       if (bound->second.slot.node == n) {
-        r.passed.push_back(name);
+        r.passed.emplace_back(name);
       } else {
         r.unresolvable.add(name, bound_why, rank);
       }
@@ -464,7 +483,7 @@ FilterResult Scheduler::filter_plain(const PodInfo& pod, const std::vector<std::
     if (a.choice == nullptr) {
       r.failed.add(name, r.failed.reason(a.why), rank);
     } else if (a.choice->chips.ok()) {
-      r.passed.push_back(name);
+      r.passed.emplace_back(name);
     } else {
       const Error& e = a.choice->chips.error();
       auto& to = e.code() == ENOSPC ? r.failed : r.unresolvable;
@@ -486,7 +505,7 @@ std::string Scheduler::job_mismatch(const JobRecord& j, const PodInfo& pod) cons
          "; this pod says " + describe(*pod.job, pod.chips) + " " + pod.resource;
 }
 
-FilterResult Scheduler::filter_job(const PodInfo& pod, const std::vector<std::string>& nodes,
+FilterResult Scheduler::filter_job(const PodInfo& pod, std::span<const std::string_view> nodes,
                                    Clock::time_point now) {
   FilterResult r;
   // Every node but `target` fails for one reason.
@@ -495,9 +514,9 @@ FilterResult Scheduler::filter_job(const PodInfo& pod, const std::vector<std::st
     to.reserve(nodes.size());
     const std::vector<int>& index = indices_of(nodes);
     for (std::size_t i = 0; i < nodes.size(); ++i) {
-      const std::string& name = nodes[i];
+      std::string_view name = nodes[i];
       if (target != nullptr && name == *target) {
-        r.passed.push_back(name);
+        r.passed.emplace_back(name);
         continue;
       }
       int n = index[i];
@@ -679,7 +698,7 @@ Result<JobRecord> Scheduler::place_job(const PodInfo& pod, const std::vector<int
 // ---- prioritize ---------------------------------------------------------------------------------------
 
 std::vector<NodeScore> Scheduler::prioritize(const PodInfo& pod,
-                                             const std::vector<std::string>& nodes) const {
+                                             std::span<const std::string_view> nodes) const {
   std::vector<NodeScore> out;
   out.reserve(nodes.size());
   if (pod.job) {  // the reserved node 10, the others 0
@@ -688,11 +707,12 @@ std::vector<NodeScore> Scheduler::prioritize(const PodInfo& pod,
         it != jobs_.end() && pod.index >= 0 && pod.index < static_cast<int>(it->second.slots.size())) {
       reserved = cluster_->nodes[idx(it->second.slots[idx(pod.index)].node)].name;
     }
-    for (const auto& name : nodes) out.push_back(NodeScore{name, name == reserved ? 10 : 0});
+    for (std::string_view name : nodes)
+      out.push_back(NodeScore{std::string(name), name == reserved ? 10 : 0});
     return out;
   }
   if (pod.resource.empty()) {
-    for (const auto& name : nodes) out.push_back(NodeScore{name, 0});
+    for (std::string_view name : nodes) out.push_back(NodeScore{std::string(name), 0});
     return out;
   }
   // The score of the node-level choice (remembered_choice): fewer whole HCCS domains (or cards) broken, and
@@ -700,7 +720,7 @@ std::vector<NodeScore> Scheduler::prioritize(const PodInfo& pod,
   const std::vector<char> ours = types_of(pod.resource);
   const std::vector<int>& index = indices_of(nodes);
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    NodeScore s{nodes[i], 0};
+    NodeScore s{std::string(nodes[i]), 0};
     if (int n = index[i]; n >= 0 && ours[idx(index_->type(n))] != 0) {
       const NodeAnswer& a = answer_on(n, pod.chips);
       if (a.choice != nullptr && a.choice->chips.ok()) s.score = a.choice->score;

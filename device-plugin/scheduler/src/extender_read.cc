@@ -1,119 +1,216 @@
-// ExtenderArgs read from the request's text with simdjson: at 5 000 nodes a /filter body is about 60 KB of
-// node names, and nlohmann's parser (a tree with one allocation per name) took most of a call. simdjson
-// validates the whole text as nlohmann does; the names are copied straight out of its document; the Pod (a
-// few KB) becomes the nlohmann tree read_pod reads. Anything unusual is left to the long way (the caller's
-// json::parse + parse_extender_args), which gives the exact answer or error: the fast way only ever
-// returns what the long way would.
+// ExtenderArgs read from the request's text with simdjson's On-Demand API: at 5 000 nodes a /filter body is
+// about 60 KB of node names, and kube-scheduler sends the same names with every pod. The text is indexed once
+// (simdjson's stage 1: its structure and UTF-8); the members are then walked without building a tree, the Pod
+// (a few KB) is parsed by nlohmann as the long way parses it, and the NodeNames array is compared, as bytes,
+// with the last arrays this thread read: the same bytes are the same names, checked then, and their list is
+// shared. Another array's names become views into a copy of its text, each checked as a DNS-1123 subdomain
+// (or found, in order, in the last list: kube-scheduler's /prioritize gets the names /filter passed).
+// Anything unusual is left to the long way (the caller's json::parse + parse_extender_args), which gives the
+// exact answer or error: the fast way only ever returns what the long way would.
 #include <simdjson.h>
 
+#include <array>
+#include <cstring>
+#include <memory>
+
+#include "ascend/common/json_depth.h"
 #include "ascend/scheduler/wire.h"
 
 namespace ascend::scheduler {
 
 using nlohmann::json;
+namespace od = simdjson::ondemand;
 
 namespace {
 
-// The nlohmann tree of a simdjson element, as nlohmann's own parser builds it from the same text: a
-// repeated key keeps its last value, a non-negative integer is unsigned, a negative one signed. False for a
-// number with a fraction or an exponent: its text is not kept, and nlohmann could read it otherwise. ("-0"
-// comes as the integer 0, which nlohmann keeps as a signed 0: the same count to every reader of a pod.)
-bool to_nlohmann(simdjson::dom::element e, json& out) {
-  switch (e.type()) {
-    case simdjson::dom::element_type::OBJECT: {
-      out = json::object();
-      for (auto [key, value] : simdjson::dom::object(e)) {
-        if (!to_nlohmann(value, out[std::string(key)])) return false;
-      }
-      return true;
-    }
-    case simdjson::dom::element_type::ARRAY: {
-      out = json::array();
-      for (auto value : simdjson::dom::array(e)) {
-        out.push_back(nullptr);
-        if (!to_nlohmann(value, out.back())) return false;
-      }
-      return true;
-    }
-    case simdjson::dom::element_type::STRING:
-      out = std::string(std::string_view(e));
-      return true;
-    case simdjson::dom::element_type::INT64: {
-      std::int64_t v = std::int64_t(e);
-      if (v >= 0) {
-        out = static_cast<std::uint64_t>(v);
-      } else {
-        out = v;
-      }
-      return true;
-    }
-    case simdjson::dom::element_type::UINT64:
-      out = std::uint64_t(e);
-      return true;
-    case simdjson::dom::element_type::BOOL:
-      out = bool(e);
-      return true;
-    case simdjson::dom::element_type::NULL_VALUE:
-      out = nullptr;
-      return true;
-    case simdjson::dom::element_type::DOUBLE:
-      return false;
+// The fast way refuses a body nesting deeper than this (a Pod nests about ten deep; a member's value one
+// less than the body); the long way then reads or refuses it (the server's limit is 128): a body too deep
+// for the long way never gets an answer here.
+constexpr int kMaxNesting = 64;
+constexpr int kMaxMemberNesting = kMaxNesting - 1;
+
+std::string_view trim_end(std::string_view s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+// A member's value, unread: its raw text (a container's whole text, a scalar's token).
+struct Member {
+  od::json_type type{};
+  std::string_view raw;
+};
+
+bool raw_of(od::value v, Member& m) {
+  if (v.type().get(m.type) != simdjson::SUCCESS) return false;
+  simdjson::error_code e = simdjson::SUCCESS;
+  if (m.type == od::json_type::array) {
+    od::array a;
+    e = v.get_array().get(a);
+    if (e == simdjson::SUCCESS) e = a.raw_json().get(m.raw);
+  } else if (m.type == od::json_type::object) {
+    od::object o;
+    e = v.get_object().get(o);
+    if (e == simdjson::SUCCESS) e = o.raw_json().get(m.raw);
+  } else {
+    m.raw = v.raw_json_token();
   }
-  return false;
+  m.raw = trim_end(m.raw);
+  return e == simdjson::SUCCESS;
+}
+
+// The NodeNames arrays this thread read last (two: kube-scheduler alternates every pod's /filter of all the
+// nodes with its /prioritize of those that passed), the most recent first: each its text and its names.
+struct Seen {
+  std::shared_ptr<const std::string> text;
+  NodeNameList names;
+};
+struct SeenLists {
+  std::array<Seen, 2> lists;
+  const Seen* find(std::string_view raw) const {
+    for (const auto& s : lists) {
+      if (s.text && *s.text == raw) return &s;
+    }
+    return nullptr;
+  }
+  void put(Seen s) {
+    lists[1] = std::move(lists[0]);
+    lists[0] = std::move(s);
+  }
+  void touch(const Seen* s) {
+    if (s == &lists[1]) std::swap(lists[0], lists[1]);
+  }
+};
+
+// The names of the array at `raw` (which `doc`, rewound, holds as the value of its top-level member number
+// `at`), with a copy of the text: views into that copy, each a DNS-1123 subdomain. A name that is the next of
+// `known` (the last list, in order) was checked when that was read. nullopt for anything but an array of
+// plain strings (an escape, a number, ...) or more than `max_nodes`.
+std::optional<Seen> read_names(od::document& doc, std::size_t at, std::string_view raw, std::size_t max_nodes,
+                               const NodeNameList& known) {
+  doc.rewind();
+  od::object top;
+  if (doc.get_object().get(top) != simdjson::SUCCESS) return std::nullopt;
+  std::size_t i = 0;
+  for (auto field : top) {
+    od::value v;
+    if (field.value().get(v) != simdjson::SUCCESS) return std::nullopt;
+    if (i++ != at) continue;
+    od::array list;
+    if (v.get_array().get(list) != simdjson::SUCCESS) return std::nullopt;
+    auto text = std::make_shared<const std::string>(raw);
+    std::vector<std::string_view> views;
+    std::size_t next_known = 0;
+    for (auto e : list) {
+      od::value item;
+      if (e.get(item) != simdjson::SUCCESS) return std::nullopt;
+      std::string_view token = trim_end(item.raw_json_token());
+      if (views.size() == max_nodes || token.size() < 2 || token.front() != '"' || token.back() != '"')
+        return std::nullopt;
+      std::string_view name = token.substr(1, token.size() - 2);
+      // Found in order in the last list, or checked (which also refuses an escape, a quote or a control
+      // character: none is a DNS-1123 character).
+      while (next_known < known.size() && known[next_known] != name) ++next_known;
+      if (next_known < known.size()) {
+        ++next_known;
+      } else {
+        next_known = known.size();
+        if (!is_dns1123_subdomain(name)) return std::nullopt;
+      }
+      views.emplace_back(text->data() + (name.data() - raw.data()), name.size());
+    }
+    return Seen{text, NodeNameList(text, std::move(views))};
+  }
+  return std::nullopt;
 }
 
 }  // namespace
 
 std::optional<ExtenderArgs> read_extender_args_fast(std::string_view text, std::size_t max_nodes) {
-  // One parser per thread: it keeps its buffers between calls (the server answers on a pool of threads). It
-  // refuses a body nesting deeper than kMaxNesting (a Pod nests about ten deep), which the long way then
-  // reads or refuses (the server's limit is 128): so a body too deep for the long way never gets here, and
-  // the server need not scan the text for it first.
-  constexpr std::size_t kMaxNesting = 64;
-  thread_local simdjson::dom::parser parser;
-  if (parser.max_depth() != kMaxNesting && parser.allocate(text.size(), kMaxNesting) != simdjson::SUCCESS)
-    return std::nullopt;
-  // No text is no JSON; the check also keeps an empty view's null data() away from simdjson's copy (memcpy
-  // from a null pointer is undefined even for zero bytes; UBSan found it).
+  // One parser and one padded copy of the text per thread: they keep their buffers between calls (the server
+  // answers on a pool of threads). No text is no JSON.
+  thread_local od::parser parser;
+  thread_local std::unique_ptr<char[]> buffer;
+  thread_local std::size_t buffer_size = 0;
+  thread_local SeenLists seen;
   if (text.empty()) return std::nullopt;
-  simdjson::dom::element doc;
-  if (parser.parse(text.data(), text.size()).get(doc) != simdjson::SUCCESS) return std::nullopt;
-  simdjson::dom::object top;
-  if (doc.get(top) != simdjson::SUCCESS) return std::nullopt;
-  // Which member find_field would take, decided by find_field itself on the member names: each name maps to
-  // the place of its last occurrence, as in the tree nlohmann builds.
-  std::vector<simdjson::dom::element> values;
-  json names = json::object();
-  for (auto [key, value] : top) {
-    names[std::string(key)] = values.size();
-    values.push_back(value);
+  const std::size_t need = text.size() + simdjson::SIMDJSON_PADDING;
+  if (buffer_size < need) {
+    buffer_size = std::max(need, 2 * buffer_size);
+    buffer = std::make_unique<char[]>(buffer_size);
   }
-  auto member = [&](std::string_view key) -> std::optional<simdjson::dom::element> {
+  std::memcpy(buffer.get(), text.data(), text.size());
+  std::memset(buffer.get() + text.size(), 0, simdjson::SIMDJSON_PADDING);
+  if (parser.max_depth() != std::size_t{kMaxNesting} &&
+      parser.allocate(text.size(), std::size_t{kMaxNesting}) != simdjson::SUCCESS)
+    return std::nullopt;
+  od::document doc;
+  if (parser.iterate(buffer.get(), text.size(), buffer_size).get(doc) != simdjson::SUCCESS)
+    return std::nullopt;
+  // Every member, unread; which one find_field takes for a key is decided by find_field itself on the member
+  // names, each mapped to the place of its last occurrence, as in the tree nlohmann builds.
+  std::vector<Member> members;
+  json names = json::object();
+  {
+    od::object top;
+    if (doc.get_object().get(top) != simdjson::SUCCESS) return std::nullopt;
+    for (auto field : top) {
+      std::string_view key;
+      od::value v;
+      Member m;
+      if (field.unescaped_key().get(key) != simdjson::SUCCESS || field.value().get(v) != simdjson::SUCCESS ||
+          !raw_of(v, m))
+        return std::nullopt;
+      names[std::string(key)] = members.size();
+      members.push_back(m);
+    }
+  }
+  // After the last member: the object's '}' (the walk checked it is the next token) and nothing but white
+  // space (stage 1 does not check that).
+  if (members.empty()) return std::nullopt;
+  {
+    const Member& last = members.back();
+    std::size_t end = static_cast<std::size_t>(last.raw.data() - buffer.get()) + last.raw.size();
+    std::string_view rest = text.substr(std::min(end, text.size()));
+    std::size_t close = rest.find('}');
+    if (close == std::string_view::npos || !trim_end(rest.substr(0, close)).empty() ||
+        !trim_end(rest.substr(close + 1)).empty())
+      return std::nullopt;
+  }
+  auto member = [&](std::string_view key) -> std::optional<std::size_t> {
     const json* at = find_field(names, key);
     if (at == nullptr) return std::nullopt;
-    return values[at->get<std::size_t>()];
+    return at->get<std::size_t>();
   };
   auto pod = member("Pod");
   auto nodes = member("Nodes");
   auto node_names = member("NodeNames");
-  if (!pod || pod->is_null()) return std::nullopt;
-  if (nodes && !nodes->is_null()) return std::nullopt;  // full Node objects: kept as trees, the long way
-  simdjson::dom::array list;
-  if (!node_names || node_names->get(list) != simdjson::SUCCESS || list.size() > max_nodes)
-    return std::nullopt;
-  json pod_tree;
-  if (!to_nlohmann(*pod, pod_tree)) return std::nullopt;
+  if (!pod || !node_names || members[*node_names].type != od::json_type::array) return std::nullopt;
+  if (nodes && members[*nodes].type != od::json_type::null) return std::nullopt;  // full Node objects
+  // Every other member is JSON the long way accepts (stage 1 checked only the text's structure), or the
+  // long way answers.
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (i == *node_names || i == *pod) continue;
+    if (json_nests_deeper_than(members[i].raw, kMaxMemberNesting) || !json::accept(members[i].raw))
+      return std::nullopt;
+  }
+  if (json_nests_deeper_than(members[*pod].raw, kMaxMemberNesting)) return std::nullopt;
+  json pod_tree = json::parse(members[*pod].raw, nullptr, false);
+  if (pod_tree.is_discarded() || pod_tree.is_null()) return std::nullopt;
   auto info = read_pod(pod_tree);
   if (!info.ok()) return std::nullopt;
   ExtenderArgs a;
   a.pod = std::move(*info);
-  a.node_names.reserve(list.size());
-  for (auto e : list) {
-    std::string_view name;
-    if (e.get(name) != simdjson::SUCCESS) return std::nullopt;
-    if (!is_dns1123_subdomain(name)) return std::nullopt;
-    a.node_names.emplace_back(name);
+  const std::string_view raw = members[*node_names].raw;
+  if (const Seen* s = seen.find(raw); s != nullptr && s->names.size() <= max_nodes) {
+    a.node_names = s->names;
+    seen.touch(s);
+    return a;
   }
+  auto list = read_names(doc, *node_names, raw, max_nodes, seen.lists[0].names);
+  if (!list) return std::nullopt;
+  a.node_names = list->names;
+  seen.put(std::move(*list));
   return a;
 }
 

@@ -60,9 +60,33 @@ Result<int> phy_id(const json& v, const std::string& where) {
 
 }  // namespace
 
+NodeNameList::NodeNameList(std::vector<std::string> names) {
+  auto s = std::make_shared<Store>();
+  s->owned = std::move(names);
+  s->views.assign(s->owned.begin(), s->owned.end());
+  store_ = std::move(s);
+}
+
+NodeNameList::NodeNameList(std::shared_ptr<const std::string> text, std::vector<std::string_view> views) {
+  auto s = std::make_shared<Store>();
+  s->text = std::move(text);
+  s->views = std::move(views);
+  store_ = std::move(s);
+}
+
+bool NodeNameList::operator==(const NodeNameList& o) const {
+  if (store_ == o.store_) return true;
+  return std::equal(begin(), end(), o.begin(), o.end());
+}
+
+bool NodeNameList::operator==(const std::vector<std::string>& o) const {
+  return std::equal(begin(), end(), o.begin(), o.end());
+}
+
 Result<ExtenderArgs> parse_extender_args(const json& body, std::size_t max_nodes) {
   if (!body.is_object()) return Error::invalid("ExtenderArgs: not a JSON object");
   ExtenderArgs a;
+  std::vector<std::string> node_names;
   const json* pod = find_field(body, "Pod");
   if (pod == nullptr || pod->is_null()) return Error::invalid("ExtenderArgs.Pod: missing");
   ASCEND_ASSIGN(a.pod, read_pod(*pod), "ExtenderArgs");
@@ -84,7 +108,7 @@ Result<ExtenderArgs> parse_extender_args(const json& body, std::size_t max_nodes
         if (meta == nullptr || !meta->is_object()) return Error::invalid(where + ".metadata: missing");
         ASCEND_ASSIGN(std::string name, required_string(*meta, "name", where + ".metadata"), "");
         ASCEND_CHECK(check_dns1123_subdomain(name, where + ".metadata.name"), "");
-        a.node_names.push_back(std::move(name));
+        node_names.push_back(std::move(name));
         a.nodes.push_back(n);
       }
     }
@@ -96,11 +120,12 @@ Result<ExtenderArgs> parse_extender_args(const json& body, std::size_t max_nodes
       if (!(*names)[i].is_string()) return Error::invalid(where + ": not a string");
       const auto& name = (*names)[i].get_ref<const std::string&>();
       ASCEND_CHECK(check_dns1123_subdomain(name, where), "");
-      a.node_names.push_back(name);
+      node_names.push_back(name);
     }
   } else {
     return Error::invalid("ExtenderArgs: neither Nodes nor NodeNames is given");
   }
+  a.node_names = std::move(node_names);
   return a;
 }
 
@@ -110,7 +135,7 @@ json filter_result_json(const ExtenderArgs& args, const FilterResult& r) {
     std::set<std::string> pass(r.passed.begin(), r.passed.end());
     json items = json::array();
     for (std::size_t i = 0; i < args.nodes.size(); ++i) {
-      if (pass.count(args.node_names[i]) != 0) items.push_back(args.nodes[i]);
+      if (pass.count(std::string(args.node_names[i])) != 0) items.push_back(args.nodes[i]);
     }
     out["Nodes"] = {{"metadata", json::object()}, {"items", std::move(items)}};
     out["NodeNames"] = nullptr;

@@ -113,12 +113,15 @@ TEST(ExtenderReadFast, LeavesEveryErrorAndOddityToTheLongWay) {
       R"({"Pod":null,"NodeNames":["a"]})",                                 // no pod
       R"({"Pod":{"metadata":{}},"NodeNames":["a"]})",                      // a pod without a name
       R"({"Pod":)" + pod + R"(,"Nodes":{"items":[]},"NodeNames":["a"]})",  // full Node objects
-      R"({"Pod":{"metadata":{"name":"p"},"x":1.5},"NodeNames":["a"]})",    // a fraction in the pod
       "{\"Pod\":" + pod + ",\"NodeNames\":[\"a\xff\"]}",                   // not UTF-8
   };
   for (const auto& body : declined) {
     EXPECT_FALSE(read_extender_args_fast(body, 10).has_value()) << body;
   }
+  // A fraction in the pod is read as nlohmann reads it (the Pod is its text parsed by nlohmann).
+  const std::string fraction = R"({"Pod":{"metadata":{"name":"p"},"x":1.5},"NodeNames":["a"]})";
+  EXPECT_TRUE(read_extender_args_fast(fraction, 10).has_value());
+  expect_agrees(fraction);
   // An empty view whose data() is null (a request with no body line): declined before any copy.
   EXPECT_FALSE(read_extender_args_fast(std::string_view(), 10).has_value());
   // simdjson reads -0 as the integer 0 (nlohmann: a signed 0): the same count to the pod's reader.
@@ -128,6 +131,57 @@ TEST(ExtenderReadFast, LeavesEveryErrorAndOddityToTheLongWay) {
   std::string three = R"({"Pod":)" + pod + R"(,"NodeNames":["a","b","c"]})";
   EXPECT_FALSE(read_extender_args_fast(three, 2).has_value());
   EXPECT_TRUE(read_extender_args_fast(three, 3).has_value());
+}
+
+// kube-scheduler sends every pod's /filter the same names: a NodeNames array of the same bytes as one read
+// before shares that one's list (it was checked then); any other array is read and checked anew, whatever
+// the arrays read before it were.
+TEST(ExtenderReadFast, TheSameNamesBytesShareTheListAndEveryOtherListIsCheckedAnew) {
+  const std::string solo = R"({"metadata":{"name":"solo"}})";
+  auto body = [](const std::string& pod, const std::string& list) {
+    return R"({"Pod":)" + pod + R"(,"NodeNames":)" + list + "}";
+  };
+  using Names = std::vector<std::string>;
+  const std::string three = R"(["n-1","n-2","n-3"])";
+  auto a = read_extender_args_fast(body(kPod, three), 10);
+  ASSERT_TRUE(a.has_value());
+  auto b = read_extender_args_fast(body(solo, three), 10);  // another pod, the same names
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->node_names, (Names{"n-1", "n-2", "n-3"}));
+  EXPECT_EQ(b->node_names.view().data(), a->node_names.view().data()) << "the list is shared";
+  EXPECT_EQ(b->pod.name, "solo");
+  // One name changed to one that is not a DNS-1123 subdomain: read anew, declined (the long way refuses).
+  for (std::string list : {R"(["n-1","N-2","n-3"])", R"(["n-1","n-2","n-3","n_4"])", R"(["n-1","bad_"])",
+                           R"(["n-1","n-2",3])", R"(["n-1","n-\u0032"])"}) {
+    EXPECT_FALSE(read_extender_args_fast(body(kPod, list), 10).has_value()) << list;
+    expect_agrees(body(kPod, list), 10);
+  }
+  // The names that passed, in order (kube-scheduler's /prioritize); out of order; spaced otherwise; each
+  // its own list.
+  const std::vector<std::pair<std::string, Names>> lists = {
+      {R"(["n-1","n-3"])", {"n-1", "n-3"}},
+      {R"(["n-3","n-1","m"])", {"n-3", "n-1", "m"}},
+      {R"([ "n-1" ,"n-2",  "n-3"  ])", {"n-1", "n-2", "n-3"}},
+      {"[]", {}},
+  };
+  for (const auto& [list, names] : lists) {
+    auto c = read_extender_args_fast(body(kPod, list), 10);
+    ASSERT_TRUE(c.has_value()) << list;
+    EXPECT_EQ(c->node_names, names) << list;
+    expect_agrees(body(kPod, list), 10);
+  }
+  // The first bytes again, after other lists: the same names; with fewer nodes allowed than it has,
+  // declined (the long way says how many).
+  auto d = read_extender_args_fast(body(solo, three), 10);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->node_names, (Names{"n-1", "n-2", "n-3"}));
+  EXPECT_FALSE(read_extender_args_fast(body(solo, three), 2).has_value());
+  EXPECT_FALSE(long_way(body(solo, three), 2).has_value());
+  // A list outlives the reader's memory of it: every copy keeps its names.
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(read_extender_args_fast(body(solo, "[\"x-" + std::to_string(i) + "\"]"), 10).has_value());
+  }
+  EXPECT_EQ(a->node_names, (Names{"n-1", "n-2", "n-3"}));
 }
 
 // Random bodies from realistic and odd parts: whenever the fast reader answers, the long way answers the

@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -259,7 +260,10 @@ class Scheduler {
   std::size_t seen_cap() const { return seen_cap_; }
   std::size_t seen_count() const { return seen_.size(); }
 
-  // Extender verbs. `nodes` are the candidate node names kube-scheduler sends.
+  // Extender verbs. `nodes` are the candidate node names kube-scheduler sends (views into the request's
+  // list, wire.h NodeNameList; the vector forms are for callers that hold strings).
+  FilterResult filter(const PodInfo& pod, std::span<const std::string_view> nodes, Clock::time_point now);
+  std::vector<NodeScore> prioritize(const PodInfo& pod, std::span<const std::string_view> nodes) const;
   FilterResult filter(const PodInfo& pod, const std::vector<std::string>& nodes, Clock::time_point now);
   std::vector<NodeScore> prioritize(const PodInfo& pod, const std::vector<std::string>& nodes) const;
   // Records pod -> node -> chips. EINVAL: unknown pod / wrong node; ENOSPC: the chips are gone; EBUSY: a pod
@@ -440,11 +444,11 @@ class Scheduler {
             std::chrono::milliseconds ttl);
   void remember(const PodInfo& pod, Clock::time_point now);
 
-  int node_index(const std::string& name) const;  // -1 when not in the cluster
+  int node_index(std::string_view name) const;  // -1 when not in the cluster
   // node_index of each name. The last list's answer is kept: kube-scheduler sends prioritize the names that
   // passed filter (the last list, some left out, in order: one walk along it), and often the same list pod
   // after pod; comparing it costs a fraction of looking it up.
-  const std::vector<int>& indices_of(const std::vector<std::string>& names) const;
+  const std::vector<int>& indices_of(std::span<const std::string_view> names) const;
   std::uint64_t free_mask(int node) const;
   std::uint64_t mask_of(int node, const std::vector<int>& phys) const;
   std::vector<int> phys_of(int node, std::uint64_t mask) const;
@@ -454,8 +458,8 @@ class Scheduler {
     return s == SlotState::kReserved || s == SlotState::kBound || s == SlotState::kAllocated;
   }
 
-  FilterResult filter_job(const PodInfo& pod, const std::vector<std::string>& nodes, Clock::time_point now);
-  FilterResult filter_plain(const PodInfo& pod, const std::vector<std::string>& nodes) const;
+  FilterResult filter_job(const PodInfo& pod, std::span<const std::string_view> nodes, Clock::time_point now);
+  FilterResult filter_plain(const PodInfo& pod, std::span<const std::string_view> nodes) const;
   std::string job_mismatch(const JobRecord& j, const PodInfo& pod) const;
   // The chips a pod's DRA claims name on `node` (bind's `claimed`) checked for a pod `key` asking for `want`
   // chips: the chips, ascending. `self`: the pod's own slot, when it has one; `job`: its job, whose

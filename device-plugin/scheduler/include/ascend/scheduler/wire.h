@@ -3,8 +3,11 @@
 // each way. Pure functions; thread-safe. Every parse failure is an EINVAL naming the field.
 #pragma once
 
+#include <initializer_list>
 #include <limits>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,23 +20,57 @@
 
 namespace ascend::scheduler {
 
+// The node names of a request: views into text the list owns, shared by its copies. A list read from the
+// same bytes as the last one a thread read shares that one's (read_extender_args_fast): kube-scheduler sends
+// every /filter the same 5 000 names.
+class NodeNameList {
+ public:
+  NodeNameList() = default;
+  NodeNameList(std::vector<std::string> names);  // NOLINT(google-explicit-constructor): a list of names
+  NodeNameList(std::initializer_list<std::string> names) : NodeNameList(std::vector<std::string>(names)) {}
+  // `text` holds the names; `views` point into it.
+  NodeNameList(std::shared_ptr<const std::string> text, std::vector<std::string_view> views);
+
+  std::span<const std::string_view> view() const { return store_ ? std::span(store_->views) : kNone; }
+  operator std::span<const std::string_view>() const { return view(); }  // NOLINT: a list is a span of names
+  std::size_t size() const { return view().size(); }
+  bool empty() const { return view().empty(); }
+  std::string_view operator[](std::size_t i) const { return view()[i]; }
+  auto begin() const { return view().begin(); }
+  auto end() const { return view().end(); }
+  std::vector<std::string> strings() const { return {begin(), end()}; }
+  // The same names in the same order (a list shares its storage with its copies: compared at once).
+  bool operator==(const NodeNameList& o) const;
+  bool operator==(const std::vector<std::string>& o) const;
+
+ private:
+  struct Store {
+    std::shared_ptr<const std::string> text;  // for views into a request's text
+    std::vector<std::string> owned;           // for a list built from strings
+    std::vector<std::string_view> views;
+  };
+  static constexpr std::span<const std::string_view> kNone{};
+  std::shared_ptr<const Store> store_;
+};
+
 // ExtenderArgs: {"Pod": {...}, "Nodes": {"items": [...]}} or {"Pod": ..., "NodeNames": [...]}. Every name is
 // checked against Kubernetes' limits (pod.h); more than `max_nodes` nodes (the cluster file's count: a
 // longer list cannot be real) is refused before any is read.
 struct ExtenderArgs {
   PodInfo pod;
-  std::vector<std::string> node_names;
+  NodeNameList node_names;
   bool full_nodes = false;            // the caller sent Nodes (full objects), not NodeNames
   std::vector<nlohmann::json> nodes;  // the Node objects, in order, when full_nodes
 };
 Result<ExtenderArgs> parse_extender_args(const nlohmann::json& body,
                                          std::size_t max_nodes = std::numeric_limits<std::size_t>::max());
 
-// The same ExtenderArgs straight from the request's text (extender_read.cc: simdjson, no tree of the node
-// names): for a body that parses and reads without error, exactly what parse_extender_args of
-// json::parse(text) gives; nullopt for anything else (invalid JSON, any error, full Node objects, a Pod with
-// a fractional number, nesting deeper than 64), which the caller then reads the long way for its exact
-// answer or error.
+// The same ExtenderArgs straight from the request's text (extender_read.cc: simdjson's On-Demand API, no
+// tree of the node names): for a body that parses and reads without error, exactly what
+// parse_extender_args of json::parse(text) gives; nullopt for anything else (invalid JSON, any error, full
+// Node objects, a name with an escape, nesting deeper than 64), which the caller then reads the long way
+// for its exact answer or error. A NodeNames array whose bytes are those of the last one this thread read
+// shares that one's list: it was checked then, so it is neither read nor checked again.
 std::optional<ExtenderArgs> read_extender_args_fast(
     std::string_view text, std::size_t max_nodes = std::numeric_limits<std::size_t>::max());
 
