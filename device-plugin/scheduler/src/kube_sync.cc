@@ -732,14 +732,18 @@ Result<KubeSync::BindPod> KubeSync::bind_pod(const std::string& ns, const std::s
     auto it = impl_->followed.find(ns + "/" + pod);
     if (it != impl_->followed.end() && (uid.empty() || it->second.info.uid == uid)) info = it->second.info;
   }
+  BindPod out;
   if (!info) {  // not followed: not ours, or made a moment ago and not in the cache yet
     auto r = impl_->client->get(kube::path_of("v1", "pods", ns, pod));
-    if (!r.ok()) return r.error().context("reading pod " + ns + "/" + pod);
+    // As pod_exists: an API error, an answer without the shape of a Pod or another UID is "no such pod".
+    if (!r.ok() || !r->is_object() || (!uid.empty() && meta_str(*r, "uid") != uid)) {
+      out.found = false;
+      return out;
+    }
     auto p = read_pod(*r);
     if (!p.ok()) return p.error().context("reading pod " + ns + "/" + pod);
     info = std::move(*p);
   }
-  BindPod out;
   out.ours = !info->resource.empty() || info->job.has_value();
   if (!chips_from_claims(*info)) return out;
   std::vector<int> chips;

@@ -550,19 +550,20 @@ void Server::Impl::on_bind(const httplib::Request& req, httplib::Response& res) 
   if (!body_json(req, res, body)) return;
   auto b = parse_binding_args(body);
   if (!b.ok()) return reply_error(res, 400, b.error().message());
-  if (kube && !kube->pod_exists(b->pod_namespace, b->pod_name, b->pod_uid)) {
-    spdlog::warn("bind {}/{} to {}: the pod is not in the API server (deleted meanwhile?)", b->pod_namespace,
-                 b->pod_name, b->node);
-    return reply(
-        res, 200,
-        binding_result_json("pod " + b->pod_namespace + "/" + b->pod_name + " is not in the API server"));
-  }
-  // A DRA job pod holds the chips kube-scheduler's allocator gave its claims on this node (its PreBind wrote
-  // them before this bind): they replace the planned ones. A pod that is not ours (kube-scheduler sends
-  // every pod of its profile) is only bound.
+  // What the pod is: not in the API server (deleted meanwhile?), not ours (kube-scheduler sends every pod of
+  // its profile: only bound), or a DRA job pod holding the chips kube-scheduler's allocator gave its claims
+  // on this node (its PreBind wrote them before this bind; they replace the planned ones). One read of the
+  // pod at most (the cache first).
   std::optional<std::vector<int>> claimed;
   if (kube) {
     auto c = kube->bind_pod(b->pod_namespace, b->pod_name, b->pod_uid, b->node);
+    if (c.ok() && !c->found) {
+      spdlog::warn("bind {}/{} to {}: the pod is not in the API server (deleted meanwhile?)",
+                   b->pod_namespace, b->pod_name, b->node);
+      return reply(
+          res, 200,
+          binding_result_json("pod " + b->pod_namespace + "/" + b->pod_name + " is not in the API server"));
+    }
     if (!c.ok()) {
       spdlog::warn("bind {}/{} to {}: {}", b->pod_namespace, b->pod_name, b->node, c.error().message());
       return reply(res, 200, binding_result_json(c.error().message()));

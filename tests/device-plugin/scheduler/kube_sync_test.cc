@@ -1143,6 +1143,32 @@ TEST(KubeSyncDra, ClaimsFreeTheirChipsWhenTheyGoAndAServerWithoutDraRefusesClaim
     EXPECT_FALSE(web["metadata"].contains("annotations") &&
                  web["metadata"]["annotations"].contains(kChipsAnnotation))
         << web.dump();
+    // A pod the watch has not brought yet (the real one serves watches from a cache behind what a GET
+    // reads): read once at bind, which also says whether it is there (its UID, not another's).
+    api.hold_watches("pods", true);
+    json late = api.create("/api/v1/namespaces/default/pods", testing::plain_pod("late", 0));
+    auto gets_of_late = [&] {
+      int n = 0;
+      for (const auto& q : api.requests())
+        n += q.method == "GET" && q.path == "/api/v1/namespaces/default/pods/late";
+      return n;
+    };
+    api.clear_requests();
+    b = s.post(
+        *s.extender, "/bind",
+        {{"PodName", "late"}, {"PodNamespace", "default"}, {"PodUID", "not-its-uid"}, {"Node", "node-1"}});
+    EXPECT_NE(b.value("Error", "").find("is not in the API server"), std::string::npos) << b.dump();
+    EXPECT_EQ(gets_of_late(), 1);
+    api.clear_requests();
+    b = s.post(*s.extender, "/bind",
+               {{"PodName", "late"},
+                {"PodNamespace", "default"},
+                {"PodUID", late["metadata"]["uid"]},
+                {"Node", "node-1"}});
+    EXPECT_EQ(b.value("Error", ""), "") << b.dump();
+    EXPECT_EQ(gets_of_late(), 1) << "one read of the pod at bind";
+    EXPECT_EQ(api.get("/api/v1/namespaces/default/pods/late")["spec"]["nodeName"], "node-1");
+    api.hold_watches("pods", false);
   }
   {  // Two pods of a job naming one claim (not a template): the second is refused, saying which pod has it.
     Cached s(api);

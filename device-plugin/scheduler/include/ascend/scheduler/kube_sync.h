@@ -66,12 +66,14 @@ class KubeSync {
   // A job pod that takes its chips from DRA ResourceClaims (dra_claims.h apply_claims): its claims from the
   // cache, else from the API server (a claim made a moment ago may not have reached our watch yet).
   void apply_claims(PodInfo& pod);
-  // At bind, what the pod is to the scheduler: `ours` when it asks for whole chips (a resource, or claims
-  // with a job) or belongs to a job, and for a job pod whose chips come from DRA ResourceClaims, `claimed`:
-  // the chips on `node` its claims were allocated (kube-scheduler's PreBind wrote them just before), read
-  // from the API server. The pod from the cache, else from the API server. An error names the claim that
-  // is not allocated there or what cannot be read.
+  // At bind, what the pod is to the scheduler: `found` false when the API server does not have it (as
+  // pod_exists says: the cache, else one GET, which also gives the pod); `ours` when it asks for whole chips
+  // (a resource, or claims with a job) or belongs to a job, and for a job pod whose chips come from DRA
+  // ResourceClaims, `claimed`: the chips on `node` its claims were allocated (kube-scheduler's PreBind wrote
+  // them just before), read from the API server. An error names the claim that is not allocated there or
+  // what cannot be read.
   struct BindPod {
+    bool found = true;
     bool ours = false;
     std::optional<std::vector<int>> claimed;
   };
