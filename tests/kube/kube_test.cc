@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "ascend/npu/emulator.h"
+#include "dra_objects.h"
 #include "kube_support.h"
 
 namespace ascend::kube::testing {
@@ -384,18 +385,7 @@ std::string write_cdi_spec() {
 
 // A ResourceClaim for `count` chips of the DeviceClass npu.ascend.huawei.com that share one HCCS domain.
 json dra_claim(const std::string& name, int count) {
-  return {{"apiVersion", "resource.k8s.io/v1"},
-          {"kind", "ResourceClaim"},
-          {"metadata", {{"name", name}, {"namespace", "default"}}},
-          {"spec",
-           {{"devices",
-             {{"requests", json::array({{{"name", "npus"},
-                                         {"exactly",
-                                          {{"deviceClassName", "npu.ascend.huawei.com"},
-                                           {"allocationMode", "ExactCount"},
-                                           {"count", count}}}}})},
-              {"constraints", json::array({{{"requests", json::array({"npus"})},
-                                            {"matchAttribute", "npu.ascend.huawei.com/hccsDomain"}}})}}}}}};
+  return ascend::testing::npu_claim(name, count, true);
 }
 
 // A pod whose one container uses the claim `claim`: it prints the /dev/davinci* it sees ("dev PATH"), then
