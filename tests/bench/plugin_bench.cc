@@ -12,8 +12,9 @@
 //   Allocate  the plugin's Allocate (one chip, runtime mode): target p99 <= 1 ms.
 //   Options   the plugin's GetDevicePluginOptions, an empty RPC: the same server's gRPC cost, same run.
 //   Floor     a minimal grpc++ callback server with one empty unary method (GetDevicePluginOptions
-//             answering an empty message) in a separate process on its own unix socket: the floor that
-//             gRPC and this machine allow for the load, with none of the plugin's code.
+//             answering an empty message) in a separate process on its own unix socket (plugin_bench_floor,
+//             linked with gRPC and the generated API only): the floor that gRPC and this machine allow for
+//             the load, and for the resident memory, with none of the plugin's code or other libraries.
 // Each benchmark is repeated with random interleaving so background load falls on every target alike;
 // the summary pools every call of every repetition.
 //
@@ -62,7 +63,6 @@
 #include "ascend/plugin/metrics.h"
 #include "ascend/plugin/plugin.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
-#include "grpc_floor.h"
 
 extern char** environ;
 
@@ -74,7 +74,6 @@ using Stub = v1beta1::DevicePlugin::Stub;
 
 constexpr int kCallers = 64;
 constexpr int kCallsPerCaller = 50;
-constexpr const char* kFloorFlag = "--floor-server";
 
 [[noreturn]] void die(const std::string& why) {
   std::fprintf(stderr, "plugin_bench: %s\n", why.c_str());
@@ -94,17 +93,6 @@ pid_t spawn(std::vector<std::string> args) {
 void wait_for_socket(const std::string& sock, const std::string& who) {
   for (int i = 0; i < 6000 && !std::filesystem::exists(sock); ++i) std::this_thread::sleep_for(10ms);
   if (!std::filesystem::exists(sock)) die(who + " did not serve on " + sock);
-}
-
-int run_floor_server(const std::string& sock) {
-  ascend::bench::FloorService service;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix://" + sock, grpc::InsecureServerCredentials());
-  builder.RegisterService(&service);
-  auto server = builder.BuildAndStart();
-  if (!server) return 1;
-  server->Wait();  // until SIGTERM ends the process
-  return 0;
 }
 
 // The emulated host, the plugin process and the floor server process, for the whole run.
@@ -148,7 +136,7 @@ class Setup {
       cmd.push_back(std::move(a));
     }
     pid_ = spawn(cmd);
-    floor_pid_ = spawn({"/proc/self/exe", kFloorFlag, dir_ + "/floor.sock"});
+    floor_pid_ = spawn({ASCEND_BENCH_FLOOR, dir_ + "/floor.sock"});
     wait_for_socket(dir_ + "/dp/ascend-Ascend910.sock", "the plugin");
     wait_for_socket(dir_ + "/floor.sock", "the floor server");
     channel_ = grpc::CreateChannel("unix://" + dir_ + "/dp/ascend-Ascend910.sock",
@@ -723,9 +711,9 @@ void BM_RssAfter10kAllocate(benchmark::State& state) {
     const double cpu0 = setup().cpu_seconds();
     if (!call_10k(Target::kAllocate, *stub)) state.SkipWithError("a call failed");
     g_value["cpu_us_per_call"] = (setup().cpu_seconds() - cpu0) * 1e6 / 10000;
-    // The floor: the bench's own gRPC server of the same service on the same libraries (grpc++, protobuf,
-    // OpenSSL, absl; the floor process is this bench, which maps the emulator and Google Benchmark too),
-    // answering 10 000 calls of the one it serves (GetDevicePluginOptions) with no plugin behind them.
+    // The floor: a bare gRPC server of the same service on the same gRPC libraries (grpc++, protobuf,
+    // OpenSSL, absl: plugin_bench_floor), answering 10 000 calls of the one it serves
+    // (GetDevicePluginOptions).
     if (!call_10k(Target::kFloor, *setup().floor_stub())) state.SkipWithError("a floor call failed");
     g_value["floor_rss_mb"] = setup().status_mb("VmRSS", true);
     g_value["floor_file_mb"] = setup().status_mb("RssFile", true);
@@ -818,15 +806,15 @@ void print_summary() {
   std::printf("  target: fault to Unhealthy <= 500 ms\n");
   if (g_value.count("rss_after_mb") != 0) {
     std::printf(
-        "  plugin RSS: idle %.1f MB, before 10 000 Allocate %.1f MB, after them "
-        "%.1f MB (target <= 20 MB); plugin CPU %.0f us per Allocate call\n",
+        "  plugin RSS (MB = 1024 kB): idle %.2f MB, before 10 000 Allocate %.2f MB, after them "
+        "%.2f MB (target <= 20 MB); plugin CPU %.0f us per Allocate call\n",
         g_value["rss_idle_mb"], g_value["rss_before_mb"], g_value["rss_after_mb"],
         g_value["cpu_us_per_call"]);
     std::printf(
-        "    of which mapped files (libraries, the binary) %.1f MB, heap and stacks %.1f MB; floor (a bare "
+        "    of which mapped files (libraries, the binary) %.2f MB, heap and stacks %.2f MB; floor (a bare "
         "gRPC "
-        "server of the same service on the same libraries, after as many calls): %.1f MB = files %.1f + "
-        "heap %.1f; plugin minus floor %+.1f MB\n",
+        "server of the same service on the same gRPC libraries, after as many calls): %.2f MB = files %.2f + "
+        "heap %.2f; plugin minus floor %+.2f MB\n",
         g_value["file_after_mb"], g_value["anon_after_mb"], g_value["floor_rss_mb"], g_value["floor_file_mb"],
         g_value["floor_anon_mb"], g_value["rss_after_mb"] - g_value["floor_rss_mb"]);
     // $ASCEND_BENCH_SMAPS set: where the pages are, per mapped file (KB), the plugin beside the floor;
@@ -852,7 +840,6 @@ void print_summary() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 3 && std::strcmp(argv[1], kFloorFlag) == 0) return run_floor_server(argv[2]);
   std::vector<char*> args(argv, argv + argc);
   std::string interleave = "--benchmark_enable_random_interleaving=true";
   args.push_back(interleave.data());
