@@ -109,6 +109,10 @@ class Setup {
     if (auto st = emu_->load(*ascend::npu::builtin_profile("atlas800t-a2"), o); !st)
       die(st.error().message());
     std::filesystem::create_directories(dir_ + "/dp");
+    // BM_FaultToUnhealthy faults chip 3 twenty times: with the built-in escalation (3 faults within a day)
+    // the plugin isolates it after the third (docs/device-plugin.md, "Health and graded faults"), and every
+    // later benchmark calling Allocate on it would fail. The bench measures detection, not escalation.
+    std::ofstream(dir_ + "/fault-codes.yaml") << "escalation:\n  times: 1000\n  window_seconds: 86400\n";
     const char* b = std::getenv("ASCEND_BENCH_BACKEND");
     backend_ = b != nullptr && *b != '\0' ? b : "emulator";
     ascend::npu::BackendOptions bo;
@@ -132,11 +136,12 @@ class Setup {
                                                : std::string(ASCEND_BIN_DIR) + "/ascend-device-plugin",
           std::string("--kubelet-socket-dir"), dir_ + "/dp", std::string("--host-root"), dir_ + "/root",
           std::string("--backend"), backend_, std::string("--log-level"), std::string("info"),
-          std::string("--log-file"), dir_ + "/plugin.log"}) {
+          std::string("--log-file"), dir_ + "/plugin.log", std::string("--fault-codes"),
+          dir_ + "/fault-codes.yaml"}) {
       cmd.push_back(std::move(a));
     }
     pid_ = spawn(cmd);
-    floor_pid_ = spawn({ASCEND_BENCH_FLOOR, dir_ + "/floor.sock"});
+    floor_pid_ = spawn({ASCEND_BENCH_FLOOR, "--serve", dir_ + "/floor.sock"});
     wait_for_socket(dir_ + "/dp/ascend-Ascend910.sock", "the plugin");
     wait_for_socket(dir_ + "/floor.sock", "the floor server");
     channel_ = grpc::CreateChannel("unix://" + dir_ + "/dp/ascend-Ascend910.sock",
