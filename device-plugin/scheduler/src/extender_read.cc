@@ -113,9 +113,8 @@ std::optional<Seen> read_names(od::document& doc, std::size_t at, std::string_vi
       while (next_known < known.size() && known[next_known] != name) ++next_known;
       if (next_known < known.size()) {
         ++next_known;
-      } else {
-        next_known = known.size();
-        if (!is_dns1123_subdomain(name)) return std::nullopt;
+      } else if (!is_dns1123_subdomain(name)) {
+        return std::nullopt;
       }
       views.emplace_back(text->data() + (name.data() - raw.data()), name.size());
     }
