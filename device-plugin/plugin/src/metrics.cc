@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <charconv>
 #include <condition_variable>
 #include <deque>
@@ -18,6 +19,7 @@
 #include <mutex>
 #include <thread>
 
+#include "ascend/common/guarded.h"
 #include "ascend/plugin/inventory.h"
 
 namespace ascend::plugin {
@@ -283,19 +285,58 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& a
   // (Prometheus scrapes every 15 s or more, so a longer one would not keep a connection between scrapes
   // anyway).
   http.set_keep_alive_timeout(1);
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, const std::exception_ptr&) {
-    res.status = 500;
-    res.set_content("scrape failed\n", "text/plain");
+  // Only GET /metrics: anything else is refused before routing, so that nothing of its body is read (the
+  // HTTP library reads a chunked body, or one without a length, whole, whatever the payload limit says),
+  // and the connection closes after the refusal.
+  auto scrape_only = [](const httplib::Request& q, httplib::Response& r) {
+    if (q.method == "GET" && q.path == "/metrics") return true;
+    r.status = q.path == "/metrics" ? 405 : 404;
+    if (r.status == 405) r.set_header("Allow", "GET");
+    r.set_header("Connection", "close");
+    r.set_content(r.status == 405 ? "only GET /metrics\n" : "not found: only GET /metrics\n", "text/plain");
+    return false;
+  };
+  http.set_pre_routing_handler([scrape_only](const httplib::Request& q, httplib::Response& r) {
+    return scrape_only(q, r) ? httplib::Server::HandlerResponse::Unhandled
+                             : httplib::Server::HandlerResponse::Handled;
   });
+  // A scrape has no body to announce: a client that announces one is answered before it sends it.
+  http.set_expect_100_continue_handler([scrape_only](const httplib::Request& q, httplib::Response& r) {
+    if (!scrape_only(q, r)) return r.status;
+    r.set_header("Connection", "close");
+    return 417;
+  });
+  http.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, const std::exception_ptr& ep) {
+        try {
+          if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          spdlog::warn("/metrics: the scrape failed: {}", e.what());
+        } catch (...) {
+          spdlog::warn("/metrics: the scrape failed");
+        }
+        res.status = 500;
+        res.set_content("scrape failed\n", "text/plain");
+      });
   http.Get("/metrics", [&impl](const httplib::Request&, httplib::Response& res) {
     res.set_content(impl.scrape(), "text/plain; charset=utf-8");
   });
   const bool bound = port == 0 ? (port = http.bind_to_any_port(host)) > 0 : http.bind_to_port(host, port);
   if (!bound) return Error(EADDRINUSE, "serve /metrics on " + addr + ": cannot listen on that address");
   out->port_ = port;
-  impl.listener = std::thread([&http] { http.listen_after_bind(); });
-  // Listening from here on: a stop before the loop runs would not end it.
-  while (!http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // The listener thread survives its own exception (guarded.h); an accept loop that ends on its own (the
+  // machine out of descriptors or memory) says so: /metrics is gone while the daemon runs on.
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  impl.listener = std::thread([&http, done] {
+    ascend::run_guarded("/metrics listener", [&http] {
+      if (!http.listen_after_bind())
+        spdlog::error("/metrics: the listener stopped accepting connections; /metrics is not served");
+    });
+    done->store(true);
+  });
+  // Listening from here on (a stop before the loop runs would not end it), unless the loop ended first.
+  while (!http.is_running() && !done->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!http.is_running()) return Error(EIO, "serve /metrics on " + addr + ": the listener ended at once");
   return out;
 }
 

@@ -7,9 +7,11 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 #include "ascend/plugin/metrics.h"
@@ -93,6 +95,55 @@ TEST(MetricsServer, ServesOnlyGetMetrics) {
   ASSERT_TRUE(r);
   EXPECT_NE(r->status, 200);
   r = c.Get("/metrics");  // still serving
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+// What a raw client gets back within 3 s after sending `request` and keeping its connection open (the first
+// bytes of the answer; "" when none came).
+std::string answer_to(int port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sa.sin_port = htons(static_cast<std::uint16_t>(port));
+  timeval tv{3, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  std::string got;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0 &&
+      ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
+    char buf[256];
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n > 0) got.assign(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return got;
+}
+
+// Anything but GET /metrics is refused before its body is read (the HTTP library reads a chunked body, or
+// one without a length, whole, whatever its payload limit): a chunked POST that has not ended, a POST whose
+// body has no length, a HEAD, each gets its refusal at once, and the connection closes.
+TEST(MetricsServer, RefusesOtherRequestsBeforeReadingTheirBodies) {
+  Metrics metrics;
+  auto server = serve(metrics);
+  ASSERT_NE(server, nullptr);
+  const std::string chunked =
+      "POST /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1000\r\n" +
+      std::string(4096, 'a') + "\r\n";
+  const std::string unsized =
+      "POST /other HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+      "Content-Type: text/plain\r\n\r\n" +
+      std::string(4096, 'a');
+  EXPECT_EQ(answer_to(server->port(), chunked).substr(0, 12), "HTTP/1.1 405");
+  EXPECT_EQ(answer_to(server->port(), unsized).substr(0, 12), "HTTP/1.1 404");
+  EXPECT_EQ(answer_to(server->port(), "HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n").substr(0, 12),
+            "HTTP/1.1 405");
+  const std::string announced =
+      "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\nExpect: 100-continue\r\n\r\n";
+  EXPECT_EQ(answer_to(server->port(), announced).substr(0, 12), "HTTP/1.1 405");
+  httplib::Client c("127.0.0.1", server->port());
+  auto r = c.Get("/metrics");  // still serving
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
 }
