@@ -90,8 +90,7 @@ std::string self_exe_dir() {
 
 namespace {
 
-// What a key's value is in the file when not a string: a string or nothing (null: empty), or a YAML boolean.
-// The option's type name, so that the file reader knows it from the option.
+// The type names of the options whose value is not a plain string (CLI11's messages show them).
 constexpr const char* kTextOrNothing = "TEXT or nothing";
 constexpr const char* kBoolean = "true|false";
 
@@ -145,6 +144,27 @@ constexpr Key kKeys[] = {
     {"dcmi-library", Kind::kText, &Config::dcmi_library, nullptr, absolute_path},
     {"dcmi-helper", Kind::kText, &Config::dcmi_helper, nullptr, absolute_path},
 };
+
+const Key* key_named(std::string_view name) {
+  const Key* k =
+      std::find_if(std::begin(kKeys), std::end(kKeys), [&](const Key& x) { return name == x.name; });
+  return k == std::end(kKeys) ? nullptr : k;
+}
+
+// A key's value as the text its CLI11 option takes ("true" or "false" for a boolean, "" for nothing), or
+// what is wrong with its kind (empty when right). Both readers take a value through here.
+std::string input_of(const Key& k, const nlohmann::json& value, std::string& input) {
+  if (k.kind == Kind::kBoolean) {
+    if (!value.is_boolean()) return fmt::format("'{}' must be true or false", k.name);
+    input = value.get<bool>() ? "true" : "false";
+  } else if (k.kind == Kind::kTextOrNothing && value.is_null()) {  // "log-file:" with no value: no log file
+    input.clear();
+  } else {
+    if (!value.is_string()) return fmt::format("'{}' must be a string", k.name);
+    input = value.get<std::string>();
+  }
+  return {};
+}
 
 // The config file's keys: one option each, bound to its field and carrying its value's check.
 void add_keys(CLI::App& app, Config& c) {
@@ -210,19 +230,13 @@ class ConfigFile final : public CLI::Config {
 
   // Fills `item` from a key and its value, or says what is wrong with them.
   std::string to_item(const std::string& key, const nlohmann::json& value, CLI::ConfigItem& item) const {
-    const CLI::Option* opt = app_.get_option_no_throw("--" + key);
-    if (opt == nullptr) return fmt::format("unknown key '{}' (known: {})", key, known_keys());
+    const Key* k = key_named(key);
+    if (k == nullptr || app_.get_option_no_throw("--" + key) == nullptr)
+      return fmt::format("unknown key '{}' (known: {})", key, known_keys());
     item.name = key;
-    const std::string kind = opt->get_type_name();
-    if (kind == kBoolean) {
-      if (!value.is_boolean()) return fmt::format("'{}' must be true or false", key);
-      item.inputs = {value.get<bool>() ? "true" : "false"};
-    } else if (kind == kTextOrNothing && value.is_null()) {  // "log-file:" with no value: no log file
-      item.inputs = {""};
-    } else {
-      if (!value.is_string()) return fmt::format("'{}' must be a string", key);
-      item.inputs = {value.get<std::string>()};
-    }
+    std::string input;
+    if (auto why = input_of(*k, value, input); !why.empty()) return why;
+    item.inputs = {std::move(input)};
     return {};
   }
 
@@ -244,23 +258,14 @@ class ConfigFile final : public CLI::Config {
 bool read_config_flat(std::string_view text, Config& c) {
   auto doc = parse_flat_yaml(text);
   if (!doc) return false;
-  if (doc->is_null()) return true;  // comments only: every default
   Config read = c;
-  for (const auto& [name, value] : doc->items()) {
-    const std::string& wanted = name;  // a structured binding cannot be captured before clang 16
-    const Key* key =
-        std::find_if(std::begin(kKeys), std::end(kKeys), [&](const Key& k) { return wanted == k.name; });
-    if (key == std::end(kKeys)) return false;
-    if (key->kind == Kind::kBoolean) {
-      if (!value.is_boolean()) return false;
-      read.*key->flag = value.get<bool>();
-      continue;
-    }
+  for (const auto& [name, value] : doc->items()) {  // none for comments only: every default
+    const Key* key = key_named(name);
     std::string v;
-    if (value.is_string()) {
-      v = value.get<std::string>();
-    } else if (key->kind != Kind::kTextOrNothing || !value.is_null()) {
-      return false;
+    if (key == nullptr || !input_of(*key, value, v).empty()) return false;
+    if (key->kind == Kind::kBoolean) {
+      read.*key->flag = v == "true";
+      continue;
     }
     if (key->check != nullptr && !key->check(key->name, v).empty()) return false;
     read.*key->text = std::move(v);
