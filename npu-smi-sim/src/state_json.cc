@@ -123,8 +123,8 @@ template <class T>
 struct IsVector : std::false_type {};
 
 // Where a field is, for an error message: its object's place and its key, joined only when a message needs
-// them (a state file read without a fault builds no location strings: issue 25, the shim reads this file for
-// every container that asks for NPUs).
+// them (issue 25, the shim reads this file for every container that asks for NPUs). A list's items and the
+// objects in it still get their place each (`chips[3]`), which the reader of an object keeps.
 struct Location {
   const std::string& parent;
   const char* key;
@@ -152,6 +152,7 @@ class StrictReader {
   StrictReader& operator=(const StrictReader&) = delete;
 
   // Reads field `key` into `out` if the object has it: now if it is plain, after the plain ones if not.
+  // `key` must outlive the reader (a string literal, as every codec's field name is): it is kept as a view.
   template <class T>
   void operator()(const char* key, T& out) {
     if constexpr (std::is_class_v<T> && !std::is_same_v<T, std::string>) {
@@ -236,9 +237,10 @@ void StrictReader::read(const Where& where, const json& v, T& out) {
   } else if constexpr (IsVector<T>::value) {
     if (!v.is_array()) return fail(where_text(where) + ": expected a list");
     out.clear();
+    const std::string base = where_text(where);  // joined once for the list, not once per item
     for (std::size_t i = 0; i < v.size() && err_.empty(); ++i) {
       typename T::value_type item{};
-      read(where_text(where) + "[" + std::to_string(i) + "]", v[i], item);
+      read(base + "[" + std::to_string(i) + "]", v[i], item);
       if (err_.empty()) out.push_back(std::move(item));
     }
   } else {
