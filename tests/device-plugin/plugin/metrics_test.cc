@@ -186,7 +186,8 @@ TEST(MetricsServer, APortAnotherListenerHoldsIsAnError) {
   ::close(other);
 }
 
-// Stopping (the daemon's exit) does not wait for a scraper's idle keep-alive connection to time out.
+// Stopping (the daemon's exit) waits for a scraper's idle keep-alive connection at most the 1 s keep-alive,
+// not cpp-httplib's default of 5 s.
 TEST(MetricsServer, StopsPromptlyWithAnIdleKeepAliveConnection) {
   Metrics metrics;
   auto server = serve(metrics);
