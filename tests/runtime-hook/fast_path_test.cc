@@ -6,6 +6,7 @@
 // inputs judged against the full path (fixed seeds; --gtest_random_seed=N explores others).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -364,8 +365,11 @@ TEST(FlatConfigRead, RandomConfigsReadAlikeOrGoToCli11) {
     other_forms += !r.flat && r.cli11_ok ? 1 : 0;
     if (HasFailure()) return;
   }
-  // Each way often enough that the comparison means something.
-  EXPECT_GT(taken, 300);
+  std::printf("random configs: %d read flat, %d refused, %d read by CLI11 only\n", taken, refused,
+              other_forms);
+  // Each way often enough that the comparison means something. (The seed changes from run to run: over
+  // 120 seeds the flat reader took 299-388 texts, median 345, so the bound is well below that; 300 was not.)
+  EXPECT_GT(taken, 200);
   EXPECT_GT(refused, 300);
   EXPECT_GT(other_forms, 50);
 }
