@@ -9,6 +9,9 @@
 // - a fault's code is hex text, as an operator types it, and its severity may be left out (the code's class);
 // - a vNPU's template is "template", its owner's container id sits beside its other fields, and the rest of
 //   the owner is written only for a dynamic vNPU.
+// The file is written with nlohmann, and read with rapidjson (json_text.h: the texts nlohmann reads, to the
+// same values; the shim reads this file for every container that asks for NPUs), by the one strict reader
+// that also reads a custom profile's nlohmann document (state_from_json).
 #include "ascend/npu/state.h"
 
 #include <fmt/format.h>
@@ -16,6 +19,7 @@
 #include <algorithm>
 #include <array>
 #include <functional>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -25,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ascend/common/json_text.h"
 #include "seam_json.h"
 
 namespace ascend::npu {
@@ -119,8 +124,88 @@ json state_form(const std::vector<T>& list) {
 
 // ---- Reading ------------------------------------------------------------------------------------------
 
+// The reader's view of a JSON value, one for each library the file is read with: nlohmann's (state_from_json:
+// a custom profile's YAML, the tests) and rapidjson's (parse_state: the state file, which the shim reads for
+// every container that asks for NPUs; json_text.h reads the texts nlohmann reads, to the same values).
+struct NlohmannJson {
+  using Value = json;
+  static bool is_object(const Value& v) { return v.is_object(); }
+  static const Value* member(const Value& v, const char* key) {
+    auto it = v.find(key);
+    return it == v.end() ? nullptr : &*it;
+  }
+  template <class Visit>
+  static void for_each_key(const Value& v, Visit&& visit) {
+    for (auto it = v.begin(); it != v.end(); ++it) visit(std::string_view(it.key()));
+  }
+  static bool is_array(const Value& v) { return v.is_array(); }
+  static std::size_t size(const Value& v) { return v.size(); }
+  static const Value& item(const Value& v, std::size_t i) { return v[i]; }
+  static bool is_integer(const Value& v) { return v.is_number_integer(); }
+  static bool is_number(const Value& v) { return v.is_number(); }
+  template <class T>
+  static T number(const Value& v) {
+    return v.get<T>();
+  }
+  // A text field's value: a string as it is, anything else as its JSON text (a YAML profile's unquoted 310
+  // is a number); a text that is not UTF-8 cannot be written as JSON, and says so as the reader always did.
+  static std::string text(const Value& v, std::string& error) {
+    try {
+      return v.is_string() ? v.get<std::string>() : v.dump();
+    } catch (const json::exception& e) {
+      error = e.what();
+      return {};
+    }
+  }
+  static bool flag(const Value& v, std::string& error) {
+    try {
+      return v.get<bool>();
+    } catch (const json::exception& e) {
+      error = e.what();
+      return false;
+    }
+  }
+};
+
+struct RapidJson {
+  using Value = JsonValue;
+  static bool is_object(const Value& v) { return v.IsObject(); }
+  static const Value* member(const Value& v, const char* key) {
+    auto it = v.FindMember(key);
+    return it == v.MemberEnd() ? nullptr : &it->value;
+  }
+  template <class Visit>
+  static void for_each_key(const Value& v, Visit&& visit) {
+    for (const auto& m : v.GetObject()) visit(std::string_view(m.name.GetString(), m.name.GetStringLength()));
+  }
+  static bool is_array(const Value& v) { return v.IsArray(); }
+  static std::size_t size(const Value& v) { return v.Size(); }
+  static const Value& item(const Value& v, std::size_t i) { return v[static_cast<rapidjson::SizeType>(i)]; }
+  static bool is_integer(const Value& v) { return json_is_integer(v); }
+  static bool is_number(const Value& v) { return v.IsNumber(); }
+  template <class T>
+  static T number(const Value& v) {
+    if constexpr (std::is_integral_v<T>) {  // nlohmann's get<T>: a cast of its int64 or uint64
+      return v.IsInt64() ? static_cast<T>(v.GetInt64()) : static_cast<T>(v.GetUint64());
+    } else {
+      return static_cast<T>(v.GetDouble());
+    }
+  }
+  // What is not a string (or for a flag, a boolean) is rare: it is made nlohmann's, for nlohmann's words.
+  static std::string text(const Value& v, std::string& error) {
+    if (v.IsString()) return {v.GetString(), v.GetStringLength()};
+    return NlohmannJson::text(json::parse(write_json(v)), error);
+  }
+  static bool flag(const Value& v, std::string& error) {
+    if (v.IsBool()) return v.GetBool();
+    return NlohmannJson::flag(json::parse(write_json(v)), error);
+  }
+};
+
 template <class T>
 struct IsVector : std::false_type {};
+template <class T>
+struct IsVector<std::vector<T>> : std::true_type {};
 
 // Where a field is, for an error message: its object's place and its key, joined only when a message needs
 // them (issue 25, the shim reads this file for every container that asks for NPUs). A list's items and the
@@ -135,18 +220,21 @@ const std::string& where_text(const std::string& where) {
 std::string where_text(const Location& where) {
   return where.parent + "." + where.key;
 }
-template <class T>
-struct IsVector<std::vector<T>> : std::true_type {};
 
 // Reads one JSON object into a value, as the state file is read: a field left out keeps the value's own; a
 // field of the wrong type, or one the value does not have, is an error naming it ("state.chips[0].phy_id:
 // expected an integer", "state.chips[0]: unknown field 'nmae'"). An object's plain fields are read first,
-// then its lists and objects, then its unknown fields are looked for; the first error is the one reported.
-// A visitor for visit_fields: read_object(reader, value) below says which fields a type has in the file.
+// then its lists and objects, then its unknown fields are looked for (the first in byte order is reported);
+// the first error is the one reported. A key given twice counts once, with its last value. A visitor for
+// visit_fields: read_object(reader, value) below says which fields a type has in the file. `Json` is one of
+// the two views above.
+template <class Json>
 class StrictReader {
  public:
-  StrictReader(const json& j, std::string where) : j_(j), where_(std::move(where)) {
-    if (!j.is_object()) err_ = where_ + ": expected an object";
+  using Value = typename Json::Value;
+
+  StrictReader(const Value& j, std::string where) : j_(j), where_(std::move(where)) {
+    if (!Json::is_object(j)) err_ = where_ + ": expected an object";
   }
   StrictReader(const StrictReader&) = delete;
   StrictReader& operator=(const StrictReader&) = delete;
@@ -167,15 +255,13 @@ class StrictReader {
   void read_now(const char* key, T& out) {
     seen_.emplace_back(key);
     if (!err_.empty()) return;
-    auto it = j_.find(key);
-    if (it == j_.end()) return;
-    read(Location{where_, key}, *it, out);
+    if (const Value* v = Json::member(j_, key)) read(Location{where_, key}, *v, out);
   }
 
   // Runs `step` once the plain fields are read (in the order given), unless there is an error by then.
   void later(std::function<void()> step) { later_.push_back(std::move(step)); }
 
-  bool has(const char* key) const { return j_.is_object() && j_.contains(key); }
+  bool has(const char* key) const { return Json::is_object(j_) && Json::member(j_, key) != nullptr; }
   const std::string& where() const { return where_; }
   void fail(std::string msg) {
     if (err_.empty()) err_ = std::move(msg);
@@ -183,13 +269,14 @@ class StrictReader {
 
   Status finish() {
     for (std::size_t i = 0; i < later_.size() && err_.empty(); ++i) later_[i]();
-    if (err_.empty() && j_.is_object()) {
-      for (auto it = j_.begin(); it != j_.end(); ++it) {
-        if (std::find(seen_.begin(), seen_.end(), it.key()) == seen_.end()) {
-          err_ = where_ + ": unknown field '" + it.key() + "'";
-          break;
+    if (err_.empty() && Json::is_object(j_)) {
+      std::optional<std::string_view> unknown;
+      Json::for_each_key(j_, [&](std::string_view key) {
+        if (std::find(seen_.begin(), seen_.end(), key) == seen_.end() && (!unknown || key < *unknown)) {
+          unknown = key;
         }
-      }
+      });
+      if (unknown) err_ = where_ + ": unknown field '" + std::string(*unknown) + "'";
     }
     if (!err_.empty()) return Error::invalid(err_);
     return {};
@@ -197,50 +284,48 @@ class StrictReader {
 
  private:
   template <class T, class Where>
-  void read(const Where& where, const json& v, T& out);
+  void read(const Where& where, const Value& v, T& out);
 
-  const json& j_;
+  const Value& j_;
   std::string where_;
   std::vector<std::string_view> seen_;  // the keys asked for: string literals, the codecs' field names
   std::vector<std::function<void()>> later_;
   std::string err_;
 };
 
-template <class T>
-void read_object(StrictReader& r, T& out);
-void read_object(StrictReader& r, Chip& c);
-void read_object(StrictReader& r, Vnpu& v);
-void read_object(StrictReader& r, VnpuOwner& o);
+template <class R, class T>
+void read_object(R& r, T& out);
+template <class R>
+void read_object(R& r, Chip& c);
+template <class R>
+void read_object(R& r, Vnpu& v);
+template <class R>
+void read_object(R& r, VnpuOwner& o);
 
+template <class Json>
 template <class T, class Where>
-void StrictReader::read(const Where& where, const json& v, T& out) {
+void StrictReader<Json>::read(const Where& where, const Value& v, T& out) {
   if constexpr (std::is_same_v<T, std::string>) {
-    // Anything else is taken as its JSON text (a YAML profile's unquoted 310 is a number); a text that is
-    // not UTF-8 cannot be written as JSON, and says so as the reader always did.
-    try {
-      out = v.is_string() ? v.get<std::string>() : v.dump();
-    } catch (const json::exception& e) {
-      fail(where_text(where) + ": " + e.what());
-    }
+    std::string error;
+    out = Json::text(v, error);
+    if (!error.empty()) fail(where_text(where) + ": " + error);
   } else if constexpr (std::is_same_v<T, bool>) {
-    try {
-      out = v.get<bool>();
-    } catch (const json::exception& e) {
-      fail(where_text(where) + ": " + e.what());
-    }
+    std::string error;
+    out = Json::flag(v, error);
+    if (!error.empty()) fail(where_text(where) + ": " + error);
   } else if constexpr (std::is_integral_v<T>) {
-    if (!v.is_number_integer()) return fail(where_text(where) + ": expected an integer");
-    out = v.get<T>();
+    if (!Json::is_integer(v)) return fail(where_text(where) + ": expected an integer");
+    out = Json::template number<T>(v);
   } else if constexpr (std::is_floating_point_v<T>) {
-    if (!v.is_number()) return fail(where_text(where) + ": expected a number");
-    out = v.get<T>();
+    if (!Json::is_number(v)) return fail(where_text(where) + ": expected a number");
+    out = Json::template number<T>(v);
   } else if constexpr (IsVector<T>::value) {
-    if (!v.is_array()) return fail(where_text(where) + ": expected a list");
+    if (!Json::is_array(v)) return fail(where_text(where) + ": expected a list");
     out.clear();
     const std::string base = where_text(where);  // joined once for the list, not once per item
-    for (std::size_t i = 0; i < v.size() && err_.empty(); ++i) {
+    for (std::size_t i = 0; i < Json::size(v) && err_.empty(); ++i) {
       typename T::value_type item{};
-      read(base + "[" + std::to_string(i) + "]", v[i], item);
+      read(base + "[" + std::to_string(i) + "]", Json::item(v, i), item);
       if (err_.empty()) out.push_back(std::move(item));
     }
   } else {
@@ -251,13 +336,14 @@ void StrictReader::read(const Where& where, const json& v, T& out) {
 }
 
 // A value of a type without differences: every field of its codec.
-template <class T>
-void read_object(StrictReader& r, T& out) {
+template <class R, class T>
+void read_object(R& r, T& out) {
   visit_fields(out, r);
 }
 
 // The codes are checked once every fault has been read; an error names the chip's faults.
-void read_faults(StrictReader& r, const char* key, std::vector<Fault>& out) {
+template <class R>
+void read_faults(R& r, const char* key, std::vector<Fault>& out) {
   r.later([&r, key, &out] {
     std::vector<state_file::Fault> raw;
     r.read_now(key, raw);
@@ -269,7 +355,8 @@ void read_faults(StrictReader& r, const char* key, std::vector<Fault>& out) {
   });
 }
 
-void read_object(StrictReader& r, Chip& c) {
+template <class R>
+void read_object(R& r, Chip& c) {
   visit_fields(c, [&r](const char* key, auto& field) {
     if constexpr (std::is_same_v<std::remove_cvref_t<decltype(field)>, std::vector<Fault>>) {
       read_faults(r, key, field);
@@ -281,7 +368,8 @@ void read_object(StrictReader& r, Chip& c) {
   if (!r.has("logic_id")) c.logic_id = c.phy_id;
 }
 
-void read_object(StrictReader& r, Vnpu& v) {
+template <class R>
+void read_object(R& r, Vnpu& v) {
   visit_fields(v, [&r](const char* key, auto& field) {
     if constexpr (std::is_same_v<std::remove_cvref_t<decltype(field)>, VnpuOwner>) {
       r("container_id", field.container_id);
@@ -293,7 +381,8 @@ void read_object(StrictReader& r, Vnpu& v) {
 }
 
 // The rest of a vNPU's owner: its container id is the vNPU's own field.
-void read_object(StrictReader& r, VnpuOwner& o) {
+template <class R>
+void read_object(R& r, VnpuOwner& o) {
   visit_fields(o, [&r](const char* key, auto& field) {
     if (std::string_view(key) != "container_id") r(key, field);
   });
@@ -341,22 +430,13 @@ Status check_host(HostState& s) {
   return {};
 }
 
-}  // namespace
-
-void to_json(json& j, const HostState& s) {
-  j = json::object();
-  visit_fields(s, [&j](const char* key, const auto& field) { j[key] = state_form(field); });
-  // Written only when there is something to say, so that the state of a host that never ran load-gen, or of
-  // one from before boot ids, reads as before.
-  if (s.workloads.empty()) j.erase("workloads");
-  if (s.boot_id.empty()) j.erase("boot_id");
-}
-
-Result<HostState> state_from_json(const json& j) {
+// The whole file, through one of the two views: every field, then what the fields alone cannot say.
+template <class Json>
+Result<HostState> read_state(const typename Json::Value& j) {
   HostState s;
   // The family is text in the file, checked once every field has been read.
   std::string family(to_string(s.family));
-  StrictReader r(j, "state");
+  StrictReader<Json> r(j, "state");
   visit_fields(s, [&](const char* key, auto& field) {
     if constexpr (std::is_same_v<std::remove_cvref_t<decltype(field)>, Family>) {
       r(key, family);
@@ -370,15 +450,30 @@ Result<HostState> state_from_json(const json& j) {
   return s;
 }
 
+}  // namespace
+
+void to_json(json& j, const HostState& s) {
+  j = json::object();
+  visit_fields(s, [&j](const char* key, const auto& field) { j[key] = state_form(field); });
+  // Written only when there is something to say, so that the state of a host that never ran load-gen, or of
+  // one from before boot ids, reads as before.
+  if (s.workloads.empty()) j.erase("workloads");
+  if (s.boot_id.empty()) j.erase("boot_id");
+}
+
+Result<HostState> state_from_json(const json& j) {
+  return read_state<NlohmannJson>(j);
+}
+
 std::string serialize(const HostState& s) {
   json j = s;
   return j.dump(1) + "\n";
 }
 
 Result<HostState> parse_state(std::string_view text) {
-  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Error::invalid("not valid JSON");
-  return state_from_json(j);
+  JsonDocument doc;
+  if (!doc.parse(text)) return Error::invalid("not valid JSON");
+  return read_state<RapidJson>(doc.root());
 }
 
 }  // namespace ascend::npu
