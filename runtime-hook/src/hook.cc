@@ -22,35 +22,46 @@ namespace {
 
 // The planned nodes the runtime was not told to create (no matching linux.devices entry): the hook was
 // registered without the shim and must make them itself.
-std::vector<DeviceEntry> missing_nodes(const nlohmann::ordered_json& spec,
-                                       const std::vector<DeviceEntry>& planned) {
+std::vector<DeviceEntry> missing_nodes(const Spec& spec, const std::vector<DeviceEntry>& planned) {
   std::vector<DeviceEntry> out;
-  const nlohmann::ordered_json* devices = nullptr;
-  if (auto l = spec.find("linux"); l != spec.end() && l->is_object()) {
-    if (auto d = l->find("devices"); d != l->end() && d->is_array()) devices = &*d;
+  const JsonValue* devices = nullptr;
+  if (const JsonValue* l = json_member(spec.root(), "linux")) {
+    if (const JsonValue* d = json_member(*l, "devices"); d != nullptr && d->IsArray()) devices = d;
   }
   for (const auto& p : planned) {
-    bool present = devices != nullptr && std::any_of(devices->begin(), devices->end(), [&](const auto& e) {
-                     return json_string(e, "path") == p.path && json_integer(e, "major") == p.major &&
-                            json_integer(e, "minor") == p.minor;
-                   });
+    bool present =
+        devices != nullptr && std::any_of(devices->Begin(), devices->End(), [&](const JsonValue& e) {
+          return json_string(e, "path") == p.path && json_integer(e, "major") == p.major &&
+                 json_integer(e, "minor") == p.minor;
+        });
     if (!present) out.push_back(p);
   }
   return out;
+}
+
+// Whether `options` is exactly the list of the shim's bind mounts (kBindMountOptions, in order).
+bool are_our_options(const JsonValue& options) {
+  if (!options.IsArray() || options.Size() != std::size(kBindMountOptions)) return false;
+  for (rapidjson::SizeType i = 0; i < options.Size(); ++i) {
+    const JsonValue& o = options[i];
+    if (!o.IsString() || std::string_view(o.GetString(), o.GetStringLength()) != kBindMountOptions[i])
+      return false;
+  }
+  return true;
 }
 
 // Drops the planned mounts the runtime performs itself: the shim (Config::injection "spec") wrote a bind
 // mount with that destination and exactly its options, so a hook also registered through hooks.d does not
 // stack a second copy on top. A user's own volume at a driver path (other options) is still covered by the
 // driver's.
-void drop_spec_mounts(const nlohmann::ordered_json& spec, std::vector<MountEntry>& planned) {
-  auto m = spec.find("mounts");
-  if (m == spec.end() || !m->is_array()) return;
-  const nlohmann::ordered_json ours = kBindMountOptions;
+void drop_spec_mounts(const Spec& spec, std::vector<MountEntry>& planned) {
+  const JsonValue* m = json_member(spec.root(), "mounts");
+  if (m == nullptr || !m->IsArray()) return;
   std::erase_if(planned, [&](const MountEntry& p) {
-    return std::any_of(m->begin(), m->end(), [&](const auto& e) {
+    return std::any_of(m->Begin(), m->End(), [&](const JsonValue& e) {
+      const JsonValue* options = json_member(e, "options");
       return json_string(e, "type") == "bind" && json_string(e, "destination") == p.path &&
-             e.contains("options") && e["options"] == ours;
+             options != nullptr && are_our_options(*options);
     });
   });
 }
@@ -67,7 +78,7 @@ Status run_prestart(std::string_view oci_state, const Config& config, const Pres
     spdlog::debug("container {} requests no NPU", state.id);
     return {};
   }
-  ASCEND_ASSIGN(nlohmann::ordered_json spec, parse_spec(text), spec_path);
+  ASCEND_ASSIGN(Spec spec, parse_spec(text), spec_path);
   ASCEND_ASSIGN(std::vector<std::string> spec_vars, spec_env(spec), spec_path);
   ASCEND_ASSIGN(TrustedRequest trusted,
                 trusted_request_env(spec, std::move(spec_vars), config.accept_env_when_unprivileged),

@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "ascend/common/json_depth.h"
 
 namespace ascend::hook {
-
-using nlohmann::ordered_json;
 
 namespace {
 
@@ -21,48 +21,48 @@ const char* type_word(bool array) {
 // field ("hooks.prestart[0].path is not a string"); an absent or null field is fine (its default applies).
 class SpecChecker {
  public:
-  Status object_at(const ordered_json& parent, const std::string& key, const std::string& where) const {
-    auto it = parent.find(key);
-    if (it == parent.end() || it->is_null() || it->is_object()) return {};
-    return bad(where + key, type_word(false));
+  Status object_at(const JsonValue& parent, std::string_view key, const std::string& where) const {
+    const JsonValue* v = json_member(parent, key);
+    if (v == nullptr || v->IsNull() || v->IsObject()) return {};
+    return bad(where, key, type_word(false));
   }
-  Status list_at(const ordered_json& parent, const std::string& key, const std::string& where) const {
-    auto it = parent.find(key);
-    if (it == parent.end() || it->is_null() || it->is_array()) return {};
-    return bad(where + key, type_word(true));
+  Status list_at(const JsonValue& parent, std::string_view key, const std::string& where) const {
+    const JsonValue* v = json_member(parent, key);
+    if (v == nullptr || v->IsNull() || v->IsArray()) return {};
+    return bad(where, key, type_word(true));
   }
-  Status strings_at(const ordered_json& parent, const std::string& key, const std::string& where) const {
+  Status strings_at(const JsonValue& parent, std::string_view key, const std::string& where) const {
     ASCEND_CHECK(list_at(parent, key, where), "");
-    auto it = parent.find(key);
-    if (it == parent.end() || it->is_null()) return {};
-    for (const auto& v : *it) {
-      if (!v.is_string())
+    const JsonValue* v = json_member(parent, key);
+    if (v == nullptr || v->IsNull()) return {};
+    for (const auto& e : v->GetArray()) {
+      if (!e.IsString())
         return Error::invalid(fmt::format("config.json {}{} holds a non-string entry", where, key));
     }
     return {};
   }
-  Status string_at(const ordered_json& parent, const std::string& key, const std::string& where) const {
-    auto it = parent.find(key);
-    if (it == parent.end() || it->is_null() || it->is_string()) return {};
-    return bad(where + key, "a string");
+  Status string_at(const JsonValue& parent, std::string_view key, const std::string& where) const {
+    const JsonValue* v = json_member(parent, key);
+    if (v == nullptr || v->IsNull() || v->IsString()) return {};
+    return bad(where, key, "a string");
   }
-  Status integer_at(const ordered_json& parent, const std::string& key, const std::string& where) const {
-    auto it = parent.find(key);
-    if (it == parent.end() || it->is_null() || it->is_number_integer()) return {};
-    return bad(where + key, "an integer");
+  Status integer_at(const JsonValue& parent, std::string_view key, const std::string& where) const {
+    const JsonValue* v = json_member(parent, key);
+    if (v == nullptr || v->IsNull() || json_is_integer(*v)) return {};
+    return bad(where, key, "an integer");
   }
   // Every element of parent[key] is an object whose listed fields have the right types.
-  Status objects_at(const ordered_json& parent, const std::string& key, const std::string& where,
+  Status objects_at(const JsonValue& parent, std::string_view key, const std::string& where,
                     std::initializer_list<const char*> strings,
                     std::initializer_list<const char*> string_lists,
                     std::initializer_list<const char*> integers) const {
     ASCEND_CHECK(list_at(parent, key, where), "");
-    auto it = parent.find(key);
-    if (it == parent.end() || it->is_null()) return {};
-    for (std::size_t i = 0; i < it->size(); ++i) {
-      const auto& e = (*it)[i];
-      std::string at = where + key + "[" + std::to_string(i) + "]";
-      if (!e.is_object()) return bad(at, type_word(false));
+    const JsonValue* v = json_member(parent, key);
+    if (v == nullptr || v->IsNull()) return {};
+    for (rapidjson::SizeType i = 0; i < v->Size(); ++i) {
+      const JsonValue& e = (*v)[i];
+      std::string at = fmt::format("{}{}[{}]", where, key, i);
+      if (!e.IsObject()) return bad(at, "", type_word(false));
       for (const char* f : strings) ASCEND_CHECK(string_at(e, f, at + "."), "");
       for (const char* f : string_lists) ASCEND_CHECK(strings_at(e, f, at + "."), "");
       for (const char* f : integers) ASCEND_CHECK(integer_at(e, f, at + "."), "");
@@ -71,40 +71,40 @@ class SpecChecker {
   }
 
  private:
-  static Error bad(const std::string& field, const char* want) {
-    return Error::invalid("config.json " + field + " is not " + want);
+  static Error bad(const std::string& where, std::string_view key, const char* want) {
+    return Error::invalid(fmt::format("config.json {}{} is not {}", where, key, want));
   }
 };
 
-Status check_spec_types(const ordered_json& spec) {
+Status check_spec_types(const JsonValue& spec) {
   const SpecChecker c;
   ASCEND_CHECK(c.object_at(spec, "process", ""), "");
-  if (auto p = spec.find("process"); p != spec.end() && p->is_object()) {
+  if (const JsonValue* p = json_member(spec, "process"); p != nullptr && p->IsObject()) {
     ASCEND_CHECK(c.strings_at(*p, "env", "process."), "");
     ASCEND_CHECK(c.object_at(*p, "capabilities", "process."), "");
-    if (auto caps = p->find("capabilities"); caps != p->end() && caps->is_object()) {
+    if (const JsonValue* caps = json_member(*p, "capabilities"); caps != nullptr && caps->IsObject()) {
       ASCEND_CHECK(c.strings_at(*caps, "bounding", "process.capabilities."), "");
     }
   }
   ASCEND_CHECK(c.object_at(spec, "root", ""), "");
-  if (auto r = spec.find("root"); r != spec.end() && r->is_object()) {
+  if (const JsonValue* r = json_member(spec, "root"); r != nullptr && r->IsObject()) {
     ASCEND_CHECK(c.string_at(*r, "path", "root."), "");
   }
   ASCEND_CHECK(c.objects_at(spec, "mounts", "", {"destination", "type", "source"}, {"options"}, {}), "");
   ASCEND_CHECK(c.object_at(spec, "linux", ""), "");
-  if (auto l = spec.find("linux"); l != spec.end() && l->is_object()) {
+  if (const JsonValue* l = json_member(spec, "linux"); l != nullptr && l->IsObject()) {
     ASCEND_CHECK(c.objects_at(*l, "devices", "linux.", {"path", "type"}, {}, {"major", "minor"}), "");
     ASCEND_CHECK(c.object_at(*l, "resources", "linux."), "");
-    if (auto r = l->find("resources"); r != l->end() && r->is_object()) {
+    if (const JsonValue* r = json_member(*l, "resources"); r != nullptr && r->IsObject()) {
       ASCEND_CHECK(
           c.objects_at(*r, "devices", "linux.resources.", {"type", "access"}, {}, {"major", "minor"}), "");
     }
   }
   ASCEND_CHECK(c.object_at(spec, "hooks", ""), "");
-  if (auto h = spec.find("hooks"); h != spec.end() && h->is_object()) {
-    for (const auto& [stage, list] : h->items()) {
-      (void)list;
-      ASCEND_CHECK(c.objects_at(*h, stage, "hooks.", {"path"}, {"args", "env"}, {"timeout"}), "");
+  if (const JsonValue* h = json_member(spec, "hooks"); h != nullptr && h->IsObject()) {
+    for (const auto& stage : h->GetObject()) {
+      const std::string_view name(stage.name.GetString(), stage.name.GetStringLength());
+      ASCEND_CHECK(c.objects_at(*h, name, "hooks.", {"path"}, {"args", "env"}, {"timeout"}), "");
     }
   }
   return {};
@@ -112,18 +112,30 @@ Status check_spec_types(const ordered_json& spec) {
 
 }  // namespace
 
-std::string json_string(const ordered_json& obj, std::string_view key) {
-  if (!obj.is_object()) return {};
-  auto it = obj.find(std::string(key));
-  if (it == obj.end() || !it->is_string()) return {};
-  return it->get<std::string>();
+const JsonValue* json_member(const JsonValue& obj, std::string_view key) {
+  if (!obj.IsObject()) return nullptr;
+  for (const auto& m : obj.GetObject()) {
+    if (std::string_view(m.name.GetString(), m.name.GetStringLength()) == key) return &m.value;
+  }
+  return nullptr;
 }
 
-std::optional<long long> json_integer(const ordered_json& obj, std::string_view key) {
-  if (!obj.is_object()) return std::nullopt;
-  auto it = obj.find(std::string(key));
-  if (it == obj.end() || !it->is_number_integer()) return std::nullopt;
-  return it->get<long long>();
+JsonValue* json_member(JsonValue& obj, std::string_view key) {
+  return const_cast<JsonValue*>(
+      json_member(std::as_const(obj), key));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+}
+
+std::string json_string(const JsonValue& obj, std::string_view key) {
+  const JsonValue* v = json_member(obj, key);
+  if (v == nullptr || !v->IsString()) return {};
+  return {v->GetString(), v->GetStringLength()};
+}
+
+std::optional<long long> json_integer(const JsonValue& obj, std::string_view key) {
+  const JsonValue* v = json_member(obj, key);
+  if (v == nullptr || !json_is_integer(*v)) return std::nullopt;
+  // nlohmann's get<long long>: an unsigned one past int64 is cast.
+  return v->IsInt64() ? v->GetInt64() : static_cast<long long>(v->GetUint64());
 }
 
 Result<OciState> parse_oci_state(std::string_view text) {
@@ -157,38 +169,45 @@ Result<OciState> parse_oci_state(std::string_view text) {
   return s;
 }
 
-Result<ordered_json> parse_spec(std::string_view text) {
+Result<Spec> parse_spec(std::string_view text) {
   if (text.size() > kMaxSpecBytes) return Error(EFBIG, "config.json larger than 16 MiB");
   if (json_nests_deeper_than(text, kMaxJsonDepth)) {
     return Error::invalid("config.json nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   }
-  auto j = ordered_json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Error::invalid("config.json is not a JSON object");
-  ASCEND_CHECK(check_spec_types(j), "");
-  return j;
+  Spec spec;
+  if (!spec.doc_.parse(text) || !spec.root().IsObject())
+    return Error::invalid("config.json is not a JSON object");
+  ASCEND_CHECK(check_spec_types(spec.root()), "");
+  return spec;
 }
 
-Result<std::vector<std::string>> spec_env(const ordered_json& spec) {
+Result<std::vector<std::string>> spec_env(const Spec& spec) {
   std::vector<std::string> env;
-  auto p = spec.find("process");
-  if (p == spec.end() || !p->is_object()) return env;
-  auto e = p->find("env");
-  if (e == p->end() || e->is_null()) return env;
-  if (!e->is_array()) return Error::invalid("config.json process.env is not a list");
-  for (const auto& v : *e) {
-    if (!v.is_string()) return Error::invalid("config.json process.env holds a non-string entry");
-    env.push_back(v.get<std::string>());
+  const JsonValue* p = json_member(spec.root(), "process");
+  if (p == nullptr || !p->IsObject()) return env;
+  const JsonValue* e = json_member(*p, "env");
+  if (e == nullptr || e->IsNull()) return env;
+  if (!e->IsArray()) return Error::invalid("config.json process.env is not a list");
+  env.reserve(e->Size());
+  for (const auto& v : e->GetArray()) {
+    if (!v.IsString()) return Error::invalid("config.json process.env holds a non-string entry");
+    env.emplace_back(v.GetString(), v.GetStringLength());
   }
   return env;
 }
 
-Result<std::string> spec_rootfs(const ordered_json& spec, const std::string& bundle) {
-  auto r = spec.find("root");
-  if (r == spec.end() || !r->is_object()) return Error::invalid("config.json has no root.path");
+Result<std::string> spec_rootfs(const Spec& spec, const std::string& bundle) {
+  const JsonValue* r = json_member(spec.root(), "root");
+  if (r == nullptr || !r->IsObject()) return Error::invalid("config.json has no root.path");
   std::string p = json_string(*r, "path");
   if (p.empty()) return Error::invalid("config.json has no root.path (a non-empty string)");
   if (p[0] == '/') return p;
   return bundle + (bundle.back() == '/' ? "" : "/") + p;
+}
+
+Result<std::string> spec_rootfs(const nlohmann::ordered_json& spec, const std::string& bundle) {
+  ASCEND_ASSIGN(Spec read, parse_spec(spec.dump()), "");
+  return spec_rootfs(read, bundle);
 }
 
 }  // namespace ascend::hook

@@ -213,7 +213,7 @@ Result<bool> prepare_bundle(const RuntimeArgs& args, const Config& config) {
   ASCEND_ASSIGN(std::string text, read_file(spec_path, kMaxSpecBytes), "read the container's spec");
   // Most containers ask for nothing: that is decided in one pass over the text, without a tree.
   if (spec_requests_nothing(text)) return false;
-  ASCEND_ASSIGN(nlohmann::ordered_json spec, parse_spec(text), spec_path);
+  ASCEND_ASSIGN(Spec spec, parse_spec(text), spec_path);
   ASCEND_ASSIGN(std::vector<std::string> spec_vars, spec_env(spec), spec_path);
   ASCEND_ASSIGN(TrustedRequest trusted,
                 trusted_request_env(spec, std::move(spec_vars), config.accept_env_when_unprivileged),

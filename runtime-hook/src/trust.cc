@@ -9,14 +9,12 @@
 
 namespace ascend::hook {
 
-using nlohmann::ordered_json;
-
-Result<std::vector<std::string>> marker_ids(const ordered_json& spec) {
+Result<std::vector<std::string>> marker_ids(const Spec& spec) {
   std::vector<std::string> ids;
-  auto mounts = spec.find("mounts");
-  if (mounts == spec.end() || !mounts->is_array()) return ids;
+  const JsonValue* mounts = json_member(spec.root(), "mounts");
+  if (mounts == nullptr || !mounts->IsArray()) return ids;
   const std::string prefix = std::string(kMarkerDir) + "/";
-  for (const auto& m : *mounts) {
+  for (const auto& m : mounts->GetArray()) {
     std::string dest = json_string(m, "destination");
     while (dest.size() > 1 && dest.back() == '/') dest.pop_back();
     if (dest.rfind(prefix, 0) != 0 || json_string(m, "source") != "/dev/null") continue;
@@ -31,19 +29,17 @@ Result<std::vector<std::string>> marker_ids(const ordered_json& spec) {
   return ids;
 }
 
-bool is_privileged(const ordered_json& spec) {
-  auto p = spec.find("process");
-  if (p == spec.end() || !p->is_object()) return false;
-  auto caps = p->find("capabilities");
-  if (caps == p->end() || !caps->is_object()) return false;
-  auto bounding = caps->find("bounding");
-  if (bounding == caps->end() || !bounding->is_array()) return false;
-  return std::any_of(bounding->begin(), bounding->end(), [](const ordered_json& c) {
-    return c.is_string() && c.get<std::string>() == "CAP_SYS_ADMIN";
+bool is_privileged(const Spec& spec) {
+  const JsonValue* p = json_member(spec.root(), "process");
+  const JsonValue* caps = p != nullptr ? json_member(*p, "capabilities") : nullptr;
+  const JsonValue* bounding = caps != nullptr ? json_member(*caps, "bounding") : nullptr;
+  if (bounding == nullptr || !bounding->IsArray()) return false;
+  return std::any_of(bounding->Begin(), bounding->End(), [](const JsonValue& c) {
+    return c.IsString() && std::string_view(c.GetString(), c.GetStringLength()) == "CAP_SYS_ADMIN";
   });
 }
 
-Result<TrustedRequest> trusted_request_env(const ordered_json& spec, std::vector<std::string> env,
+Result<TrustedRequest> trusted_request_env(const Spec& spec, std::vector<std::string> env,
                                            bool accept_env_when_unprivileged) {
   TrustedRequest out;
   ASCEND_ASSIGN(std::vector<std::string> markers, marker_ids(spec), "");
@@ -65,6 +61,17 @@ Result<TrustedRequest> trusted_request_env(const ordered_json& spec, std::vector
   }
   out.env = std::move(env);
   return out;
+}
+
+bool is_privileged(const nlohmann::ordered_json& spec) {
+  auto read = parse_spec(spec.dump());
+  return read && is_privileged(*read);
+}
+
+Result<TrustedRequest> trusted_request_env(const nlohmann::ordered_json& spec, std::vector<std::string> env,
+                                           bool accept_env_when_unprivileged) {
+  ASCEND_ASSIGN(Spec read, parse_spec(spec.dump()), "");
+  return trusted_request_env(read, std::move(env), accept_env_when_unprivileged);
 }
 
 }  // namespace ascend::hook

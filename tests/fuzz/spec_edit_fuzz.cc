@@ -133,6 +133,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string text(fuzz::as_text(data, size));
   auto spec = hook::parse_spec(text);
   if (!spec.ok()) return 0;
+  // The document before the edit as nlohmann reads it (spec_diff_test holds parse_spec to that reading).
+  const ordered_json before = ordered_json::parse(text, nullptr, false);
+  fuzz::check(!before.is_discarded(), "parse_spec took a text nlohmann refuses");
   hook::Request request;
   request.ids = {0, 1};
   auto env = hook::spec_env(*spec);
@@ -146,7 +149,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   hook::HookCommand prestart;
   prestart.path = "/usr/local/bin/ascend-docker-hook";
   prestart.args = {"ascend-docker-hook", "prestart"};
-  check_edit(*spec, text, hook::make_spec_edit(plan, prestart));
+  check_edit(before, text, hook::make_spec_edit(plan, prestart));
 
   std::vector<hook::BindMount> mounts;
   for (const auto& m : plan.mounts) mounts.push_back({"/host" + m.path, m.path});
@@ -157,6 +160,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   edit.poststop.push_back(poststop);
   edit.drop_env.emplace_back(hook::kEnvVnpuSpecs);
   edit.add_env.push_back(std::string(hook::kEnvVisibleDevices) + "=100");
-  check_edit(*spec, text, edit);
+  check_edit(before, text, edit);
   return 0;
 }

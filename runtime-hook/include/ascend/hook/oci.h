@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ascend/common/error.h"
+#include "ascend/common/json_text.h"
 
 namespace ascend::hook {
 
@@ -27,22 +28,40 @@ struct OciState {
 // field.
 Result<OciState> parse_oci_state(std::string_view text);
 
-// config.json as an ordered document (key order is kept when it is written back). This is the boundary where
-// untrusted JSON becomes a value: past it, every field the shim and the hook read (process.env and
-// capabilities, root.path, mounts, linux.devices and resources.devices, hooks) has its expected type, and
-// a wrong type is an error naming the field ("config.json hooks.prestart[0].path is not a string"), never
-// an exception. Nesting deeper than 64 levels is refused before parsing.
-Result<nlohmann::ordered_json> parse_spec(std::string_view text);
+// config.json as parse_spec read it (rapidjson, json_text.h: the texts nlohmann reads, to the same values; a
+// key given twice holds its last value, as runc reads it). Past parse_spec, every field the shim and the hook
+// read (process.env and capabilities, root.path, mounts, linux.devices and resources.devices, hooks) has its
+// expected type. Written back in the order it was read (write_json). Move-only.
+class Spec {
+ public:
+  const JsonValue& root() const { return doc_.root(); }
+  JsonValue& root() { return doc_.root(); }
+  JsonAllocator& allocator() { return doc_.allocator(); }
 
-// obj[key] when obj is an object and the field a string, else "". Never throws (unlike json::value()).
-std::string json_string(const nlohmann::ordered_json& obj, std::string_view key);
-// obj[key] when obj is an object and the field an integer, else nullopt. Never throws.
-std::optional<long long> json_integer(const nlohmann::ordered_json& obj, std::string_view key);
+ private:
+  friend Result<Spec> parse_spec(std::string_view text);
+  JsonDocument doc_;
+};
+
+// The boundary where untrusted JSON becomes a value: a wrong type is an error naming the field ("config.json
+// hooks.prestart[0].path is not a string"), never an exception. Nesting deeper than 64 levels is refused
+// before parsing.
+Result<Spec> parse_spec(std::string_view text);
+
+// obj[key] when obj is an object that has it, else nullptr.
+const JsonValue* json_member(const JsonValue& obj, std::string_view key);
+JsonValue* json_member(JsonValue& obj, std::string_view key);
+// obj[key] when obj is an object and the field a string, else "".
+std::string json_string(const JsonValue& obj, std::string_view key);
+// obj[key] when obj is an object and the field an integer, else nullopt.
+std::optional<long long> json_integer(const JsonValue& obj, std::string_view key);
 
 // process.env; entries that are not strings are errors.
-Result<std::vector<std::string>> spec_env(const nlohmann::ordered_json& spec);
+Result<std::vector<std::string>> spec_env(const Spec& spec);
 
 // root.path made absolute against the bundle.
+Result<std::string> spec_rootfs(const Spec& spec, const std::string& bundle);
+// The same for a caller holding nlohmann's document of config.json (the tests): its text read by parse_spec.
 Result<std::string> spec_rootfs(const nlohmann::ordered_json& spec, const std::string& bundle);
 
 }  // namespace ascend::hook

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ascend/common/error.h"
+#include "ascend/hook/oci.h"
 #include "ascend/hook/plan.h"
 
 namespace ascend::hook {
@@ -62,10 +63,11 @@ SpecEdit make_spec_edit(const InjectionPlan& plan, const HookCommand& prestart);
 // on the host): its devices, env and those mounts, and no hook.
 SpecEdit make_spec_edit(const InjectionPlan& plan, std::vector<BindMount> mounts);
 
-// Applies `edit` to a config.json text and returns the new text (compact JSON, key order kept). Idempotent:
-// a device, rule, mount or hook that is already there is not added twice.
+// Applies `edit` to a config.json text and returns the new text (compact JSON, key order kept; a key the
+// text gave twice once, with its last value). Idempotent: a device, rule, mount or hook that is already
+// there is not added twice.
 Result<std::string> apply_spec_edit(std::string_view spec_text, const SpecEdit& edit);
 // The same on a spec parse_spec (oci.h) already returned, so that the shim parses config.json once.
-Result<std::string> apply_spec_edit_tree(nlohmann::ordered_json spec, const SpecEdit& edit);
+Result<std::string> apply_spec_edit_tree(Spec spec, const SpecEdit& edit);
 
 }  // namespace ascend::hook

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ascend/common/error.h"
+#include "ascend/hook/oci.h"
 
 namespace ascend::hook {
 
@@ -31,13 +32,18 @@ struct TrustedRequest {
 
 // The ids (decimal strings, in mount order) of the marker mounts in spec.mounts: destination
 // <kMarkerDir>/<id> with source /dev/null. A marker whose name is not a decimal id is an error.
-Result<std::vector<std::string>> marker_ids(const nlohmann::ordered_json& spec);
+Result<std::vector<std::string>> marker_ids(const Spec& spec);
 
 // CAP_SYS_ADMIN in process.capabilities.bounding.
-bool is_privileged(const nlohmann::ordered_json& spec);
+bool is_privileged(const Spec& spec);
 
 // `env` (process.env) with ASCEND_VISIBLE_DEVICES replaced by the marker ids, kept, or dropped, as above.
-// `spec` must have passed parse_spec (oci.h).
+Result<TrustedRequest> trusted_request_env(const Spec& spec, std::vector<std::string> env,
+                                           bool accept_env_when_unprivileged);
+
+// The same two for a caller holding nlohmann's document of config.json (the tests): its text read by
+// parse_spec (a spec parse_spec refuses is not privileged, and its error is the request's).
+bool is_privileged(const nlohmann::ordered_json& spec);
 Result<TrustedRequest> trusted_request_env(const nlohmann::ordered_json& spec, std::vector<std::string> env,
                                            bool accept_env_when_unprivileged);
 
