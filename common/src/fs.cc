@@ -39,9 +39,9 @@ Result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
   return read_fd(fd.get(), path, max_bytes);
 }
 
-Status check_protected(int fd, const std::string& path, const std::string& what) {
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return Error::from_errno(errno, "stat " + path);
+namespace {
+
+Status check_protected_stat(const struct stat& st, const std::string& path, const std::string& what) {
   const bool owner_ok = st.st_uid == 0 || st.st_uid == ::geteuid();
   if (owner_ok && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0) return {};
   char mode[8];
@@ -51,13 +51,21 @@ Status check_protected(int fd, const std::string& path, const std::string& what)
                           path + "; chmod go-w " + path + ")");
 }
 
+}  // namespace
+
+Status check_protected(int fd, const std::string& path, const std::string& what) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return Error::from_errno(errno, "stat " + path);
+  return check_protected_stat(st, path, what);
+}
+
 Result<std::string> read_protected_file(const std::string& path, std::size_t max_bytes) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd.valid()) return Error::from_errno(errno, "open " + path);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return Error::from_errno(errno, "stat " + path);
   if (!S_ISREG(st.st_mode)) return Error(EINVAL, path + " is not a regular file");
-  ASCEND_CHECK(check_protected(fd.get(), path, "file"), "");
+  ASCEND_CHECK(check_protected_stat(st, path, "file"), "");  // the same stat: one system call
   return read_fd(fd.get(), path, max_bytes);
 }
 

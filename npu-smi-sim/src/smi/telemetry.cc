@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 
 #include <fmt/printf.h>
 
@@ -44,12 +45,15 @@ int mcu_temp(const Chip& c) {
   return c.temp_c - 8;
 }
 
-// Die ids: five 32-bit words, stable per chip (FNV-1a of the bus id, the chip and the word index).
+// Die ids: five 32-bit words, stable per chip (FNV-1a of the bus id, the chip and the word index). The
+// emulator derives a chip's vdie id for every snapshot, so for every container that asks for NPUs: the key
+// is made once, its last character (the word's index, one digit) set per word.
 std::array<unsigned, 5> die_words(const Chip& c, char kind) {
   std::array<unsigned, 5> out{};
+  std::string key = c.bus_id + ":" + std::to_string(c.phy_id) + ":" + kind + '0';
   for (std::size_t k = 0; k < out.size(); ++k) {
     std::uint32_t h = 2166136261U;
-    std::string key = c.bus_id + ":" + std::to_string(c.phy_id) + ":" + kind + std::to_string(k);
+    key.back() = static_cast<char>('0' + k);
     for (unsigned char ch : key) {
       h ^= ch;
       h *= 16777619U;
@@ -59,9 +63,22 @@ std::array<unsigned, 5> die_words(const Chip& c, char kind) {
   return out;
 }
 
+namespace {
+
+// A word as %08X writes it (the vdie id is made for every snapshot: no format string parsed per word).
+void append_hex8(std::string& out, unsigned w) {
+  constexpr char kDigits[] = "0123456789ABCDEF";
+  for (int shift = 28; shift >= 0; shift -= 4) out += kDigits[(w >> shift) & 0xFU];
+}
+
+}  // namespace
+
 std::string die_id(const Chip& c, char kind) {
   std::string out;
-  for (unsigned w : die_words(c, kind)) out += fmt::sprintf(" %08X", w);
+  for (unsigned w : die_words(c, kind)) {
+    out += ' ';
+    append_hex8(out, w);
+  }
   return out;
 }
 
@@ -71,7 +88,10 @@ char vdie_kind(Family f) {
 
 std::string vdie_id(const Chip& c, Family f) {
   std::string out;
-  for (unsigned w : die_words(c, vdie_kind(f))) out += fmt::sprintf(out.empty() ? "%08X" : "-%08X", w);
+  for (unsigned w : die_words(c, vdie_kind(f))) {
+    if (!out.empty()) out += '-';
+    append_hex8(out, w);
+  }
   return out;
 }
 
