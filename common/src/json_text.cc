@@ -141,8 +141,10 @@ void keep_last_values(JsonValue& root) {
     todo.pop_back();
     if (v->IsObject()) {
       keep_last_value(*v);
-      for (auto& m : v->GetObject()) {
-        if (m.value.IsObject() || m.value.IsArray()) todo.push_back(&m.value);
+      // By index: rapidjson 1.1's member iterators compare ambiguously under C++20 (clang warns).
+      for (SizeType i = 0; i < v->MemberCount(); ++i) {
+        JsonValue& m = (v->MemberBegin() + i)->value;
+        if (m.IsObject() || m.IsArray()) todo.push_back(&m);
       }
     } else if (v->IsArray()) {
       for (auto& e : v->GetArray()) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "ascend/common/json_depth.h"
@@ -61,6 +62,8 @@ class SpecChecker {
     if (v == nullptr || v->IsNull()) return {};
     for (rapidjson::SizeType i = 0; i < v->Size(); ++i) {
       const JsonValue& e = (*v)[i];
+      if (fields_fit(e, strings, string_lists, integers)) continue;
+      // Only an element that does not fit gets its place written out, for the message.
       std::string at = fmt::format("{}{}[{}]", where, key, i);
       if (!e.IsObject()) return bad(at, "", type_word(false));
       for (const char* f : strings) ASCEND_CHECK(string_at(e, f, at + "."), "");
@@ -71,6 +74,28 @@ class SpecChecker {
   }
 
  private:
+  // Whether `e` is an object whose listed fields are absent, null or of their type: the checks above
+  // without the messages.
+  static bool fields_fit(const JsonValue& e, std::initializer_list<const char*> strings,
+                         std::initializer_list<const char*> string_lists,
+                         std::initializer_list<const char*> integers) {
+    if (!e.IsObject()) return false;
+    auto fits = [&e](const char* f, auto&& of_type) {
+      const JsonValue* v = json_member(e, f);
+      return v == nullptr || v->IsNull() || of_type(*v);
+    };
+    auto is_strings = [](const JsonValue& v) {
+      return v.IsArray() && std::all_of(v.Begin(), v.End(), [](const JsonValue& s) { return s.IsString(); });
+    };
+    return std::all_of(
+               strings.begin(), strings.end(),
+               [&](const char* f) { return fits(f, [](const JsonValue& v) { return v.IsString(); }); }) &&
+           std::all_of(string_lists.begin(), string_lists.end(),
+                       [&](const char* f) { return fits(f, is_strings); }) &&
+           std::all_of(integers.begin(), integers.end(),
+                       [&](const char* f) { return fits(f, json_is_integer); });
+  }
+
   static Error bad(const std::string& where, std::string_view key, const char* want) {
     return Error::invalid(fmt::format("config.json {}{} is not {}", where, key, want));
   }
@@ -121,8 +146,7 @@ const JsonValue* json_member(const JsonValue& obj, std::string_view key) {
 }
 
 JsonValue* json_member(JsonValue& obj, std::string_view key) {
-  return const_cast<JsonValue*>(
-      json_member(std::as_const(obj), key));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+  return const_cast<JsonValue*>(json_member(std::as_const(obj), key));
 }
 
 std::string json_string(const JsonValue& obj, std::string_view key) {
