@@ -50,6 +50,7 @@
 #include <string>
 #include <vector>
 
+#include "latency.h"
 #include "support.h"
 
 namespace {
@@ -243,10 +244,14 @@ void BM_AloneShimRequest(benchmark::State& s) {
             *g_setup->ascend, g_setup->ascend_spec, environ);
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  if (v.empty()) return 0;
-  return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+using ascend::bench::median;
+
+// "ratio 1.012 (0.998-1.027)": the ratio of the two medians with its 95 % bootstrap interval.
+std::string ratio_with_interval(const std::vector<double>& a, const std::vector<double>& b) {
+  const auto in = ascend::bench::median_ratio_interval(a, b);
+  char text[64];
+  std::snprintf(text, sizeof text, "ratio %.3f (%.3f-%.3f)", median(a) / median(b), in.lo, in.hi);
+  return text;
 }
 
 }  // namespace
@@ -512,10 +517,13 @@ int run_bench(int argc, char** argv) {
                                       {"life_exec_floor", "floor: exec-only static shim"}}) {
       double m = median(g_samples[name]);
       double c = median(g_cpu[name]);
-      std::printf("  %-32s wall %8.2f ms (%+6.2f, ratio %.3f)   cpu %6.2f ms (%+6.2f, ratio %.3f)\n", label,
-                  m, m - life, m / life, c, c - life_cpu, c / life_cpu);
+      std::printf("  %-32s wall %8.2f ms (%+6.2f, %s)   cpu %6.2f ms (%+6.2f, %s)\n", label, m, m - life,
+                  ratio_with_interval(g_samples[name], g_samples["life_plain"]).c_str(), c, c - life_cpu,
+                  ratio_with_interval(g_cpu[name], g_cpu["life_plain"]).c_str());
     }
-    std::printf("  target: through the shim <= 1.05 x plain runc\n");
+    std::printf(
+        "  target: through the shim <= 1.05 x plain runc (in brackets: the ratio's 95 %% bootstrap interval; "
+        "the target holds when its upper end is at most 1.05)\n");
   }
   double alone = median(g_samples["alone_floor"]);
   double alone_cpu = median(g_cpu["alone_floor"]);
@@ -528,10 +536,13 @@ int run_bench(int argc, char** argv) {
                                       {"alone_shim_request", "shim, 0-7, base.list (spec)"}}) {
       double m = median(g_samples[name]);
       double c = median(g_cpu[name]);
-      std::printf("  %-32s wall %8.3f ms (%+6.3f, ratio %.3f)   cpu %6.3f ms (%+6.3f, ratio %.3f)\n", label,
-                  m, m - alone, m / alone, c, c - alone_cpu, c / alone_cpu);
+      std::printf("  %-32s wall %8.3f ms (%+6.3f, %s)   cpu %6.3f ms (%+6.3f, %s)\n", label, m, m - alone,
+                  ratio_with_interval(g_samples[name], g_samples["alone_floor"]).c_str(), c, c - alone_cpu,
+                  ratio_with_interval(g_cpu[name], g_cpu["alone_floor"]).c_str());
     }
-    std::printf("  target: the shim with no request <= 1.2 x the exec-only floor\n");
+    std::printf(
+        "  target: the shim with no request <= 1.2 x the exec-only floor (in brackets: the ratio's 95 %% "
+        "bootstrap interval)\n");
   }
   return 0;
 }
