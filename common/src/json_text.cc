@@ -25,8 +25,8 @@ using rapidjson::SizeType;
 
 // Validated UTF-8, no recursion (nesting is bounded by the heap, not the stack), numbers handed over as text
 // (Checked::RawNumber converts them).
-constexpr unsigned kParseFlags = rapidjson::kParseValidateEncodingFlag | rapidjson::kParseIterativeFlag |
-                                 rapidjson::kParseNumbersAsStringsFlag;
+constexpr unsigned kParseFlags =
+    rapidjson::kParseValidateEncodingFlag | rapidjson::kParseNumbersAsStringsFlag;
 
 // A string decoded from the escape of a lone low surrogate (\uDC00-\uDFFF), which rapidjson 1.1 encodes as
 // ED A0-BF xx where nlohmann refuses it (a lone high one rapidjson refuses too). The text's own bytes are
@@ -47,7 +47,8 @@ bool holds_lone_surrogate(const char* s, SizeType n) {
 // overflows, as 1.67e-307.)
 class Checked {
  public:
-  explicit Checked(rapidjson::Document& d) : d_(d) {}
+  Checked(rapidjson::Document& d, int max_depth) : d_(d), max_depth_(max_depth) {}
+  bool too_deep() const { return too_deep_; }
   bool Null() { return d_.Null(); }
   bool Bool(bool b) { return d_.Bool(b); }
   bool Int(int i) { return d_.Int(i); }
@@ -79,13 +80,27 @@ class Checked {
     return !holds_lone_surrogate(s, n) && d_.String(s, n, copy);
   }
   bool Key(const char* s, SizeType n, bool copy) { return !holds_lone_surrogate(s, n) && d_.Key(s, n, copy); }
-  bool StartObject() { return d_.StartObject(); }
-  bool EndObject(SizeType n) { return d_.EndObject(n); }
-  bool StartArray() { return d_.StartArray(); }
-  bool EndArray(SizeType n) { return d_.EndArray(n); }
+  bool StartObject() { return enter() && d_.StartObject(); }
+  bool EndObject(SizeType n) {
+    --depth_;
+    return d_.EndObject(n);
+  }
+  bool StartArray() { return enter() && d_.StartArray(); }
+  bool EndArray(SizeType n) {
+    --depth_;
+    return d_.EndArray(n);
+  }
 
  private:
+  bool enter() {
+    if (max_depth_ > 0 && ++depth_ > max_depth_) too_deep_ = true;
+    return !too_deep_;
+  }
+
   rapidjson::Document& d_;
+  int max_depth_;  // 0: any
+  int depth_ = 0;
+  bool too_deep_ = false;
 };
 
 std::string_view key_of(const JsonValue::Member& m) {
@@ -163,23 +178,38 @@ std::uint64_t integer_bits(const JsonValue& v) {
 }  // namespace
 
 rapidjson::ParseErrorCode JsonDocument::parse_rapidjson(std::string_view text) {
-  text_ = std::make_unique<char[]>(text.size() + 1);
-  std::memcpy(text_.get(), text.data(), text.size());
-  text_[text.size()] = '\0';
-  rapidjson::InsituStringStream in(text_.get());
-  rapidjson::Reader reader;
-  auto generate = [&](rapidjson::Document& d) {
-    Checked handler(d);
-    return !reader.Parse<kParseFlags | rapidjson::kParseInsituFlag>(in, handler).IsError();
-  };
-  doc_.SetNull();
-  doc_.Populate(generate);
-  if (reader.HasParseError()) {
+  // rapidjson's recursive parser is the faster; it is given the text only as deep as its stack allows, the
+  // iterative one (the heap its stack) takes a deeper text.
+  constexpr int kRecursionDepth = 256;
+  for (int max_depth : {kRecursionDepth, 0}) {
+    // The text, then zeros: one ends it, three more are what rapidjson 1.1's UTF-8 validation reads past
+    // the end when the text ends inside a character (it takes a character's bytes before it checks them).
+    text_ = std::make_unique<char[]>(text.size() + 4);  // zeroed
+    std::memcpy(text_.get(), text.data(), text.size());
+    rapidjson::InsituStringStream in(text_.get());
+    rapidjson::Reader reader;
+    bool too_deep = false;
+    auto generate = [&](rapidjson::Document& d) {
+      Checked handler(d, max_depth);
+      constexpr unsigned kFlags = kParseFlags | rapidjson::kParseInsituFlag;
+      const bool ok = max_depth > 0
+                          ? !reader.Parse<kFlags>(in, handler).IsError()
+                          : !reader.Parse<kFlags | rapidjson::kParseIterativeFlag>(in, handler).IsError();
+      too_deep = handler.too_deep();
+      return ok;
+    };
     doc_.SetNull();
-    return reader.GetParseErrorCode();
+    doc_.Populate(generate);
+    if (too_deep) continue;
+    if (reader.HasParseError()) {
+      doc_.SetNull();
+      return reader.GetParseErrorCode();
+    }
+    keep_last_values(doc_);
+    return rapidjson::kParseErrorNone;
   }
-  keep_last_values(doc_);
-  return rapidjson::kParseErrorNone;
+  doc_.SetNull();
+  return rapidjson::kParseErrorTermination;  // not reached: the iterative parse has no depth limit
 }
 
 bool JsonDocument::parse(std::string_view text) {

@@ -292,6 +292,10 @@ inline std::vector<std::string> hostile_json_texts() {
       "{\"a\":\"\xed\xa0\x80\"}",
       "{\"a\":\"\xf4\x90\x80\x80\"}",
       "{\"a\":\"\xff\"}",
+      // A text that ends inside a character: rapidjson 1.1's validation reads up to three bytes past it.
+      "{\"a\":\"\xf0",
+      "[\"\xe2\x82",
+      "\"\xf4",
       "{\"\xff\":1}",
       "{\"a\":\"\x1f\"}",
       "{\"a\":\"\x1a\"}",  // 0x1A-0x1F: rapidjson 1.1's SSE2 scans take them for plain characters

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -217,7 +218,9 @@ TEST(StateReaderDiff, HostileTextsReadAlike) {
       expect_same_state(text);
       std::string after = base;  // and after the object's own
       const std::size_t close = after.find('}', at);
-      after.insert(close, std::string(",") + std::string(dup).substr(0, std::string(dup).size() - 1));
+      std::string member = ",";
+      member.append(dup, std::strlen(dup) - 1);  // without its own comma
+      after.insert(close, member);
       expect_same_state(after);
     }
   }
