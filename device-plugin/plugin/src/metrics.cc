@@ -9,10 +9,8 @@
 #include <prometheus/summary.h>
 #include <prometheus/text_serializer.h>
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
 
 #include <atomic>
-#include <charconv>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -20,6 +18,7 @@
 #include <thread>
 
 #include "ascend/common/guarded.h"
+#include "ascend/common/listen_address.h"
 #include "ascend/plugin/inventory.h"
 
 namespace ascend::plugin {
@@ -251,19 +250,8 @@ struct MetricsServer::Impl {
 };
 
 Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& addr, const Metrics& metrics) {
-  const auto colon = addr.rfind(':');
-  int port = -1;
-  if (colon != std::string::npos && colon + 1 < addr.size()) {
-    const char* first = addr.data() + colon + 1;
-    const char* last = addr.data() + addr.size();
-    auto [end, ec] = std::from_chars(first, last, port);
-    if (ec != std::errc() || end != last || port > 65535) port = -1;
-  }
-  if (port < 0) return Error::invalid("--metrics-addr must be host:port or :port (got '" + addr + "')");
-  // ":port" is every IPv4 address; "[v6]:port" an IPv6 one.
-  std::string host = addr.substr(0, colon);
-  if (host.empty()) host = "0.0.0.0";
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  auto where = parse_listen_address(addr);
+  if (!where) return Error::invalid("--metrics-addr " + addr + ": " + where.error().message());
 
   std::unique_ptr<MetricsServer> out(new MetricsServer());
   out->impl_ = std::make_unique<Impl>();
@@ -274,12 +262,6 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& a
 
   httplib::Server& http = impl.http;
   http.new_task_queue = [] { return new BoundedPool(kScrapeThreads, kScrapesWaiting); };
-  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second listener on the same port
-  // would share it instead of failing.
-  http.set_socket_options([](int sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
   http.set_payload_max_length(0);  // a scrape carries no body
   // An idle keep-alive connection holds a worker until this timeout, and stopping waits for it: 1 s
   // (Prometheus scrapes every 15 s or more, so a longer one would not keep a connection between scrapes
@@ -321,9 +303,11 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& a
   http.Get("/metrics", [&impl](const httplib::Request&, httplib::Response& res) {
     res.set_content(impl.scrape(), "text/plain; charset=utf-8");
   });
-  const bool bound = port == 0 ? (port = http.bind_to_any_port(host)) > 0 : http.bind_to_port(host, port);
-  if (!bound) return Error(EADDRINUSE, "serve /metrics on " + addr + ": cannot listen on that address");
-  out->port_ = port;
+  // Never shared with another listener (no SO_REUSEPORT): a second plugin, or another process, cannot take
+  // half of the scrapes.
+  auto port = bind_http_listener(http, *where);
+  if (!port) return Error(EADDRINUSE, "serve /metrics on " + addr + ": cannot listen on that address");
+  out->port_ = *port;
   // The listener thread survives its own exception (guarded.h); an accept loop that ends on its own (the
   // machine out of descriptors or memory) says so: /metrics is gone while the daemon runs on.
   auto done = std::make_shared<std::atomic<bool>>(false);

@@ -23,6 +23,7 @@
 #include "ascend/common/fs.h"
 #include "ascend/common/guarded.h"
 #include "ascend/common/json_depth.h"
+#include "ascend/common/listen_address.h"
 #include "ascend/common/loop_clock.h"
 #include "ascend/scheduler/extender.h"
 #include "ascend/scheduler/kube_records.h"
@@ -95,23 +96,11 @@ bool same(std::string_view a, std::string_view b) {  // constant time in the len
   return diff == 0;
 }
 
-Result<std::pair<std::string, int>> parse_listen(const std::string& flag, const std::string& s) {
-  std::size_t colon = s.rfind(':');
-  if (colon == std::string::npos || colon + 1 == s.size()) {
-    return Error::invalid(flag + " " + s + ": give HOST:PORT (port 0 picks a free one)");
-  }
-  std::string host = s.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  if (host.empty()) host = "0.0.0.0";
-  int port = 0;
-  try {
-    std::size_t used = 0;
-    port = std::stoi(s.substr(colon + 1), &used);
-    if (used != s.size() - colon - 1 || port < 0 || port > 65535) throw std::out_of_range("port");
-  } catch (const std::exception&) {
-    return Error::invalid(flag + " " + s + ": the port must be a number from 0 to 65535");
-  }
-  return std::make_pair(host, port);
+// A listen flag's HOST:PORT (listen_address.h), or an error naming the flag.
+Result<ListenAddress> parse_listen(const std::string& flag, const std::string& s) {
+  auto where = parse_listen_address(s);
+  if (!where) return Error::invalid(flag + " " + s + ": " + where.error().message());
+  return where;
 }
 
 class KubeBinder final : public Binder {
@@ -876,12 +865,12 @@ Server::~Server() {
 
 namespace {
 
-// Binds `s` to HOST:PORT (port 0: any free one); the port, or an error naming the flag.
+// Binds `s` to HOST:PORT (port 0: any free one; never shared with another listener: no SO_REUSEPORT); the
+// port, or an error naming the flag.
 Result<int> bind_listener(httplib::Server& s, const std::string& flag, const std::string& value,
-                          const std::pair<std::string, int>& where) {
-  const auto& [host, port] = where;
-  int got = port == 0 ? s.bind_to_any_port(host.c_str()) : (s.bind_to_port(host.c_str(), port) ? port : -1);
-  if (got <= 0)
+                          const ListenAddress& where) {
+  auto got = bind_http_listener(s, where);
+  if (!got)
     return Error(EADDRINUSE,
                  "cannot listen on " + flag + " " + value + " (in use, or not an address of this host)");
   return got;
@@ -918,7 +907,7 @@ Result<std::unique_ptr<Server>> Server::create(const ServeOptions& o, topology::
     return Error::invalid(
         "give --extender-tls-cert, --extender-tls-key and --extender-client-ca together: TLS on the "
         "extender listener is for verifying kube-scheduler's client certificate");
-  if (!ext_tls && !is_host_loopback(ext_listen.first)) {
+  if (!ext_tls && !is_host_loopback(ext_listen.host)) {
     return Error::invalid("--extender-listen " + o.extender_listen +
                           ": the extender verbs reserve chips and create Bindings; serve them on a loopback "
                           "address, or give --extender-tls-cert, --extender-tls-key and --extender-client-ca "

@@ -150,12 +150,16 @@ TEST(MetricsServer, RefusesOtherRequestsBeforeReadingTheirBodies) {
 
 TEST(MetricsServer, RefusesAMalformedAddress) {
   Metrics metrics;
-  for (const char* addr :
-       {"9101", "127.0.0.1:", "127.0.0.1:http", "127.0.0.1:65536", "127.0.0.1:-1", ":9101x"}) {
+  const std::string form = "give HOST:PORT, or :PORT for every IPv4 address (port 0 picks a free one)";
+  const std::string port = "the port must be a number from 0 to 65535";
+  const std::pair<std::string, std::string> cases[] = {
+      {"9101", form},         {"127.0.0.1:", form}, {"127.0.0.1:http", port}, {"127.0.0.1:65536", port},
+      {"127.0.0.1:-1", port}, {":9101x", port},
+  };
+  for (const auto& [addr, why] : cases) {
     auto server = MetricsServer::start(addr, metrics);
     ASSERT_FALSE(server.ok()) << addr;
-    EXPECT_EQ(server.error().message(),
-              std::string("--metrics-addr must be host:port or :port (got '") + addr + "')");
+    EXPECT_EQ(server.error().message(), "--metrics-addr " + addr + ": " + why);
   }
 }
 

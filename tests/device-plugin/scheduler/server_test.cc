@@ -7,6 +7,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <filesystem>
@@ -431,6 +432,37 @@ TEST(Serve, WithoutATokenThePluginEndpointsRefuseAPeerThatIsNotLoopback) {
   EXPECT_EQ(local.Get("/v1/nodes/node-0/reservations")->status, 200);
   (*srv)->stop();
   t.join();
+}
+
+// A port another socket listens on (with SO_REUSEPORT, as cpp-httplib's own listeners set it by default) is
+// refused on either listener: a second scheduler, or another process, must not share a listener's
+// connections.
+TEST(Serve, APortAnotherListenerHoldsIsRefused) {
+  const int other = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(other, 0);
+  int yes = 1;
+  ::setsockopt(other, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  ::setsockopt(other, SOL_SOCKET, SO_REUSEPORT, &yes, sizeof(yes));
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(other, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+  ASSERT_EQ(::listen(other, 1), 0);
+  socklen_t len = sizeof(sa);
+  ASSERT_EQ(::getsockname(other, reinterpret_cast<sockaddr*>(&sa), &len), 0);
+  const std::string held = "127.0.0.1:" + std::to_string(ntohs(sa.sin_port));
+  for (const bool extender : {false, true}) {
+    ServeOptions o;
+    o.listen = extender ? "127.0.0.1:0" : held;
+    o.extender_listen = extender ? held : "127.0.0.1:0";
+    auto s = Server::create(o, testing::small_cluster(1), nullptr);
+    ASSERT_FALSE(s.ok()) << (extender ? "--extender-listen " : "--listen ") << held << " was shared";
+    EXPECT_EQ(s.error().code(), EADDRINUSE);
+    EXPECT_EQ(s.error().message(), std::string("cannot listen on ") +
+                                       (extender ? "--extender-listen " : "--listen ") + held +
+                                       " (in use, or not an address of this host)");
+  }
+  ::close(other);
 }
 
 TEST(Serve, MetricsCountRequestsAndChips) {
