@@ -11,7 +11,7 @@ namespace {
 
 TEST(ListenAddress, TheFormsItTakes) {
   struct Case {
-    const char* text;
+    const char* text = nullptr;
     ListenAddress want;
   };
   const Case cases[] = {
