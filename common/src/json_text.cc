@@ -177,11 +177,19 @@ std::uint64_t integer_bits(const JsonValue& v) {
 
 }  // namespace
 
-rapidjson::ParseErrorCode JsonDocument::parse_rapidjson(std::string_view text) {
+rapidjson::ParseErrorCode JsonDocument::parse_rapidjson(std::string_view text, int max_depth) {
   // rapidjson's recursive parser is the faster; it is given the text only as deep as its stack allows, the
-  // iterative one (the heap its stack) takes a deeper text.
+  // iterative one (the heap its stack) takes a deeper text, when max_depth allows one (0: any depth).
   constexpr int kRecursionDepth = 256;
-  for (int max_depth : {kRecursionDepth, 0}) {
+  struct Pass {
+    int max_depth;
+    bool iterative;
+  };
+  const Pass passes[] = {{max_depth > 0 ? std::min(max_depth, kRecursionDepth) : kRecursionDepth, false},
+                         {max_depth, true}};
+  const int n_passes = max_depth > 0 && max_depth <= kRecursionDepth ? 1 : 2;
+  for (int p = 0; p < n_passes; ++p) {
+    const Pass pass = passes[p];
     // The text, then zeros: one ends it, three more are what rapidjson 1.1's UTF-8 validation reads past
     // the end when the text ends inside a character (it takes a character's bytes before it checks them).
     text_ = std::make_unique<char[]>(text.size() + 4);  // zeroed
@@ -190,11 +198,11 @@ rapidjson::ParseErrorCode JsonDocument::parse_rapidjson(std::string_view text) {
     rapidjson::Reader reader;
     bool too_deep = false;
     auto generate = [&](rapidjson::Document& d) {
-      Checked handler(d, max_depth);
+      Checked handler(d, pass.max_depth);
       constexpr unsigned kFlags = kParseFlags | rapidjson::kParseInsituFlag;
-      const bool ok = max_depth > 0
-                          ? !reader.Parse<kFlags>(in, handler).IsError()
-                          : !reader.Parse<kFlags | rapidjson::kParseIterativeFlag>(in, handler).IsError();
+      const bool ok = pass.iterative
+                          ? !reader.Parse<kFlags | rapidjson::kParseIterativeFlag>(in, handler).IsError()
+                          : !reader.Parse<kFlags>(in, handler).IsError();
       too_deep = handler.too_deep();
       return ok;
     };
@@ -209,22 +217,22 @@ rapidjson::ParseErrorCode JsonDocument::parse_rapidjson(std::string_view text) {
     return rapidjson::kParseErrorNone;
   }
   doc_.SetNull();
-  return rapidjson::kParseErrorTermination;  // not reached: the iterative parse has no depth limit
+  return rapidjson::kParseErrorTermination;  // deeper than max_depth
 }
 
-bool JsonDocument::parse(std::string_view text) {
+bool JsonDocument::parse(std::string_view text, int max_depth) {
   // nlohmann skips a byte order mark at the start; rapidjson would stop at it.
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
   // A NUL ends the text for both: nlohmann's lexer takes it for the end of the input (refused inside a
   // string, anything after it ignored), and so does the in-place parse.
-  const rapidjson::ParseErrorCode error = parse_rapidjson(text);
+  const rapidjson::ParseErrorCode error = parse_rapidjson(text, max_depth);
   if (error == rapidjson::kParseErrorNone) return true;
   // rapidjson 1.1 refuses a number whose exponent alone is out of a double's range though its value is not
   // (0e400, 0.1e309): such a text, and only such, is read by nlohmann and its compact text read again.
   if (error != rapidjson::kParseErrorNumberTooBig) return false;
   auto j = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return false;
-  return parse_rapidjson(j.dump()) == rapidjson::kParseErrorNone;
+  return parse_rapidjson(j.dump(), max_depth) == rapidjson::kParseErrorNone;
 }
 
 bool json_equal(const JsonValue& a, const JsonValue& b) {

@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ascend/common/json_depth.h"
 #include "ascend/common/json_text.h"
 #include "seam_json.h"
 
@@ -481,8 +482,14 @@ std::string serialize(const HostState& s) {
 }
 
 Result<HostState> parse_state(std::string_view text) {
+  // The state file nests four deep; a value of another shape may be written back as text (RapidJson::text),
+  // which recurses as deep as it nests.
+  constexpr int kMaxDepth = 64;  // the message below says so
   JsonDocument doc;
-  if (!doc.parse(text)) return Error::invalid("not valid JSON");
+  if (!doc.parse(text, kMaxDepth)) {
+    return Error::invalid(json_nests_deeper_than(text, kMaxDepth) ? "nests deeper than 64 levels"
+                                                                  : "not valid JSON");
+  }
   return read_state<RapidJson>(doc.root());
 }
 

@@ -32,15 +32,17 @@ class JsonDocument {
  public:
   JsonDocument() = default;
 
-  // False when nlohmann::json::parse would refuse `text` (the document is then empty).
-  bool parse(std::string_view text);
+  // False when nlohmann::json::parse would refuse `text`, or when it nests more than `max_depth` arrays and
+  // objects inside each other (0: any depth; writing a value back, or comparing it, recurses that deep). The
+  // document is then empty.
+  bool parse(std::string_view text, int max_depth = 0);
 
   JsonValue& root() { return doc_; }
   const JsonValue& root() const { return doc_; }
   JsonAllocator& allocator() { return doc_.GetAllocator(); }
 
  private:
-  rapidjson::ParseErrorCode parse_rapidjson(std::string_view text);
+  rapidjson::ParseErrorCode parse_rapidjson(std::string_view text, int max_depth);
 
   std::unique_ptr<char[]> text_;
   rapidjson::Document doc_;
