@@ -48,6 +48,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "latency.h"
@@ -372,6 +373,25 @@ BENCHMARK(BM_AloneShimRequest)
 
 namespace {
 
+// One table of medians against a baseline's: each variant's wall and CPU time, what it adds, and the ratio
+// with its 95 % bootstrap interval. Nothing when the baseline did not run (a --benchmark_filter left it out).
+void print_against(const char* what, const std::string& base, const char* base_label,
+                   const std::vector<std::pair<std::string, const char*>>& variants, const char* target) {
+  const double b = median(g_samples[base]);
+  const double b_cpu = median(g_cpu[base]);
+  if (b <= 0) return;
+  std::printf("\nhook_bench: %s, median of %zu runs each\n", what, g_samples[base].size());
+  std::printf("  %-32s wall %8.3f ms                          cpu %6.3f ms\n", base_label, b, b_cpu);
+  for (const auto& [name, label] : variants) {
+    const double m = median(g_samples[name]);
+    const double c = median(g_cpu[name]);
+    std::printf("  %-32s wall %8.3f ms (%+6.3f, %s)   cpu %6.3f ms (%+6.3f, %s)\n", label, m, m - b,
+                ratio_with_interval(g_samples[name], g_samples[base]).c_str(), c, c - b_cpu,
+                ratio_with_interval(g_cpu[name], g_cpu[base]).c_str());
+  }
+  std::printf("  target: %s\n", target);
+}
+
 int run_bench(int argc, char** argv) {
   if (::geteuid() != 0 || !have_program("runc") || ::access("/bin/busybox", X_OK) != 0) {
     std::printf("hook_bench: skipped (needs root, runc and /bin/busybox)\n");
@@ -506,44 +526,16 @@ int run_bench(int argc, char** argv) {
           added["exec_floor"]);
     }
   }
-  double life = median(g_samples["life_plain"]);
-  double life_cpu = median(g_cpu["life_plain"]);
-  if (life > 0) {
-    std::printf("\nhook_bench: create + start + delete --force, no request, median of %zu runs each\n",
-                g_samples["life_plain"].size());
-    std::printf("  %-32s wall %8.2f ms                          cpu %6.2f ms\n", "plain runc (baseline)",
-                life, life_cpu);
-    for (const auto& [name, label] : {std::pair<const char*, const char*>{"life_shim", "through the shim"},
-                                      {"life_exec_floor", "floor: exec-only static shim"}}) {
-      double m = median(g_samples[name]);
-      double c = median(g_cpu[name]);
-      std::printf("  %-32s wall %8.2f ms (%+6.2f, %s)   cpu %6.2f ms (%+6.2f, %s)\n", label, m, m - life,
-                  ratio_with_interval(g_samples[name], g_samples["life_plain"]).c_str(), c, c - life_cpu,
-                  ratio_with_interval(g_cpu[name], g_cpu["life_plain"]).c_str());
-    }
-    std::printf(
-        "  target: through the shim <= 1.05 x plain runc (in brackets: the ratio's 95 %% bootstrap interval; "
-        "the target holds when its upper end is at most 1.05)\n");
-  }
-  double alone = median(g_samples["alone_floor"]);
-  double alone_cpu = median(g_cpu["alone_floor"]);
-  if (alone > 0) {
-    std::printf("\nhook_bench: the shim alone (create, its runtime /bin/true), median of %zu runs each\n",
-                g_samples["alone_floor"].size());
-    std::printf("  %-32s wall %8.3f ms                          cpu %6.3f ms\n",
-                "floor: exec-only static shim", alone, alone_cpu);
-    for (const auto& [name, label] : {std::pair<const char*, const char*>{"alone_shim", "shim, no request"},
-                                      {"alone_shim_request", "shim, 0-7, base.list (spec)"}}) {
-      double m = median(g_samples[name]);
-      double c = median(g_cpu[name]);
-      std::printf("  %-32s wall %8.3f ms (%+6.3f, %s)   cpu %6.3f ms (%+6.3f, %s)\n", label, m, m - alone,
-                  ratio_with_interval(g_samples[name], g_samples["alone_floor"]).c_str(), c, c - alone_cpu,
-                  ratio_with_interval(g_cpu[name], g_cpu["alone_floor"]).c_str());
-    }
-    std::printf(
-        "  target: the shim with no request <= 1.2 x the exec-only floor (in brackets: the ratio's 95 %% "
-        "bootstrap interval)\n");
-  }
+  print_against(
+      "create + start + delete --force, no request", "life_plain", "plain runc (baseline)",
+      {{"life_shim", "through the shim"}, {"life_exec_floor", "floor: exec-only static shim"}},
+      "through the shim <= 1.05 x plain runc (in brackets: the ratio's 95 % bootstrap interval; the target "
+      "holds when its upper end is at most 1.05)");
+  print_against("the shim alone (create, its runtime /bin/true)", "alone_floor",
+                "floor: exec-only static shim",
+                {{"alone_shim", "shim, no request"}, {"alone_shim_request", "shim, 0-7, base.list (spec)"}},
+                "the shim with no request <= 1.2 x the exec-only floor (in brackets: the ratio's 95 % "
+                "bootstrap interval)");
   return 0;
 }
 
