@@ -15,6 +15,7 @@
 #include <string>
 
 #include "ascend/plugin/metrics.h"
+#include "held_port.h"
 
 namespace ascend::plugin {
 namespace {
@@ -166,19 +167,9 @@ TEST(MetricsServer, RefusesAMalformedAddress) {
 // A port another socket listens on is refused: the listener does not share ports (no SO_REUSEPORT), so a
 // second plugin, or another process, cannot take half of the scrapes.
 TEST(MetricsServer, APortAnotherListenerHoldsIsAnError) {
-  const int other = ::socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(other, 0);
-  int yes = 1;
-  ::setsockopt(other, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  ::setsockopt(other, SOL_SOCKET, SO_REUSEPORT, &yes, sizeof(yes));
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(other, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
-  ASSERT_EQ(::listen(other, 1), 0);
-  socklen_t len = sizeof(sa);
-  ASSERT_EQ(::getsockname(other, reinterpret_cast<sockaddr*>(&sa), &len), 0);
-  const std::string addr = "127.0.0.1:" + std::to_string(ntohs(sa.sin_port));
+  const ascend::testing::HeldPort other;
+  ASSERT_TRUE(other.ok());
+  const std::string addr = other.address();
 
   Metrics metrics;
   auto server = MetricsServer::start(addr, metrics);
@@ -187,7 +178,6 @@ TEST(MetricsServer, APortAnotherListenerHoldsIsAnError) {
     EXPECT_EQ(server.error().code(), EADDRINUSE);
     EXPECT_EQ(server.error().message(), "serve /metrics on " + addr + ": cannot listen on that address");
   }
-  ::close(other);
 }
 
 // Stopping (the daemon's exit) waits for a scraper's idle keep-alive connection at most the 1 s keep-alive,

@@ -22,6 +22,7 @@
 #include "eventually.h"
 #include "extender_util.h"
 #include "guarded_capture.h"
+#include "held_port.h"
 #include "run_command.h"
 #include "test_clock.h"
 
@@ -438,19 +439,9 @@ TEST(Serve, WithoutATokenThePluginEndpointsRefuseAPeerThatIsNotLoopback) {
 // refused on either listener: a second scheduler, or another process, must not share a listener's
 // connections.
 TEST(Serve, APortAnotherListenerHoldsIsRefused) {
-  const int other = ::socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(other, 0);
-  int yes = 1;
-  ::setsockopt(other, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  ::setsockopt(other, SOL_SOCKET, SO_REUSEPORT, &yes, sizeof(yes));
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(other, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
-  ASSERT_EQ(::listen(other, 1), 0);
-  socklen_t len = sizeof(sa);
-  ASSERT_EQ(::getsockname(other, reinterpret_cast<sockaddr*>(&sa), &len), 0);
-  const std::string held = "127.0.0.1:" + std::to_string(ntohs(sa.sin_port));
+  const ascend::testing::HeldPort other;
+  ASSERT_TRUE(other.ok());
+  const std::string held = other.address();
   for (const bool extender : {false, true}) {
     ServeOptions o;
     o.listen = extender ? "127.0.0.1:0" : held;
@@ -462,7 +453,6 @@ TEST(Serve, APortAnotherListenerHoldsIsRefused) {
                                        (extender ? "--extender-listen " : "--listen ") + held +
                                        " (in use, or not an address of this host)");
   }
-  ::close(other);
 }
 
 TEST(Serve, MetricsCountRequestsAndChips) {
