@@ -195,12 +195,15 @@ Result<OciState> parse_oci_state(std::string_view text) {
 
 Result<Spec> parse_spec(std::string_view text) {
   if (text.size() > kMaxSpecBytes) return Error(EFBIG, "config.json larger than 16 MiB");
-  if (json_nests_deeper_than(text, kMaxJsonDepth)) {
-    return Error::invalid("config.json nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-  }
+  // The depth is bounded in the parse itself; the text is scanned for it only when the parse failed, to say
+  // which (the same verdict as a scan first: the two count nesting alike).
   Spec spec;
-  if (!spec.doc_.parse(text) || !spec.root().IsObject())
+  if (!spec.doc_.parse(text, kMaxJsonDepth)) {
+    if (json_nests_deeper_than(text, kMaxJsonDepth))
+      return Error::invalid(fmt::format("config.json nests deeper than {} levels", kMaxJsonDepth));
     return Error::invalid("config.json is not a JSON object");
+  }
+  if (!spec.root().IsObject()) return Error::invalid("config.json is not a JSON object");
   ASCEND_CHECK(check_spec_types(spec.root()), "");
   return spec;
 }

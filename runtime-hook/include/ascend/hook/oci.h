@@ -45,7 +45,7 @@ class Spec {
 
 // The boundary where untrusted JSON becomes a value: a wrong type is an error naming the field ("config.json
 // hooks.prestart[0].path is not a string"), never an exception. Nesting deeper than 64 levels is refused
-// before parsing.
+// by the parse (which stops there).
 Result<Spec> parse_spec(std::string_view text);
 
 // obj[key] when obj is an object that has it, else nullptr.
