@@ -296,7 +296,7 @@ Status read_config_cli11(std::string_view text, Config& c, const std::string& gi
   return {};
 }
 
-Result<Config> load_config(const std::string& path, const ConfigDefaults& defaults) {
+Result<Config> load_config(const std::string& path, const ConfigDefaults& defaults, ConfigReaders readers) {
   Config c;
   c.hook_path = defaults.exe_dir + "/" + kHookName;
   c.dcmi_helper = defaults.exe_dir + "/" + kDcmiHelperName;
@@ -320,6 +320,7 @@ Result<Config> load_config(const std::string& path, const ConfigDefaults& defaul
   }
   // The installer's flat form without CLI11; anything else, every fault included, through CLI11's reader.
   if (!read_config_flat(text, c)) {
+    if (readers == ConfigReaders::flat_only) return Error::invalid(given + ": not the installer's flat form");
     if (auto applied = read_config_cli11(text, c, given, file); !applied) return applied.error();
   }
   c.config_file = file;

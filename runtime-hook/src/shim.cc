@@ -12,6 +12,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -126,6 +127,37 @@ Status refuse_linked_dev(const std::string& rootfs) {
   return {};
 }
 
+// pass_through_early's hand-over to main: a function's static, made on first use (which may be before static
+// initialisation).
+std::optional<EarlyRead>& early_read() {
+  static std::optional<EarlyRead> read;
+  return read;
+}
+
+bool creates(const RuntimeArgs& args) {
+  return args.verb == "create" || args.verb == "run";
+}
+
+// The bundle's folder, absolute: --bundle, else the current one.
+std::string bundle_dir(const RuntimeArgs& args) {
+  std::string bundle = args.bundle.empty() ? current_dir() : args.bundle;
+  if (bundle[0] != '/') bundle = current_dir() + "/" + bundle;
+  return bundle;
+}
+
+// The runtime, by exec, with the original arguments. Returns only on failure.
+Error exec_runtime(const RuntimeArgs& args, const Config& config) {
+  auto runtime = find_runtime(config.runtime_path);
+  if (!runtime) return runtime.error();
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(config.runtime_path.c_str()));
+  for (const auto& a : args.runtime_args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  flush_logs();
+  ::execv(runtime->c_str(), argv.data());
+  return Error::from_errno(errno, "exec " + *runtime);
+}
+
 }  // namespace
 
 Result<RuntimeArgs> parse_runtime_args(const std::vector<std::string>& args) {
@@ -160,7 +192,7 @@ Result<RuntimeArgs> parse_runtime_args(const std::vector<std::string>& args) {
     }
   }
   if (i < args.size()) r.verb = args[i];
-  const bool creates = r.verb == "create" || r.verb == "run";
+  const bool creating = creates(r);
   bool value_next = false;  // the previous option takes this argument as its value
   bool operands = false;    // after "--"
   for (std::size_t k = i + 1; k < args.size(); ++k) {
@@ -177,7 +209,7 @@ Result<RuntimeArgs> parse_runtime_args(const std::vector<std::string>& args) {
       value_next = verb_takes_value(a);
       continue;
     }
-    if (creates && r.container_id.empty()) r.container_id = a;
+    if (creating && r.container_id.empty()) r.container_id = a;
   }
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -186,7 +218,7 @@ Result<RuntimeArgs> parse_runtime_args(const std::vector<std::string>& args) {
       for (++i; i < args.size(); ++i) r.runtime_args.push_back(args[i]);
       break;
     }
-    if (creates && (a == "--bundle" || a == "-b") && i + 1 < args.size()) {
+    if (creating && (a == "--bundle" || a == "-b") && i + 1 < args.size()) {
       r.bundle = args[i + 1];
     } else if (a.rfind("--bundle=", 0) == 0) {
       r.bundle = a.substr(9);
@@ -206,11 +238,14 @@ std::string runc_state_root(const RuntimeArgs& args) {
   return "/run/runc";
 }
 
-Result<bool> prepare_bundle(const RuntimeArgs& args, const Config& config) {
-  std::string bundle = args.bundle.empty() ? current_dir() : args.bundle;
-  if (bundle[0] != '/') bundle = current_dir() + "/" + bundle;
+Result<bool> prepare_bundle(const RuntimeArgs& args, const Config& config,
+                            std::optional<std::string> spec_text) {
+  std::string bundle = bundle_dir(args);
   std::string spec_path = bundle + "/config.json";
-  ASCEND_ASSIGN(std::string text, read_file(spec_path, kMaxSpecBytes), "read the container's spec");
+  if (!spec_text) {
+    ASCEND_ASSIGN(spec_text, read_file(spec_path, kMaxSpecBytes), "read the container's spec");
+  }
+  const std::string& text = *spec_text;
   // Most containers ask for nothing: that is decided in one pass over the text, without a tree.
   if (spec_requests_nothing(text)) return false;
   ASCEND_ASSIGN(Spec spec, parse_spec(text), spec_path);
@@ -327,20 +362,45 @@ Result<std::string> find_runtime(const std::string& runtime_path) {
                           "' not found in PATH (set runtime-path in the config)");
 }
 
-Error run_shim(const RuntimeArgs& args, const Config& config) {
-  if (args.verb == "create" || args.verb == "run") {
-    auto changed = prepare_bundle(args, config);
+Error run_shim(const RuntimeArgs& args, const Config& config, std::optional<std::string> spec_text) {
+  if (creates(args)) {
+    auto changed = prepare_bundle(args, config, std::move(spec_text));
     if (!changed) return changed.error();
   }
-  auto runtime = find_runtime(config.runtime_path);
-  if (!runtime) return runtime.error();
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(config.runtime_path.c_str()));
-  for (const auto& a : args.runtime_args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  flush_logs();
-  ::execv(runtime->c_str(), argv.data());
-  return Error::from_errno(errno, "exec " + *runtime);
+  return exec_runtime(args, config);
+}
+
+ConfigDefaults shim_config_defaults() {
+  return ConfigDefaults{self_exe_dir(), "runtime-run.log"};
+}
+
+bool wants_shim_help(int argc, const char* const* argv) {
+  return argc == 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0);
+}
+
+void pass_through_early(int argc, char** argv) noexcept {
+  try {
+    if (argc < 1 || wants_shim_help(argc, argv)) return;
+    auto args = parse_runtime_args(std::vector<std::string>(argv + 1, argv + argc));
+    if (!args) return;
+    auto config = load_config(args->config, shim_config_defaults(), ConfigReaders::flat_only);
+    if (!config) return;
+    if (creates(*args)) {
+      auto text = read_file(bundle_dir(*args) + "/config.json", kMaxSpecBytes);
+      if (!text) return;
+      if (!spec_requests_nothing(*text)) {
+        early_read().emplace(EarlyRead{std::move(*args), std::move(*config), std::move(*text)});
+        return;
+      }
+    }
+    (void)exec_runtime(*args, *config);  // returns only when the exec failed: main says why
+  } catch (...) {  // NOLINT(bugprone-empty-catch): main does it all again and reports what is wrong
+    early_read().reset();
+  }
+}
+
+std::optional<EarlyRead> take_early_read() {
+  return std::exchange(early_read(), std::nullopt);
 }
 
 void report_to_runtime_log(const RuntimeArgs& args, const std::string& raw_message) {

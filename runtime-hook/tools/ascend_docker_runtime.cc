@@ -46,28 +46,57 @@ why, and the line is also appended to the runtime's --log so that Docker shows i
 }  // namespace
 
 static int run_main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+  if (ascend::hook::wants_shim_help(argc, argv)) {
     std::fputs(kHelp, stdout);
     return 0;
   }
-  auto parsed = ascend::hook::parse_runtime_args(args);
-  if (!parsed) {
-    std::fprintf(stderr, "ascend-docker-runtime: %s\n", parsed.error().message().c_str());
-    return 2;
+  // What the early pass-through (below) already read, when it found a container that may ask for NPUs.
+  auto early = ascend::hook::take_early_read();
+  if (!early) {
+    auto parsed = ascend::hook::parse_runtime_args(std::vector<std::string>(argv + 1, argv + argc));
+    if (!parsed) {
+      std::fprintf(stderr, "ascend-docker-runtime: %s\n", parsed.error().message().c_str());
+      return 2;
+    }
+    auto config = ascend::hook::load_config(parsed->config, ascend::hook::shim_config_defaults());
+    if (!config) {
+      ascend::hook::report_to_runtime_log(*parsed, "ascend-docker-runtime: " + config.error().message());
+      return ascend::hook::report_failure("ascend-docker-runtime", config.error());
+    }
+    early.emplace(ascend::hook::EarlyRead{std::move(*parsed), std::move(*config), std::nullopt});
   }
-  ascend::hook::ConfigDefaults defaults{ascend::hook::self_exe_dir(), "runtime-run.log"};
-  auto config = ascend::hook::load_config(parsed->config, defaults);
-  if (!config) {
-    ascend::hook::report_to_runtime_log(*parsed, "ascend-docker-runtime: " + config.error().message());
-    return ascend::hook::report_failure("ascend-docker-runtime", config.error());
-  }
+  const ascend::hook::RuntimeArgs& args = early->args;
+  const ascend::hook::Config& config = early->config;
   // The shim sets up its log once a container asks for NPUs; the pass-through path never does.
-  ascend::Error e = ascend::hook::run_shim(*parsed, *config);
-  ascend::hook::setup_binary_logging(*config);
-  ascend::hook::report_to_runtime_log(*parsed, "ascend-docker-runtime: " + e.message());
+  ascend::Error e = ascend::hook::run_shim(args, config, std::move(early->spec_text));
+  ascend::hook::setup_binary_logging(config);
+  ascend::hook::report_to_runtime_log(args, "ascend-docker-runtime: " + e.message());
   return ascend::hook::report_failure("ascend-docker-runtime", e);
 }
+
+// Most calls only pass through: every verb but create and run, and a create of a container that asks for
+// nothing. A static program runs .preinit_array before its static initialisers, so these calls exec the
+// runtime before libstdc++ sets up its iostreams and locale and the libraries their static objects: a third
+// of the instructions the shim ran before its exec, and a quarter of its page faults (issue 25;
+// docs/performance.md). Not in a sanitizer build, which is linked dynamically and whose run-time must start
+// first.
+#if defined(__SANITIZE_ADDRESS__)
+#define ASCEND_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ASCEND_SANITIZED 1
+#endif
+#endif
+#if !defined(ASCEND_SANITIZED)
+namespace {
+void pass_through_before_init(int argc, char** argv, char** /*envp*/) {
+  ascend::hook::pass_through_early(argc, argv);
+}
+}  // namespace
+// The C library's table of early calls.
+[[gnu::section(".preinit_array"),
+  gnu::used]] static void (*const preinit_pass_through)(int, char**, char**) = pass_through_before_init;
+#endif
 
 int main(int argc, char** argv) {
   return ascend::guarded_main("ascend-docker-runtime", [&] { return run_main(argc, argv); });

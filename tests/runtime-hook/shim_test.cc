@@ -1,10 +1,15 @@
 // The shim's command-line parsing (runc's argv passes through untouched), the configuration file, and the
 // test switch that only the shim's test build has.
+#include <elf.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -332,6 +337,181 @@ TEST(Config, AFileThatGroupOrOthersCanWriteIsRefusedWithItsMode) {
     EXPECT_NE(c.error().message().find("not writable by group or others"), std::string::npos);
     EXPECT_EQ(c.error().message().find('\n'), std::string::npos);
   }
+}
+
+// The early pass-through (shim.h), run in a child as the shim runs it: it either execs the runtime (here a
+// script that writes its arguments to a file and exits 42) or returns, having changed nothing, with what it
+// read handed over for a container that may ask for NPUs. The child says which by its exit code.
+struct Early {
+  bool execd = false;
+  std::string runtime_args;  // what the runtime got, when it ran
+  bool returned = false;
+  bool handed_over = false;  // take_early_read() had something
+  EarlyRead read;
+};
+
+Early run_early(const TempDir& d, const std::vector<std::string>& argv) {
+  const std::string out = d / "early.out";
+  ::unlink(out.c_str());
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<std::string> copy = argv;
+    std::vector<char*> raw;
+    for (auto& a : copy) raw.push_back(a.data());
+    raw.push_back(nullptr);
+    pass_through_early(static_cast<int>(copy.size()), raw.data());
+    auto read = take_early_read();
+    std::string what = "returned\n";
+    if (read) {
+      nlohmann::json j{{"args", read->args.runtime_args},
+                       {"config", read->args.config},
+                       {"verb", read->args.verb},
+                       {"bundle", read->args.bundle},
+                       {"runtime", read->config.runtime_path},
+                       {"config_file", read->config.config_file},
+                       {"spec", read->spec_text ? *read->spec_text : std::string("<none>")}};
+      what += j.dump();
+    }
+    spit(out, what);
+    ::_exit(7);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  Early e;
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::string text = slurp(out);
+  if (code == 42) {
+    e.execd = true;
+    e.runtime_args = text.substr(0, text.find('\n'));
+  } else if (code == 7) {
+    e.returned = true;
+    std::string rest = text.substr(text.find('\n') + 1);
+    if (!rest.empty()) {
+      auto j = nlohmann::json::parse(rest);
+      e.handed_over = true;
+      e.read.args.runtime_args = j["args"].get<std::vector<std::string>>();
+      e.read.args.config = j["config"];
+      e.read.args.verb = j["verb"];
+      e.read.args.bundle = j["bundle"];
+      e.read.config.runtime_path = j["runtime"];
+      e.read.config.config_file = j["config_file"];
+      e.read.spec_text = j["spec"].get<std::string>();
+    }
+  }
+  return e;
+}
+
+class EarlyPassThrough : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    spit(runtime_, "#!/bin/sh\necho \"$@\" > " + d_ / "early.out" + "\nexit 42\n");
+    ASSERT_EQ(::chmod(runtime_.c_str(), 0755), 0);
+    spit(config_, "runtime-path: " + runtime_ + "\nlog-level: info\n");
+    ASSERT_EQ(::mkdir(bundle_.c_str(), 0755), 0);
+    spit(bundle_ + "/config.json", kNothing);
+  }
+  static constexpr const char* kNothing =
+      R"({"ociVersion":"1.0.2","process":{"args":["sh"],"env":["PATH=/bin","TERM=xterm"]},"root":{"path":"rootfs"}})";
+  static constexpr const char* kAsks =
+      R"({"ociVersion":"1.0.2","process":{"args":["sh"],"env":["PATH=/bin","ASCEND_VISIBLE_DEVICES=0"]},"root":{"path":"rootfs"}})";
+  TempDir d_{"early"};
+  std::string runtime_ = d_ / "fake-runc";
+  std::string config_ = d_ / "config.yaml";
+  std::string bundle_ = d_ / "bundle";
+};
+
+TEST_F(EarlyPassThrough, ExecsEveryVerbButCreateAndRunWithTheArgumentsAsGiven) {
+  for (const char* verb : {"start", "delete", "state", "kill", "features"}) {
+    Early e = run_early(d_, {"ascend-docker-runtime", "--config", config_, "--root", "/run/x", verb, "c1"});
+    ASSERT_TRUE(e.execd) << verb;
+    EXPECT_EQ(e.runtime_args, std::string("--root /run/x ") + verb + " c1");  // without the shim's --config
+  }
+}
+
+TEST_F(EarlyPassThrough, ExecsACreateThatAsksForNothingAndLeavesItsSpecAlone) {
+  for (const char* verb : {"create", "run"}) {
+    Early e = run_early(d_, {"ascend-docker-runtime", "--config", config_, verb, "--bundle", bundle_, "c2"});
+    ASSERT_TRUE(e.execd) << verb;
+    EXPECT_EQ(e.runtime_args, std::string(verb) + " --bundle " + bundle_ + " c2");
+    EXPECT_EQ(slurp(bundle_ + "/config.json"), kNothing);
+  }
+}
+
+TEST_F(EarlyPassThrough, ACreateThatMayAskReturnsWithWhatItReadForMain) {
+  spit(bundle_ + "/config.json", kAsks);
+  Early e = run_early(d_, {"ascend-docker-runtime", "--config", config_, "create", "-b", bundle_, "c3"});
+  ASSERT_TRUE(e.returned);
+  ASSERT_TRUE(e.handed_over);
+  EXPECT_EQ(e.read.args.verb, "create");
+  EXPECT_EQ(e.read.args.bundle, bundle_);
+  EXPECT_EQ(e.read.args.config, config_);
+  EXPECT_EQ(e.read.args.runtime_args, (std::vector<std::string>{"create", "-b", bundle_, "c3"}));
+  EXPECT_EQ(e.read.config.runtime_path, runtime_);
+  EXPECT_EQ(e.read.config.config_file, config_);
+  EXPECT_EQ(e.read.spec_text, std::string(kAsks));
+  EXPECT_EQ(slurp(bundle_ + "/config.json"), kAsks);
+}
+
+// Anything else goes to main, with nothing handed over, so that main reads it all and says what is wrong in
+// its own words.
+TEST_F(EarlyPassThrough, ReturnsWithNothingForMainOnAnythingElse) {
+  const std::string yaml_form = d_ / "flow.yaml";  // YAML the flat reader does not take; CLI11's reader does
+  spit(yaml_form, "runtime-path: \"" + runtime_ + "\"\n");
+  const std::string missing_runtime = d_ / "missing.yaml";
+  spit(missing_runtime, "runtime-path: " + d_ / "no-such-runc" + "\n");
+  const std::string unsafe = d_ / "unsafe.yaml";
+  spit(unsafe, "runtime-path: " + runtime_ + "\n");
+  ASSERT_EQ(::chmod(unsafe.c_str(), 0666), 0);
+  const std::string no_spec = d_ / "empty-bundle";
+  ASSERT_EQ(::mkdir(no_spec.c_str(), 0755), 0);
+  const std::vector<std::vector<std::string>> cases = {
+      {"ascend-docker-runtime", "--help"},
+      {"ascend-docker-runtime", "-h"},
+      {"ascend-docker-runtime", "--config"},  // --config without its file
+      {"ascend-docker-runtime", "--config", d_ / "no-such.yaml", "start", "c"},
+      {"ascend-docker-runtime", "--config", yaml_form, "start", "c"},
+      {"ascend-docker-runtime", "--config", missing_runtime, "start", "c"},
+      {"ascend-docker-runtime", "--config", unsafe, "start", "c"},
+      {"ascend-docker-runtime", "--config", config_, "create", "--bundle", no_spec, "c"},
+  };
+  for (const auto& argv : cases) {
+    Early e = run_early(d_, argv);
+    EXPECT_TRUE(e.returned) << argv.back();
+    EXPECT_FALSE(e.handed_over) << argv.back();
+  }
+  // The flow form is the one main's CLI11 reader takes: the early path only leaves it to main.
+  auto c = load_config(yaml_form, shim_config_defaults());
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_EQ(c->runtime_path, runtime_);
+  EXPECT_FALSE(load_config(yaml_form, shim_config_defaults(), ConfigReaders::flat_only).ok());
+}
+
+// The shipped shim runs the early pass-through from .preinit_array: one entry, which a static program calls
+// before its static initialisers. Read from the binary's section headers.
+TEST(EarlyPassThroughBinary, TheShimHasOnePreinitEntry) {
+  const std::string bytes = slurp(testing::bin("ascend-docker-runtime"));
+  ASSERT_GT(bytes.size(), sizeof(Elf64_Ehdr));
+  Elf64_Ehdr eh{};
+  std::memcpy(&eh, bytes.data(), sizeof eh);
+  ASSERT_EQ(std::memcmp(eh.e_ident, ELFMAG, SELFMAG), 0);
+  ASSERT_EQ(eh.e_ident[EI_CLASS], ELFCLASS64);
+  ASSERT_LE(eh.e_shoff + std::uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr), bytes.size());
+  std::vector<Elf64_Shdr> sections(eh.e_shnum);
+  std::memcpy(sections.data(), bytes.data() + eh.e_shoff, eh.e_shnum * sizeof(Elf64_Shdr));
+  ASSERT_LT(eh.e_shstrndx, sections.size());
+  const Elf64_Shdr& names = sections[eh.e_shstrndx];
+  int preinit = 0;
+  for (const auto& sh : sections) {
+    if (sh.sh_type != SHT_PREINIT_ARRAY) continue;
+    ++preinit;
+    ASSERT_LT(names.sh_offset + sh.sh_name, bytes.size());
+    EXPECT_STREQ(bytes.c_str() + names.sh_offset + sh.sh_name, ".preinit_array");
+    EXPECT_EQ(sh.sh_size, sizeof(void*)) << "one early call";
+  }
+  EXPECT_EQ(preinit, 1);
+  // Static: no interpreter, so nothing runs before the early call but the C library's own start-up.
+  const auto* ph = reinterpret_cast<const Elf64_Phdr*>(bytes.data() + eh.e_phoff);
+  for (int i = 0; i < eh.e_phnum; ++i) EXPECT_NE(ph[i].p_type, static_cast<Elf64_Word>(PT_INTERP));
 }
 
 }  // namespace

@@ -77,6 +77,12 @@ Status read_config_cli11(std::string_view text, Config& c, const std::string& gi
 // the file and the key.
 //   host-root, runtime-path, hook-path, mount-list-dir, log-file, log-level, injection (spec | hook),
 //   accept-env-when-unprivileged (true | false), backend (auto | emulator | dcmi), dcmi-library, dcmi-helper
-Result<Config> load_config(const std::string& path, const ConfigDefaults& defaults);
+// Which readers load_config may use: any (the flat reader, then CLI11's for every other form and every
+// refusal) or flat_only, for the shim's early pass-through (shim.h), which runs before static initialisation
+// and so before CLI11's static objects exist: a file the flat reader does not take is then an error, and the
+// caller goes the ordinary way.
+enum class ConfigReaders { any, flat_only };
+Result<Config> load_config(const std::string& path, const ConfigDefaults& defaults,
+                           ConfigReaders readers = ConfigReaders::any);
 
 }  // namespace ascend::hook
