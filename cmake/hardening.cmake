@@ -41,3 +41,17 @@ function(ascend_link_static target)
     target_link_libraries(${target} PRIVATE -static)
   endif()
 endfunction()
+
+# The same for a dynamically linked program (the device plugin, whose resident memory counts: issue 25):
+# --gc-sections, and DT_RELR where the linker takes the flag and the loader here applies it (glibc 2.36's
+# ld.so; an older one refuses such a program: GLIBC_ABI_DT_RELR).
+set(CMAKE_REQUIRED_LINK_OPTIONS -Wl,-z,pack-relative-relocs)
+check_cxx_source_runs("static int x = 42; int* volatile p = &x; int main() { return *p == 42 ? 0 : 1; }"
+                      ASCEND_HAVE_RELR)
+unset(CMAKE_REQUIRED_LINK_OPTIONS)
+function(ascend_link_packed target)
+  target_link_options(${target} PRIVATE -Wl,--gc-sections)
+  if(ASCEND_HAVE_RELR)
+    target_link_options(${target} PRIVATE -Wl,-z,pack-relative-relocs)
+  endif()
+endfunction()
