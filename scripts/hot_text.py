@@ -7,8 +7,8 @@ its code. Two programs have one:
 
 Why: the kernel maps a file's pages around each page fault (fault-around, 64 KB), so a program whose running
 code is spread over its megabytes of text faults on many pages and keeps most of them mapped, though it runs a
-fraction of it (docs/performance.md: "The device plugin", the plugin's resident memory; "The shim", the
-shim's start-up, where each fault is time every container pays). The linker script puts the sections that ran
+fraction of it (docs/performance.md: "The device plugin", the plugin's resident memory; "Container start:
+the shim and the hook", the shim's start-up, where each fault is time every container pays). The linker script puts the sections that ran
 into one output section before .text (INSERT BEFORE .text: the default script stays), so their pages are few
 and contiguous. A section the script names that no longer exists is ignored; one that is new lands in .text
 as before: a stale list costs memory and time, never correctness (tests/common/hot_text_test.py says when

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A hot-text list still places what it lists (device-plugin/plugin/hot-text.ld and runtime-hook/hot-text.ld,
-written by scripts/hot_text.py; docs/performance.md, "Resident memory after 10 000 Allocate" and "The shim").
+written by scripts/hot_text.py; docs/performance.md, "Resident memory after 10 000 Allocate" and "Container
+start: the shim and the hook").
 
 Reads the link map the build writes (ascend-device-plugin.map, ascend-docker-runtime.map) and the binary's
 section table: the binary has the .text.hot_ascend section, and most rules of the list matched an input
