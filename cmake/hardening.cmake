@@ -22,9 +22,10 @@ unset(CMAKE_REQUIRED_LINK_OPTIONS)
 # but each pointer is still rewritten. The code and data stay where ASLR put them. Only where the linker takes
 # the flag and a static PIE so linked runs with its pointers relocated (glibc's self-relocation reads DT_RELR).
 include(CheckCXXSourceRuns)
+# The probe: a pointer in data that only a relocation makes right.
+set(_ascend_relr_probe "static int x = 42; int* volatile p = &x; int main() { return *p == 42 ? 0 : 1; }")
 set(CMAKE_REQUIRED_LINK_OPTIONS -static-pie -Wl,-z,pack-relative-relocs)
-check_cxx_source_runs("static int x = 42; int* volatile p = &x; int main() { return *p == 42 ? 0 : 1; }"
-                      ASCEND_HAVE_STATIC_PIE_RELR)
+check_cxx_source_runs("${_ascend_relr_probe}" ASCEND_HAVE_STATIC_PIE_RELR)
 unset(CMAKE_REQUIRED_LINK_OPTIONS)
 # The flag goes with the libraries, at the end of the link line: after the -pie CMake adds for a PIE, which
 # would otherwise win and make a dynamic executable.
@@ -46,8 +47,7 @@ endfunction()
 # --gc-sections, and DT_RELR where the linker takes the flag and the loader here applies it (glibc 2.36's
 # ld.so; an older one refuses such a program: GLIBC_ABI_DT_RELR).
 set(CMAKE_REQUIRED_LINK_OPTIONS -Wl,-z,pack-relative-relocs)
-check_cxx_source_runs("static int x = 42; int* volatile p = &x; int main() { return *p == 42 ? 0 : 1; }"
-                      ASCEND_HAVE_RELR)
+check_cxx_source_runs("${_ascend_relr_probe}" ASCEND_HAVE_RELR)
 unset(CMAKE_REQUIRED_LINK_OPTIONS)
 function(ascend_link_packed target)
   target_link_options(${target} PRIVATE -Wl,--gc-sections)

@@ -522,6 +522,7 @@ TEST(EarlyPassThroughBinary, TheShimHasOnePreinitEntry) {
   }
   EXPECT_EQ(preinit, 1);
   // Static: no interpreter, so nothing runs before the early call but the C library's own start-up.
+  ASSERT_LE(eh.e_phoff + std::uint64_t{eh.e_phnum} * sizeof(Elf64_Phdr), bytes.size());
   const auto* ph = reinterpret_cast<const Elf64_Phdr*>(bytes.data() + eh.e_phoff);
   for (int i = 0; i < eh.e_phnum; ++i) EXPECT_NE(ph[i].p_type, static_cast<Elf64_Word>(PT_INTERP));
 }
