@@ -3,6 +3,7 @@
 #include <spdlog/sinks/rotating_file_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <memory>
 #include <vector>
@@ -31,7 +32,11 @@ Status setup_logging(const LogOptions& opts) {
   std::string warning;
   if (!opts.file.empty()) {
     auto slash = opts.file.rfind('/');
-    if (slash != std::string::npos && slash > 0) (void)make_dirs(opts.file.substr(0, slash), 0750);
+    // Folders made with our mode (spdlog would make them 0755); one probe when they are there already.
+    if (slash != std::string::npos && slash > 0) {
+      std::string dir = opts.file.substr(0, slash);
+      if (::access(dir.c_str(), F_OK) != 0) (void)make_dirs(dir, 0750);
+    }
     try {
       sinks.push_back(
           std::make_shared<spdlog::sinks::rotating_file_sink_mt>(opts.file, opts.max_bytes, opts.max_files));

@@ -131,6 +131,20 @@ Result<UniqueFd> open_in_root(int root_fd, const std::string& path, int flags, R
   return r;
 }
 
+Result<UniqueFd> open_beneath_without_links(int root_fd, const std::string& path, int flags) {
+  struct open_how how {};
+  how.flags = static_cast<unsigned long long>((flags & ~O_NOFOLLOW) | O_CLOEXEC);
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS;
+  // RESOLVE_BENEATH takes an absolute path as an escape: the root's entries are named relative to it.
+  std::size_t skip = path.find_first_not_of('/');
+  std::string rel = skip == std::string::npos ? "." : path.substr(skip);
+  for (;;) {
+    long fd = ::syscall(SYS_openat2, root_fd, rel.c_str(), &how, sizeof how);
+    if (fd >= 0) return UniqueFd(static_cast<int>(fd));
+    if (errno != EINTR) return Error::from_errno(errno, "openat2 " + path);
+  }
+}
+
 std::string fd_path(int fd) {
   return "/proc/self/fd/" + std::to_string(fd);
 }

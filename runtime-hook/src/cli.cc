@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 
 #include "ascend/common/fs.h"
@@ -23,9 +24,14 @@ void setup_binary_logging(const Config& config) {
   opts.also_stderr = false;
   bool writable = false;
   if (!config.log_file.empty()) {
+    constexpr int kFlags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC;
+    int fd = ::open(config.log_file.c_str(), kFlags, 0640);
     auto slash = config.log_file.rfind('/');
-    if (slash != std::string::npos && slash > 0) (void)make_dirs(config.log_file.substr(0, slash), 0750);
-    int fd = ::open(config.log_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    if (fd < 0 && errno == ENOENT && slash != std::string::npos && slash > 0) {
+      // Its folder is not there yet: only then make it (a start that logs pays one open when it is).
+      (void)make_dirs(config.log_file.substr(0, slash), 0750);
+      fd = ::open(config.log_file.c_str(), kFlags, 0640);
+    }
     if (fd >= 0) {
       writable = true;
       ::close(fd);

@@ -320,17 +320,32 @@ Result<std::vector<BindMount>> resolve_bind_mounts(const InjectionPlan& plan, co
   std::string host_root_path = dq.host_path("/");
   UniqueFd host_root(::open(host_root_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!host_root.valid()) return Error::from_errno(errno, "open host root " + host_root_path);
+  auto real_path = [](int fd, const std::string& what) -> Result<std::string> {
+    char buf[PATH_MAX];
+    ssize_t n = ::readlink(fd_path(fd).c_str(), buf, sizeof buf);
+    if (n <= 0 || n >= static_cast<ssize_t>(sizeof buf) || buf[0] != '/') {
+      return Error::from_errno(n < 0 ? errno : ENAMETOOLONG, "resolve " + what);
+    }
+    return std::string(buf, static_cast<std::size_t>(n));
+  };
+  // Where the host root really is (the config may name it through a link), read once.
+  ASCEND_ASSIGN(std::string real_root, real_path(host_root.get(), host_root_path), "");
+  if (real_root == "/") real_root.clear();
   std::vector<BindMount> out;
   for (const auto& m : plan.mounts) {
+    // A driver path with no symbolic link on its way (the common case) is exactly the real root joined
+    // with the entry (mount lists hold clean absolute paths), and not a link itself: open_source would
+    // refuse nothing and its path needs no reading back. Anything else (a link, or not on the host) takes
+    // open_source's way, with its checks and messages.
+    if (open_beneath_without_links(host_root.get(), m.path, O_PATH)) {
+      out.push_back({real_root + m.path, m.path});
+      continue;
+    }
     std::string host_path = dq.host_path(m.path);
     ASCEND_ASSIGN(std::optional<Source> s, open_source(m, host_root.get(), host_path, plan.allow_link), "");
     if (!s) continue;
-    char buf[PATH_MAX];
-    ssize_t n = ::readlink(fd_path(s->fd.get()).c_str(), buf, sizeof buf);
-    if (n <= 0 || n >= static_cast<ssize_t>(sizeof buf) || buf[0] != '/') {
-      return Error::from_errno(n < 0 ? errno : ENAMETOOLONG, "resolve " + host_path);
-    }
-    out.push_back({std::string(buf, static_cast<std::size_t>(n)), m.path});
+    ASCEND_ASSIGN(std::string real, real_path(s->fd.get(), host_path), "");
+    out.push_back({std::move(real), m.path});
   }
   return out;
 }

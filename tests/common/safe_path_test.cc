@@ -134,6 +134,29 @@ TEST_P(SafePathTest, ResolvesDotDotWhileTheSystemRenamesFiles) {
   EXPECT_EQ(failures, 0) << last;
 }
 
+// Opens only what no link leads to: a link anywhere on the way, or as the entry itself (O_NOFOLLOW or not),
+// and a ".." above the root are refused.
+TEST_F(SafePathTest, BeneathWithoutLinksOpensOnlyPathsFreeOfLinks) {
+  auto plain = open_beneath_without_links(fd_.get(), "/usr/lib/inside", O_RDONLY);
+  ASSERT_TRUE(plain.ok()) << plain.error().message();
+  char c = 0;
+  EXPECT_EQ(::read(plain->get(), &c, 1), 1);
+  EXPECT_EQ(c, 'i');
+  EXPECT_TRUE(open_beneath_without_links(fd_.get(), "usr/lib", O_PATH).ok());
+  fs::create_directory_symlink("usr", root_ + "/usr-link");
+  for (const char* path : {"/usr-link/lib/inside", "/rel-link", "/abs-root-link/secret"}) {
+    for (int flags : {O_PATH, O_PATH | O_NOFOLLOW, O_RDONLY}) {
+      auto r = open_beneath_without_links(fd_.get(), path, flags);
+      ASSERT_FALSE(r.ok()) << path;
+      EXPECT_EQ(r.error().code(), ELOOP) << path;
+    }
+  }
+  auto above = open_beneath_without_links(fd_.get(), "/usr/../../outside/secret", O_RDONLY);
+  ASSERT_FALSE(above.ok());
+  EXPECT_EQ(above.error().code(), EXDEV);
+  EXPECT_EQ(open_beneath_without_links(fd_.get(), "/usr/nothing", O_PATH).error().code(), ENOENT);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, SafePathTest, ::testing::Values(ResolveMode::kAuto, ResolveMode::kFallback),
                          [](const auto& info) {
                            return info.param == ResolveMode::kAuto ? "openat2" : "fallback";

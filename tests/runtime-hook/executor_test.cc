@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 
 #include "ascend/hook/executor.h"
@@ -300,6 +301,54 @@ TEST_P(ExecutorTest, RefusesAProcessInTheHostsMountNamespace) {
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message().find("shares the host's mount namespace"), std::string::npos)
       << st.error().message();
+}
+
+// The spec path's sources: the real host path of each entry, whether or not a link lies on its way (the
+// expected paths are written out by hand from the tree below), with the config naming the host root through
+// a link. Needs no privilege.
+TEST(ResolveBindMounts, GivesTheRealHostPathOfEachEntry) {
+  TempDir tmp("binds");
+  const std::string real = std::filesystem::canonical(tmp.path()).string() + "/real-host";
+  const std::string named = tmp / "host";  // what the config says: a link to real-host
+  mkdirs(real + "/usr/local/dcmi");
+  mkdirs(real + "/usr/local/Ascend-24.1/driver/lib64");
+  mkdirs(real + "/opt/bin");
+  mkdirs(real + "/etc");
+  spit(real + "/etc/hccn.conf", "address_0=10.100.0.1\n");
+  spit(real + "/opt/bin/npu-smi", "#!/bin/sh\n");
+  ASSERT_EQ(::symlink("real-host", named.c_str()), 0);
+  ASSERT_EQ(::symlink("Ascend-24.1", (real + "/usr/local/Ascend").c_str()), 0);  // relative, mid-path
+  ASSERT_EQ(::symlink("/opt/bin", (real + "/usr/local/bin").c_str()), 0);        // absolute: inside the root
+  ASSERT_EQ(::symlink("hccn.conf", (real + "/etc/link.conf").c_str()), 0);       // the entry itself
+  npu::Emulator dq(named);
+  InjectionPlan p;
+  for (const char* path : {"/usr/local/dcmi", "/usr/local/Ascend/driver/lib64", "/etc/not-on-this-host",
+                           "/usr/local/bin/npu-smi", "/etc/hccn.conf"})
+    p.mounts.push_back({path, "base"});
+  auto binds = resolve_bind_mounts(p, dq);
+  ASSERT_TRUE(binds.ok()) << binds.error().message();
+  std::vector<std::pair<std::string, std::string>> got;
+  for (const auto& b : *binds) got.emplace_back(b.source, b.destination);
+  std::vector<std::pair<std::string, std::string>> want = {
+      {real + "/usr/local/dcmi", "/usr/local/dcmi"},
+      {real + "/usr/local/Ascend-24.1/driver/lib64", "/usr/local/Ascend/driver/lib64"},
+      {real + "/opt/bin/npu-smi", "/usr/local/bin/npu-smi"},
+      {real + "/etc/hccn.conf", "/etc/hccn.conf"}};
+  EXPECT_EQ(got, want);
+
+  p.mounts.push_back({"/etc/link.conf", "base"});
+  auto refused = resolve_bind_mounts(p, dq);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message().find("/etc/link.conf is a symbolic link on the host"),
+            std::string::npos)
+      << refused.error().message();
+  p.allow_link = true;
+  auto linked = resolve_bind_mounts(p, dq);
+  if (::geteuid() != 0) return;  // an allowed link must be root's: only root can make one here
+  ASSERT_TRUE(linked.ok()) << linked.error().message();
+  ASSERT_EQ(linked->size(), 5U);
+  EXPECT_EQ(linked->back().source, real + "/etc/hccn.conf");
+  EXPECT_EQ(linked->back().destination, "/etc/link.conf");
 }
 
 INSTANTIATE_TEST_SUITE_P(MountApi, ExecutorTest, ::testing::Values(false, true),

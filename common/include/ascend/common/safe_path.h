@@ -24,6 +24,13 @@ enum class ResolveMode {
 Result<UniqueFd> open_in_root(int root_fd, const std::string& path, int flags,
                               ResolveMode mode = ResolveMode::kAuto);
 
+// Opens `path` inside `root_fd` only if no component of it is a symbolic link and it stays beneath the root
+// (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS; `flags` as for open_in_root, without O_NOFOLLOW's
+// O_PATH exception: a final symlink is ELOOP too). What it opens is then exactly the root's own path joined
+// with `path`, with nothing to read back. ELOOP when a component is a link, EXDEV when ".." would leave the
+// root, ENOSYS on a kernel before 5.6: callers that want the link followed use open_in_root then.
+Result<UniqueFd> open_beneath_without_links(int root_fd, const std::string& path, int flags);
+
 // The path an fd refers to, for mounts: "/proc/self/fd/<fd>".
 std::string fd_path(int fd);
 
