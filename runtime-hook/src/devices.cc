@@ -47,6 +47,41 @@ Result<std::unique_ptr<npu::DeviceQuery>> open_backend(const Config& config, npu
   return npu::open_device_query(o, open_dcmi, chosen);
 }
 
+// The emulator as a container start that names its chips by number sees it: the device nodes its host holds,
+// read as the DCMI backend reads them on real hardware (node_query.h), not its state file. The nodes are
+// what such a request needs (numbers, vNPU ids, device numbers), the emulator makes them with each change of
+// its state (a vNPU's node before its state, chips' nodes at load), and a real host answers the same request
+// the same way. Everything else goes to the emulator itself.
+class EmulatorNodes final : public npu::DeviceQuery {
+ public:
+  explicit EmulatorNodes(std::unique_ptr<npu::DeviceQuery> emulator, std::string root)
+      : emulator_(std::move(emulator)), root_(std::move(root)) {}
+  Result<npu::DeviceSnapshot> snapshot() const override {
+    ASCEND_ASSIGN(npu::DeviceSnapshot s, npu::scan_device_nodes(root_),
+                  "read the emulated host's device nodes");
+    s.backend = "emulator";
+    return s;
+  }
+  Result<std::vector<npu::ChipTelemetry>> telemetry() const override { return emulator_->telemetry(); }
+  std::string host_path(const std::string& abs_path) const override { return emulator_->host_path(abs_path); }
+  std::vector<std::string> driver_files() const override { return emulator_->driver_files(); }
+  Result<npu::Vnpu> create_vnpu(int phy_id, const std::string& template_name, std::optional<int> id,
+                                const npu::VnpuOwner& owner) override {
+    return emulator_->create_vnpu(phy_id, template_name, id, owner);
+  }
+  Status destroy_vnpu(int vnpu_id, std::optional<int> phy_id,
+                      const std::optional<npu::VnpuOwner>& holder) override {
+    return emulator_->destroy_vnpu(vnpu_id, phy_id, holder);
+  }
+  Result<std::unique_ptr<npu::Subscription>> subscribe(ChangeCallback on_change) const override {
+    return emulator_->subscribe(std::move(on_change));
+  }
+
+ private:
+  std::unique_ptr<npu::DeviceQuery> emulator_;
+  std::string root_;
+};
+
 }  // namespace
 
 Result<bool> uses_dcmi(const Config& config) {
@@ -70,7 +105,10 @@ Result<std::unique_ptr<npu::DeviceQuery>> open_devices(const Config& config, boo
   npu::HelperOptions o = helper_options(config);
   o.full = full;
   o.run = std::move(run_helper);
-  return open_backend(config, std::move(o), nullptr);
+  npu::Backend chosen = npu::Backend::kAuto;
+  ASCEND_ASSIGN(std::unique_ptr<npu::DeviceQuery> dq, open_backend(config, std::move(o), &chosen), "");
+  if (full || chosen != npu::Backend::kEmulator) return dq;
+  return std::unique_ptr<npu::DeviceQuery>(std::make_unique<EmulatorNodes>(std::move(dq), config.host_root));
 }
 
 bool needs_full_snapshot(const std::vector<std::string>& env) {

@@ -18,8 +18,9 @@ namespace ascend::hook {
 
 // `full`: the caller needs more than the device nodes tell (a chip name, a vNPU template, vNPU owners, a
 // vNPU to create or destroy); with DCMI that runs the helper, which must then be root-owned and not writable
-// by others (checked on the opened file). `run_helper` runs it (empty: spawned directly; the hardened hook
-// passes its broker's runner).
+// by others (checked on the opened file). Otherwise snapshot() is the scan of the host's device nodes with
+// either backend (node_query.h): chips and vNPUs by number, their nodes, the rest empty. `run_helper` runs
+// the helper (empty: spawned directly; the hardened hook passes its broker's runner).
 Result<std::unique_ptr<npu::DeviceQuery>> open_devices(const Config& config, bool full,
                                                        npu::HelperRunner run_helper = {});
 
