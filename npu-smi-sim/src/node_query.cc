@@ -30,7 +30,8 @@ std::optional<int> numbered(std::string_view name, std::string_view prefix) {
 
 std::optional<DeviceNode> char_node(const std::string& full, std::string path) {
   struct stat st {};
-  if (::stat(full.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) return std::nullopt;
+  // lstat: a link named like a node is not one (the runtime refuses to pass a link on as a device).
+  if (::lstat(full.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) return std::nullopt;
   return DeviceNode{std::move(path), static_cast<int>(::major(st.st_rdev)),
                     static_cast<int>(::minor(st.st_rdev)), st.st_mode & 07777};
 }
@@ -148,6 +149,7 @@ Result<DeviceSnapshot> scan_device_nodes(const std::string& root) {
   }
   s.links.assign(s.chips.size() * s.chips.size(), Link::kNa);
   s.resource_name.clear();
+  s.nodes_checked = true;
   return s;
 }
 

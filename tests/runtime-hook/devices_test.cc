@@ -1,7 +1,7 @@
 // The device seam as the runtime's binaries open it (runtime-hook/src/devices.cc): a request by number sees
 // the emulated host through its device nodes, as the DCMI backend sees a real host; a full query reads the
 // emulator's state. The expected chips are the profile's (atlas800t-a2: eight chips, 0-7) less the node the
-// test removes; the device numbers are the nodes' own, read back with stat.
+// test removes or replaces by a link; the device numbers are the nodes' own, read back with lstat.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -30,20 +30,26 @@ TEST(OpenDevices, ARequestByNumberSeesTheEmulatedHostsDeviceNodes) {
   Config config;
   config.host_root = host.root();
   config.backend = "emulator";
-  // A chip whose node is gone (the driver lost it): the emulator's state still lists it.
+  // A chip whose node is gone (the driver lost it): the emulator's state still lists it. And a link by a
+  // node's name, to another chip's node: no node of its own, so no chip.
   ASSERT_EQ(::unlink((host.root() + "/dev/davinci3").c_str()), 0);
+  ASSERT_EQ(::unlink((host.root() + "/dev/davinci5").c_str()), 0);
+  ASSERT_EQ(::symlink("davinci6", (host.root() + "/dev/davinci5").c_str()), 0);
 
   auto nodes = open_devices(config, false);
   ASSERT_TRUE(nodes.ok()) << nodes.error().message();
   auto scanned = (*nodes)->snapshot();
   ASSERT_TRUE(scanned.ok()) << scanned.error().message();
   EXPECT_EQ(scanned->backend, "emulator");
-  EXPECT_EQ(phy_ids(*scanned), (std::vector<int>{0, 1, 2, 4, 5, 6, 7}));
-  ASSERT_EQ(scanned->chip_nodes.size(), 7U);
+  EXPECT_EQ(phy_ids(*scanned), (std::vector<int>{0, 1, 2, 4, 6, 7}));
+  EXPECT_TRUE(scanned->nodes_checked);
+  ASSERT_EQ(scanned->chip_nodes.size(), 6U);
   for (const auto& n : scanned->chip_nodes) {
     struct stat st {};
-    ASSERT_EQ(::stat((host.root() + n.path).c_str(), &st), 0) << n.path;
+    ASSERT_EQ(::lstat((host.root() + n.path).c_str(), &st), 0) << n.path;
+    EXPECT_TRUE(S_ISCHR(st.st_mode)) << n.path;
     EXPECT_EQ(makedev(n.major, n.minor), st.st_rdev) << n.path;
+    EXPECT_EQ(n.mode, st.st_mode & 07777) << n.path;
   }
   EXPECT_EQ(scanned->control_nodes().size(), 3U);
   EXPECT_EQ((*nodes)->host_path("/dev/davinci0"), host.root() + "/dev/davinci0");
@@ -54,6 +60,7 @@ TEST(OpenDevices, ARequestByNumberSeesTheEmulatedHostsDeviceNodes) {
   ASSERT_TRUE(state.ok()) << state.error().message();
   EXPECT_EQ(state->backend, "emulator");
   EXPECT_EQ(phy_ids(*state), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_FALSE(state->nodes_checked);
   EXPECT_FALSE(state->resource_name.empty());
 }
 

@@ -57,7 +57,8 @@ std::vector<std::string> helper_argv(const HelperOptions& o, const std::vector<s
 Status admit_helper_verb(std::span<const std::string> verb);
 
 // The node scan of `root`: chips, vNPUs (phy_id from the id; no template) and control nodes, sorted, with
-// their device numbers; backend "dcmi". ENODEV when no /dev/davinci<N> exists.
+// their device numbers and modes as lstat reads them (a link by a node's name is no node), nodes_checked
+// set; backend "dcmi". ENODEV when no /dev/davinci<N> exists.
 Result<DeviceSnapshot> scan_device_nodes(const std::string& root);
 
 std::unique_ptr<DeviceQuery> open_node_query(HelperOptions opts);

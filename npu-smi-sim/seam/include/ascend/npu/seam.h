@@ -205,6 +205,10 @@ struct DeviceSnapshot {
   std::string vnpu_mode = "docker";    // "docker" or "vm"
   std::string boot_id;  // changes when the driver is loaded again (the emulated host's load id); empty when
                         // the backend cannot tell (DCMI has no such id: then the kernel's boot_id alone)
+  // Every node above was read in this process from the node itself (lstat: a character device, its numbers
+  // and mode), when this snapshot was taken: the node scan (node_query.h). Never set by the JSON form, which
+  // carries another process's look.
+  bool nodes_checked = false;
 
   const Chip* chip(int phy_id) const;
   const Vnpu* vnpu(int id) const;
