@@ -152,7 +152,7 @@ class ExecutorTest : public ::testing::TestWithParam<bool> {
     spit(host_ + "/etc/hccn.conf", "address_0=10.100.0.1\n");
   }
 
-  InjectionPlan plan(std::vector<std::string> paths) const {
+  InjectionPlan plan(const std::vector<std::string>& paths) const {
     InjectionPlan p;
     for (auto& x : paths) p.mounts.push_back({x, "base"});
     return p;
