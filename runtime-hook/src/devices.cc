@@ -57,9 +57,11 @@ class EmulatorNodes final : public npu::DeviceQuery {
   explicit EmulatorNodes(std::unique_ptr<npu::DeviceQuery> emulator, std::string root)
       : emulator_(std::move(emulator)), root_(std::move(root)) {}
   Result<npu::DeviceSnapshot> snapshot() const override {
-    ASCEND_ASSIGN(npu::DeviceSnapshot s, npu::scan_device_nodes(root_),
-                  "read the emulated host's device nodes");
-    s.backend = "emulator";
+    auto s = npu::scan_device_nodes(root_);
+    // No node at all: the emulator says why (no host loaded: which command loads one), or answers from its
+    // state (a host loaded without nodes, by a user who may not make them), whose nodes are then checked.
+    if (!s) return emulator_->snapshot();
+    s->backend = "emulator";
     return s;
   }
   Result<std::vector<npu::ChipTelemetry>> telemetry() const override { return emulator_->telemetry(); }

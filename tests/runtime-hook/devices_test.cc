@@ -64,5 +64,19 @@ TEST(OpenDevices, ARequestByNumberSeesTheEmulatedHostsDeviceNodes) {
   EXPECT_FALSE(state->resource_name.empty());
 }
 
+// With no node to read, the emulator says why: here, that no host is loaded, and how to load one.
+TEST(OpenDevices, WithoutAHostTheEmulatorSaysHowToLoadOne) {
+  TempDir tmp("devices");
+  Config config;
+  config.host_root = tmp / "nothing";
+  config.backend = "emulator";
+  auto nodes = open_devices(config, false);
+  ASSERT_TRUE(nodes.ok()) << nodes.error().message();
+  auto s = (*nodes)->snapshot();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("no emulated host is loaded"), std::string::npos) << s.error().message();
+  EXPECT_NE(s.error().message().find("npu-sim load"), std::string::npos) << s.error().message();
+}
+
 }  // namespace
 }  // namespace ascend::hook
