@@ -21,7 +21,7 @@ Result<nlohmann::ordered_json> generate_cdi_spec(const Config& config,
   for (const auto& c : host.chips) all.ids.push_back(c.phy_id);
   ASCEND_ASSIGN(std::vector<MountList> lists, load_mount_lists(config.mount_list_dir, mount_lists), "");
   InjectionPlan plan = make_plan(all, host, lists);
-  ASCEND_CHECK(check_host_devices(plan.devices, dq), "");
+  ASCEND_CHECK(check_host_devices(plan.devices, host, dq), "");
 
   CdiInput in;
   in.kind = kind;

@@ -298,9 +298,25 @@ Status allow_in_cgroup(int pid, const std::vector<DeviceEntry>& nodes) {
 }  // namespace
 
 Result<std::vector<DeviceEntry>> check_host_devices(const std::vector<DeviceEntry>& devices,
+                                                    const npu::DeviceSnapshot& host,
                                                     const npu::DeviceQuery& dq) {
+  // The node as the snapshot read it, when it read the node itself.
+  auto scanned = [&](const DeviceEntry& d) -> const npu::DeviceNode* {
+    if (!host.nodes_checked) return nullptr;
+    for (const auto* list : {&host.chip_nodes, &host.vnpu_nodes, &host.control}) {
+      for (const auto& n : *list) {
+        if (n.path == d.host_path && n.major == d.major && n.minor == d.minor) return &n;
+      }
+    }
+    return nullptr;
+  };
   std::vector<DeviceEntry> out;
   for (auto d : devices) {
+    if (const npu::DeviceNode* n = scanned(d)) {
+      d.mode = n->mode;
+      out.push_back(std::move(d));
+      continue;
+    }
     std::string p = dq.host_path(d.host_path);
     struct stat st {};
     if (::lstat(p.c_str(), &st) != 0) {

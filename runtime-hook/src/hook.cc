@@ -106,7 +106,7 @@ Status run_prestart(std::string_view oci_state, const Config& config, const Pres
     ASCEND_ASSIGN(lists, load_mount_lists(config.mount_list_dir, request->mount_lists), kEnvRuntimeMounts);
   }
   InjectionPlan plan = make_plan(*request, host, lists);
-  ASCEND_ASSIGN(plan.devices, check_host_devices(plan.devices, dq), "");
+  ASCEND_ASSIGN(plan.devices, check_host_devices(plan.devices, host, dq), "");
   drop_spec_mounts(spec, plan.mounts);
 
   ExecTarget target;

@@ -294,11 +294,7 @@ Result<bool> prepare_bundle(const RuntimeArgs& args, const Config& config,
     ASCEND_ASSIGN(lists, load_mount_lists(config.mount_list_dir, request.mount_lists), kEnvRuntimeMounts);
   }
   InjectionPlan plan = make_plan(request, host, lists);
-  // A node scan has just read each node itself (lstat, as check_host_devices would again): the plan's
-  // devices are those nodes (parse_request admitted only ids the scan found).
-  if (!host.nodes_checked) {
-    ASCEND_ASSIGN(plan.devices, check_host_devices(plan.devices, dq), "");
-  }
+  ASCEND_ASSIGN(plan.devices, check_host_devices(plan.devices, host, dq), "");
   link_dev_char(plan.devices, dq);
   bool by_hook = config.injection == "hook";
   if (by_hook || vnpu) ASCEND_CHECK(check_hook_binary(config.hook_path), "");

@@ -351,6 +351,47 @@ TEST(ResolveBindMounts, GivesTheRealHostPathOfEachEntry) {
   EXPECT_EQ(linked->back().destination, "/etc/link.conf");
 }
 
+// A node the snapshot read itself (the node scan) is not read again: the entry takes the mode the scan saw,
+// even where the disk now holds no device at all (a plain file here, which a second look would refuse).
+// Anything else is read: an entry the snapshot does not hold, one whose numbers differ, and every entry of a
+// snapshot that did not read its nodes. Needs no privilege (no device node is made).
+TEST(CheckHostDevices, ANodeTheScanReadIsNotReadAgain) {
+  TempDir tmp("devices");
+  mkdirs(tmp / "dev");
+  spit(tmp / "dev/davinci0", "not a device\n");
+  npu::Emulator dq(tmp.path());
+  npu::DeviceSnapshot host;
+  host.nodes_checked = true;
+  host.chip_nodes = {{"/dev/davinci0", 234, 0, 0640}};
+  host.vnpu_nodes = {{"/dev/vdavinci100", 240, 100, 0600}};
+  host.control = {{"/dev/davinci_manager", 235, 0, 0666}};
+
+  std::vector<DeviceEntry> planned = {{"/dev/davinci0", "/dev/davinci0", 234, 0, 0660},
+                                      {"/dev/davinci100", "/dev/vdavinci100", 240, 100, 0660},
+                                      {"/dev/davinci_manager", "/dev/davinci_manager", 235, 0, 0660}};
+  auto checked = check_host_devices(planned, host, dq);
+  ASSERT_TRUE(checked.ok()) << checked.error().message();
+  std::vector<DeviceEntry> want = {{"/dev/davinci0", "/dev/davinci0", 234, 0, 0640},
+                                   {"/dev/davinci100", "/dev/vdavinci100", 240, 100, 0600},
+                                   {"/dev/davinci_manager", "/dev/davinci_manager", 235, 0, 0666}};
+  EXPECT_EQ(*checked, want);
+
+  auto missing = check_host_devices({{"/dev/davinci1", "/dev/davinci1", 234, 1, 0660}}, host, dq);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code(), ENOENT);
+  EXPECT_NE(missing.error().message().find("/dev/davinci1"), std::string::npos) << missing.error().message();
+
+  auto other = check_host_devices({{"/dev/davinci0", "/dev/davinci0", 234, 5, 0660}}, host, dq);
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.error().message().find("is not c 234:5"), std::string::npos) << other.error().message();
+
+  host.nodes_checked = false;
+  auto unread = check_host_devices({{"/dev/davinci0", "/dev/davinci0", 234, 0, 0660}}, host, dq);
+  ASSERT_FALSE(unread.ok());
+  EXPECT_EQ(unread.error().code(), ENODEV);
+  EXPECT_NE(unread.error().message().find("is not c 234:0"), std::string::npos) << unread.error().message();
+}
+
 INSTANTIATE_TEST_SUITE_P(MountApi, ExecutorTest, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "Legacy" : "OpenTree"; });
 

@@ -28,8 +28,11 @@
 namespace ascend::hook {
 
 // Checks that every device's host node (DeviceQuery::host_path(host_path)) is a character device with the
-// planned major/minor, and returns the entries with the host node's mode. Errors name the node.
+// planned major/minor, and returns the entries with the host node's mode. Errors name the node. `host` is the
+// snapshot the plan was made from: a node it read itself (nodes_checked: the node scan, in this process, with
+// lstat), with the same path and numbers, is taken with its mode as read then, not read a second time.
 Result<std::vector<DeviceEntry>> check_host_devices(const std::vector<DeviceEntry>& devices,
+                                                    const npu::DeviceSnapshot& host,
                                                     const npu::DeviceQuery& dq);
 
 // The spec path (Config::injection "spec"): the plan's driver paths opened inside the host root exactly as
