@@ -451,13 +451,16 @@ void phases_5000() {
       }
       auto t2b = Clock::now();
       auto r = sched.filter(a1->pod, a1->node_names, now);
-      auto scores = sched.prioritize(a2->pod, a2->node_names);
+      auto scores = sched.scores(a2->pod, a2->node_names);  // as the server: the scores, then the text
       auto t3 = Clock::now();
       std::string f = sc::filter_result_json(*a1, r).dump();
-      std::string p = sc::priorities_json(scores).dump();
+      std::vector<ascend::scheduler::NodeScore> listed;
+      for (std::size_t i = 0; i < scores.size(); ++i)
+        listed.push_back({std::string(a2->node_names[i]), scores[i]});
+      std::string p = sc::priorities_json(listed).dump();
       auto t4 = Clock::now();
       std::string f2 = sc::filter_result_text(*a1, r);
-      std::string p2 = sc::priorities_text(scores);
+      std::string p2 = sc::priorities_text(a2->node_names, scores);
       auto t5 = Clock::now();
       if (f2 != f || p2 != p) {
         std::fprintf(stderr, "the direct answers differ from the trees' dump\n");
@@ -486,9 +489,9 @@ void phases_5000() {
                                         std::chrono::system_clock::time_point now, std::string& f_out,
                                         std::string& p_out) {
   auto r = sched.filter(f.pod, f.node_names, now);
-  auto scores = sched.prioritize(p.pod, p.node_names);
+  auto scores = sched.scores(p.pod, p.node_names);  // as the server does
   f_out = ascend::scheduler::filter_result_text(f, r);
-  p_out = ascend::scheduler::priorities_text(scores);
+  p_out = ascend::scheduler::priorities_text(p.node_names, scores);
   return r.passed.size() + scores.size();
 }
 

@@ -158,6 +158,11 @@ void run(scheduler::Scheduler& s, const std::string& verb, const std::string& ar
         fuzz::check(candidate(sc.host), "a score for a node not offered: " + sc.host);
       fuzz::check(scheduler::priorities_text(scores) == scheduler::priorities_json(scores).dump(),
                   "the prioritize answer's text is not the tree's dump");
+      // The server's way: the scores alone, written with the request's names.
+      const std::vector<std::string_view> views(names.begin(), names.end());
+      auto alone = s.scores(args->pod, views);
+      fuzz::check(scheduler::priorities_text(views, alone) == scheduler::priorities_text(scores),
+                  "the answer from the scores alone is not prioritize's");
     }
   } else if (verb == "bind") {
     auto b = scheduler::parse_binding_args(body);

@@ -697,35 +697,40 @@ Result<JobRecord> Scheduler::place_job(const PodInfo& pod, const std::vector<int
 
 // ---- prioritize ---------------------------------------------------------------------------------------
 
-std::vector<NodeScore> Scheduler::prioritize(const PodInfo& pod,
-                                             std::span<const std::string_view> nodes) const {
-  std::vector<NodeScore> out;
-  out.reserve(nodes.size());
+std::vector<int> Scheduler::scores(const PodInfo& pod, std::span<const std::string_view> nodes) const {
+  std::vector<int> out(nodes.size(), 0);
   if (pod.job) {  // the reserved node 10, the others 0
     std::string reserved;
     if (auto it = jobs_.find(pod.ns + "/" + pod.job->name);
         it != jobs_.end() && pod.index >= 0 && pod.index < static_cast<int>(it->second.slots.size())) {
       reserved = cluster_->nodes[idx(it->second.slots[idx(pod.index)].node)].name;
     }
-    for (std::string_view name : nodes)
-      out.push_back(NodeScore{std::string(name), name == reserved ? 10 : 0});
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      if (nodes[i] == reserved) out[i] = 10;
+    }
     return out;
   }
-  if (pod.resource.empty()) {
-    for (std::string_view name : nodes) out.push_back(NodeScore{std::string(name), 0});
-    return out;
-  }
+  if (pod.resource.empty()) return out;
   // The score of the node-level choice (remembered_choice): fewer whole HCCS domains (or cards) broken, and
   // fewer chips left free, score higher; 0 where the pod does not fit.
   const std::vector<char> ours = types_of(pod.resource);
   const std::vector<int>& index = indices_of(nodes);
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    NodeScore s{std::string(nodes[i]), 0};
     if (int n = index[i]; n >= 0 && ours[idx(index_->type(n))] != 0) {
       const NodeAnswer& a = answer_on(n, pod.chips);
-      if (a.choice != nullptr && a.choice->chips.ok()) s.score = a.choice->score;
+      if (a.choice != nullptr && a.choice->chips.ok()) out[i] = a.choice->score;
     }
-    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<NodeScore> Scheduler::prioritize(const PodInfo& pod,
+                                             std::span<const std::string_view> nodes) const {
+  const std::vector<int> each = scores(pod, nodes);
+  std::vector<NodeScore> out(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    out[i].host.assign(nodes[i]);
+    out[i].score = each[i];
   }
   return out;
 }

@@ -526,12 +526,12 @@ void Server::Impl::on_prioritize(const httplib::Request& req, httplib::Response&
   auto args = extender_args(req, res);
   if (!args) return;
   if (kube) kube->apply_claims(args->pod);
-  std::vector<NodeScore> scores;
+  std::vector<int> scores;
   {
     std::lock_guard lock(mu);
-    scores = sched.prioritize(args->pod, args->node_names);
+    scores = sched.scores(args->pod, args->node_names);
   }
-  reply_text(res, 200, priorities_text(scores));
+  reply_text(res, 200, priorities_text(args->node_names, scores));
 }
 
 void Server::Impl::on_bind(const httplib::Request& req, httplib::Response& res) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -215,8 +216,8 @@ class Text {
     room(1);
     *p_++ = c;
   }
-  void str(const std::string& s) {
-    if (!plain(s)) return raw(json(s).dump());
+  void str(std::string_view s) {
+    if (!plain(s)) return raw(json(std::string(s)).dump());
     room(s.size() + 2);
     *p_++ = '"';
     std::memcpy(p_, s.data(), s.size());
@@ -247,8 +248,9 @@ class Text {
   }
   // `{"Host":"<host>","Score":<score>}`: one check of the room for the whole item (5 000 of them in an
   // answer).
-  void score(const std::string& host, int v) {
-    if (!plain(host)) {
+  // `checked`: the host is known to be plain (NodeNameList::all_plain).
+  void score(std::string_view host, int v, bool checked = false) {
+    if (!checked && !plain(host)) {
       raw(R"({"Host":)");
       str(host);
       raw(R"(,"Score":)");
@@ -334,17 +336,51 @@ std::string filter_result_text(const ExtenderArgs& args, const FilterResult& r) 
   return std::move(out).take();
 }
 
-std::string priorities_text(const std::vector<NodeScore>& scores) {
+namespace {
+
+// HostPriorityList's text for `n` items, the i-th's host `host(i)` and score `score(i)`; `checked`: every
+// host is known to be plain.
+template <typename Host, typename Score>
+std::string priorities_of(std::size_t n, Host host, Score score, bool checked) {
   std::size_t guess = 2;
-  for (const auto& s : scores) guess += s.host.size() + 24;
+  for (std::size_t i = 0; i < n; ++i) guess += host(i).size() + 24;
   Text out(guess);
   out.raw('[');
-  for (std::size_t i = 0; i < scores.size(); ++i) {
+  for (std::size_t i = 0; i < n; ++i) {
     if (i > 0) out.raw(',');
-    out.score(scores[i].host, scores[i].score);
+    out.score(host(i), score(i), checked);
   }
   out.raw(']');
   return std::move(out).take();
+}
+
+}  // namespace
+
+bool NodeNameList::all_plain() const {
+  if (!store_) return true;
+  signed char known = store_->plain.load(std::memory_order_relaxed);
+  if (known < 0) {  // two threads asking at once both work it out, to the same answer
+    known = std::all_of(store_->views.begin(), store_->views.end(), plain) ? 1 : 0;
+    store_->plain.store(known, std::memory_order_relaxed);
+  }
+  return known == 1;
+}
+
+std::string priorities_text(const std::vector<NodeScore>& scores) {
+  return priorities_of(
+      scores.size(), [&](std::size_t i) -> std::string_view { return scores[i].host; },
+      [&](std::size_t i) { return scores[i].score; }, false);
+}
+
+std::string priorities_text(const NodeNameList& hosts, std::span<const int> scores) {
+  if (hosts.size() != scores.size()) {
+    throw std::invalid_argument("priorities_text: " + std::to_string(hosts.size()) + " hosts but " +
+                                std::to_string(scores.size()) + " scores");
+  }
+  const std::span<const std::string_view> names = hosts.view();
+  return priorities_of(
+      names.size(), [&](std::size_t i) { return names[i]; }, [&](std::size_t i) { return scores[i]; },
+      hosts.all_plain());
 }
 
 json filter_error_json(const std::string& error) {

@@ -529,11 +529,18 @@ TEST(Prioritize, TheReservedNodeScoresTenAndPlainPodsPreferNotToBreakBlocks) {
   EXPECT_EQ(sc[0].score, 2);
   EXPECT_EQ(sc[1].score, 4);
   EXPECT_EQ(sc[2].score, 7);
+  // The scores alone (what the server writes its answer from) are prioritize's, in the same order.
+  const std::vector<std::string_view> names = {"empty", "half", "ring-broken"};
+  EXPECT_EQ(s.scores(read(plain_pod("p", 2)), names), (std::vector<int>{2, 4, 7}));
+  EXPECT_EQ(s.scores(read(plain_pod("p", 2)), {}), std::vector<int>{});
   auto r = s.filter(read(job_pod("t", 0, 8, "tp=8")), {"empty", "half", "ring-broken"}, kT0);
   auto js = s.prioritize(read(job_pod("t", 0, 8, "tp=8")), {"empty", "half", "ring-broken"});
   EXPECT_EQ(js[0].score, 10);
   EXPECT_EQ(js[1].score, 0);
   EXPECT_EQ(js[2].score, 0);
+  EXPECT_EQ(s.scores(read(job_pod("t", 0, 8, "tp=8")), names), (std::vector<int>{10, 0, 0}));
+  // The job holds "empty" now: a plain pod fits there no more.
+  EXPECT_EQ(s.scores(read(plain_pod("p", 2)), names), (std::vector<int>{0, 4, 7}));
 }
 
 // The names' indices are kept from one list to the next (the same list again; the last one with names left
@@ -570,6 +577,10 @@ TEST(Prioritize, ListsThatFollowOneAnotherAreAnsweredAsIfEachCameFirst) {
       EXPECT_EQ(got[i].host, want[i].host) << k;
       EXPECT_EQ(got[i].score, want[i].score) << k << " " << got[i].host;
     }
+    const std::vector<std::string_view> views(lists[k].begin(), lists[k].end());
+    auto alone = s.scores(read(plain_pod("p", 2)), views);
+    ASSERT_EQ(alone.size(), want.size()) << k;
+    for (std::size_t i = 0; i < alone.size(); ++i) EXPECT_EQ(alone[i], want[i].score) << k << " " << views[i];
     auto f = s.filter(read(plain_pod("q", 4)), lists[k], kT0);
     auto g = fresh.filter(read(plain_pod("q", 4)), lists[k], kT0);
     EXPECT_EQ(f.passed, g.passed) << k;

@@ -338,6 +338,14 @@ TEST(ExtenderAnswerText, IsByteForByteTheTreesDump) {
     }
     ASSERT_EQ(filter_result_text(args, r), filter_result_json(args, r).dump());
     ASSERT_EQ(priorities_text(scores), priorities_json(scores).dump());
+    // The server's form: the request's names and Scheduler::scores apart (the names all plain or not).
+    std::vector<std::string> hosts;
+    std::vector<int> each;
+    for (const auto& sc : scores) {
+      hosts.push_back(sc.host);
+      each.push_back(sc.score);
+    }
+    ASSERT_EQ(priorities_text(NodeNameList(hosts), each), priorities_json(scores).dump());
   }
   // The answer kube-scheduler reads, written out by hand from k8s.io/kube-scheduler/extender/v1's field
   // names.
@@ -353,6 +361,36 @@ TEST(ExtenderAnswerText, IsByteForByteTheTreesDump) {
   EXPECT_EQ(priorities_text({{"n-1", 10}, {"n-2", 0}}),
             R"([{"Host":"n-1","Score":10},{"Host":"n-2","Score":0}])");
   EXPECT_EQ(priorities_text({}), "[]");
+  const NodeNameList hosts = {"n-1", "n-2"};
+  const std::vector<int> each = {10, 0};
+  EXPECT_EQ(priorities_text(hosts, each), R"([{"Host":"n-1","Score":10},{"Host":"n-2","Score":0}])");
+  EXPECT_EQ(priorities_text(NodeNameList(), std::span<const int>{}), "[]");
+  EXPECT_THROW(priorities_text(hosts, std::span(each).first(1)), std::invalid_argument)
+      << "a score for every host, or no answer";
+}
+
+// A list's names are written without a check only when every one of them needs no escape; a list with one
+// that does is written through nlohmann's serialiser, name by name, whichever was asked first.
+TEST(ExtenderAnswerText, AListIsWrittenAsItIsOnlyWhenEveryNameIsPlain) {
+  EXPECT_TRUE(NodeNameList().all_plain());
+  EXPECT_TRUE(NodeNameList({"node-1", "a.b-c", std::string(253, 'x')}).all_plain());
+  // Each byte that is not written as it is (nlohmann's dump escapes it or checks it as UTF-8).
+  for (std::string odd_one :
+       {std::string("q\"uote"), std::string("back\\slash"), std::string("tab\t"), std::string("nul\0", 4),
+        std::string("del\x7f"), std::string("\xc3\xa9t\xc3\xa9")}) {
+    const NodeNameList list = {"node-1", odd_one, "node-3"};
+    EXPECT_FALSE(list.all_plain()) << odd_one;
+    EXPECT_FALSE(list.all_plain()) << "asked again: " << odd_one;
+    const std::vector<int> each = {1, 2, 3};
+    const std::vector<NodeScore> scores = {{"node-1", 1}, {odd_one, 2}, {"node-3", 3}};
+    EXPECT_EQ(priorities_text(list, each), priorities_json(scores).dump()) << odd_one;
+  }
+  // A list that shares its storage shares the answer: copies of a plain list are plain.
+  const NodeNameList first = {"node-1", "node-2"};
+  const NodeNameList copy =
+      first;  // NOLINT(performance-unnecessary-copy-initialization): the copy is the point
+  EXPECT_TRUE(first.all_plain());
+  EXPECT_TRUE(copy.all_plain());
 }
 
 // NodeReasons reads as the std::map<name, reason> it replaced, each name's last reason given: names in any

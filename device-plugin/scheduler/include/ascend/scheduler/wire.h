@@ -3,6 +3,7 @@
 // each way. Pure functions; thread-safe. Every parse failure is an EINVAL naming the field.
 #pragma once
 
+#include <atomic>
 #include <initializer_list>
 #include <limits>
 #include <memory>
@@ -42,12 +43,17 @@ class NodeNameList {
   // The same names in the same order (a list shares its storage with its copies: compared at once).
   bool operator==(const NodeNameList& o) const;
   bool operator==(const std::vector<std::string>& o) const;
+  // Every name is printable ASCII without '"' or '\\' (as a checked node name always is), so an answer
+  // writes it as it is: worked out on the first call and kept with the list, which every request of the
+  // same bytes shares.
+  bool all_plain() const;
 
  private:
   struct Store {
     std::shared_ptr<const std::string> text;  // for views into a request's text
     std::vector<std::string> owned;           // for a list built from strings
     std::vector<std::string_view> views;
+    mutable std::atomic<signed char> plain{-1};  // all_plain(): -1 not known yet, else 0 or 1
   };
   static constexpr std::span<const std::string_view> kNone{};
   std::shared_ptr<const Store> store_;
@@ -80,6 +86,10 @@ nlohmann::json filter_result_json(const ExtenderArgs& args, const FilterResult& 
 // give, written without building the tree (5 000 nodes: a map entry per failed node, then its copy).
 std::string filter_result_text(const ExtenderArgs& args, const FilterResult& r);
 std::string priorities_text(const std::vector<NodeScore>& scores);
+// The same answer from the hosts and their scores apart (the same length, else std::invalid_argument;
+// Scheduler::scores), as priorities_text of the NodeScores they make. The server's: the request's names,
+// not copied, each written without a check when the list is all_plain().
+std::string priorities_text(const NodeNameList& hosts, std::span<const int> scores);
 // An ExtenderFilterResult carrying only an error.
 nlohmann::json filter_error_json(const std::string& error);
 // HostPriorityList: [{"Host": ..., "Score": ...}].
