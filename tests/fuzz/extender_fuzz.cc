@@ -159,9 +159,8 @@ void run(scheduler::Scheduler& s, const std::string& verb, const std::string& ar
       fuzz::check(scheduler::priorities_text(scores) == scheduler::priorities_json(scores).dump(),
                   "the prioritize answer's text is not the tree's dump");
       // The server's way: the scores alone, written with the request's names.
-      const std::vector<std::string_view> views(names.begin(), names.end());
-      auto alone = s.scores(args->pod, views);
-      fuzz::check(scheduler::priorities_text(views, alone) == scheduler::priorities_text(scores),
+      auto alone = s.scores(args->pod, names);
+      fuzz::check(scheduler::priorities_text(names, alone) == scheduler::priorities_text(scores),
                   "the answer from the scores alone is not prioritize's");
     }
   } else if (verb == "bind") {
