@@ -122,7 +122,9 @@ class GoLikeClient : public Client {
       : base_("http://127.0.0.1:" + std::to_string(port)), h_(curl_easy_init(), &curl_easy_cleanup) {
     headers_.reset(curl_slist_append(nullptr, "Content-Type: application/json"));
     if (h_ == nullptr || headers_ == nullptr) die("curl_easy_init");
-    headers_.reset(curl_slist_append(headers_.release(), "Expect:"));
+    // curl_slist_append gives NULL on failure and leaves the list as it was.
+    if (curl_slist* more = curl_slist_append(headers_.get(), "Expect:"); more == nullptr)
+      die("curl_slist_append");
     curl_easy_setopt(h_.get(), CURLOPT_BUFFERSIZE, 512L * 1024);
     curl_easy_setopt(h_.get(), CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(h_.get(), CURLOPT_NOSIGNAL, 1L);
