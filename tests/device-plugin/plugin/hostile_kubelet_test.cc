@@ -4,9 +4,9 @@
 // GetPreferredAllocation with 100 000 ids, and opens and drops 1 000 ListAndWatch streams (half cancelled on
 // one connection, half abandoned by closing their own connections). Each call must get a clear gRPC status
 // (the right code, one message of bounded size that says what was wrong), the plugin must not crash and keep
-// serving (a valid Allocate, a new stream), and its memory must come back: VmRSS after four rounds of all of
-// it at most kRssMarginKb above its baseline (measured after one warm-up round, so that gRPC's and the
-// allocator's first-use growth counts as baseline) and flat from round to round, and its open file
+// serving (a valid Allocate, a new stream), and its memory must stay bounded: VmRSS after eighteen rounds of
+// all of it at most kRssMarginKb above its baseline (measured after one warm-up round, so that gRPC's and the
+// allocator's first-use growth counts as baseline) and flat once warm (below), and its open file
 // descriptors back to the baseline. Before this test, a request with 100 000 unknown or repeated ids (or one
 // unknown id of 3 MiB) was answered with every id in the status message: over the HTTP/2 header limit, so the
 // kubelet got RESOURCE_EXHAUSTED "received initial metadata size exceeds limit" instead of the error.
@@ -42,16 +42,26 @@ using namespace std::chrono_literals;
 using testing::FakeKubelet;
 using testing::TempDir;
 
-// How far above its baseline the plugin's resident memory may be after the hostile rounds: what glibc keeps
-// in its per-thread arenas after freeing a 100 000-id request's strings (it does not return every page;
-// 6-11 MB measured, most of it in the first two rounds), not a leak. A leak shows as growth from one round
-// to the next (a round sends about 10 MB): at most kGrowthKb from the higher of rounds 1 and 2 to the lower
-// of the last two. One round alone can be off by 5-7 MB either way (glibc trims an arena, or takes one more
-// while another test loads the machine: seen as a dip after round 2, and as a step in the last round), which
-// a leak is not: it grows every round (from round 2 to round 5, four rounds' worth).
-constexpr int kRounds = 6;
-constexpr long kRssMarginKb = 16 * 1024;
-constexpr long kGrowthKb = 6 * 1024;
+// The plugin's resident memory after the hostile rounds. glibc keeps what a round's big requests (100 000
+// ids, a 3 MiB id) used in its per-thread arenas: it does not return every page, and which arena serves a
+// request, and whether that arena then keeps 3 MB more, depends on which gRPC thread takes the call. So the
+// resident size climbs in steps of about 3 MB for the first rounds and then holds still: measured over 24
+// rounds (2026-12-04, four runs, Release, the default arenas and one arena alike), +14 to +17 MB above the
+// warm-up round's by round 8-12, then flat to round 24, once 8 MB lower for a round and back. A leak does
+// not hold still: it grows every round (a round sends about 10 MB). So:
+// - the memory is bounded: at most kRssMarginKb above the warm-up round's at the end;
+// - it does not grow once warm: the highest of the last kWindow rounds is at most kGrowthKb above the
+//   highest of the kWindow rounds before them (a leak of L per round shows as about kWindow x L; comparing
+//   highs, not single rounds, leaves out a round that glibc trimmed).
+// Checked by making the plugin keep ids of the refused requests (2026-12-04): 3.5 MB a round failed both
+// checks (+21-25 MB between the windows); 0.5 MB a round failed 1 of 2 runs: a leak of about 1 MB a round or
+// more fails it.
+// Six rounds compared single readings before (rounds 1-2 against 5-6): the climb's last steps fell in
+// between and failed it (3 of 3 runs here once, 1 run in a fresh-check container), with no leak.
+constexpr int kWindow = 6;
+constexpr int kRounds = 6 + 2 * kWindow;  // 6 to warm, then the two windows compared
+constexpr long kRssMarginKb = 24 * 1024;
+constexpr long kGrowthKb = 5 * 1024;
 constexpr std::size_t kMaxMessage = 4096;  // a clear error is one line, not the request echoed back
 
 long status_kb(pid_t pid, const char* field) {
@@ -299,9 +309,9 @@ TEST_F(HostileKubelet, ClearErrorsNoCrashAndMemoryBackToItsBaseline) {
       base_rss, ::testing::PrintToString(after).c_str(), kRounds, rss, kRssMarginKb, base_fds, fds,
       status_kb(pid_, "Threads:"));
   EXPECT_LE(rss, base_rss + kRssMarginKb) << "the plugin's memory did not come back";
-  const long early = std::max(after[0], after[1]);
-  const long late = std::min(after[kRounds - 2], after[kRounds - 1]);
-  EXPECT_LE(late - early, kGrowthKb) << "the plugin's memory grows round after round: a leak";
+  const long before = *std::max_element(after.end() - 2 * kWindow, after.end() - kWindow);
+  const long last = *std::max_element(after.end() - kWindow, after.end());
+  EXPECT_LE(last - before, kGrowthKb) << "the plugin's memory grows round after round: a leak";
   EXPECT_LE(fds, base_fds + 2) << "connections or streams left open";
   serves("at the end");
 }
