@@ -150,8 +150,11 @@ void run(scheduler::Scheduler& s, const std::string& verb, const std::string& ar
       fuzz::check(s.seen_count() <= s.seen_cap(), "more pods remembered than the cap");
       for (const auto& p : r.passed)
         fuzz::check(candidate(p), "filter passed a node it was not offered: " + p);
-      fuzz::check(scheduler::filter_result_text(*args, r) == scheduler::filter_result_json(*args, r).dump(),
+      const std::string tree = scheduler::filter_result_json(*args, r).dump();
+      fuzz::check(scheduler::filter_result_text(*args, r) == tree,
                   "the filter answer's text is not the tree's dump");
+      fuzz::check(scheduler::filter_result_text(*args, r, scheduler::NamesOfArgs{}) == tree,
+                  "the server's filter answer (names of the request) is not the tree's dump");
     } else {
       auto scores = s.prioritize(args->pod, names);
       for (const auto& sc : scores)

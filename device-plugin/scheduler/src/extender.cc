@@ -465,29 +465,28 @@ FilterResult Scheduler::filter_plain(const PodInfo& pod, std::span<const std::st
                          std::string("node ").append(name).append(" is not in the scheduler's cluster file"));
       continue;
     }
-    std::uint32_t rank = index_->rank(n);
     if (bound != pods_.end()) {  // already bound: only its node
       if (bound->second.slot.node == n) {
         r.passed.emplace_back(name);
       } else {
-        r.unresolvable.add(name, bound_why, rank);
+        r.unresolvable.add(name, bound_why, index_->rank(n));
       }
       continue;
     }
     if (ours[idx(index_->type(n))] == 0) {
       r.unresolvable.add(name, r.unresolvable.reason(choose_on(n, pod.resource, pod.chips).error().message()),
-                         rank);
+                         index_->rank(n));
       continue;
     }
     const NodeAnswer& a = answer_on(n, pod.chips);
     if (a.choice == nullptr) {
-      r.failed.add(name, r.failed.reason(a.why), rank);
+      r.failed.add(name, r.failed.reason(a.why), index_->rank(n));
     } else if (a.choice->chips.ok()) {
       r.passed.emplace_back(name);
     } else {
       const Error& e = a.choice->chips.error();
       auto& to = e.code() == ENOSPC ? r.failed : r.unresolvable;
-      to.add(name, to.reason(e.message()), rank);
+      to.add(name, to.reason(e.message()), index_->rank(n));
     }
   }
   r.failed.sort();
@@ -508,24 +507,27 @@ std::string Scheduler::job_mismatch(const JobRecord& j, const PodInfo& pod) cons
 FilterResult Scheduler::filter_job(const PodInfo& pod, std::span<const std::string_view> nodes,
                                    Clock::time_point now) {
   FilterResult r;
-  // Every node but `target` fails for one reason.
-  auto fail_others = [&](NodeReasons& to, const std::string& why, const std::string* target) {
+  // Every node but the cluster's node `target` (-1: none) fails for one reason. A name is that node's when
+  // its index is (names and indices are one to one): no name compared.
+  auto fail_others = [&](NodeReasons& to, const std::string& why, int target) {
     std::uint32_t reason = to.reason(why);
     to.reserve(nodes.size());
     const std::vector<int>& index = indices_of(nodes);
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       std::string_view name = nodes[i];
-      if (target != nullptr && name == *target) {
-        r.passed.emplace_back(name);
-        continue;
-      }
       int n = index[i];
-      to.add(name, reason, n < 0 ? NodeReasons::kNoRank : index_->rank(n));
+      if (n < 0) {
+        to.add(name, reason, NodeReasons::kNoRank);
+      } else if (n == target) {
+        r.passed.emplace_back(name);
+      } else {
+        to.add(name, reason, index_->rank(n));
+      }
     }
     to.sort();
   };
   auto fail_all = [&](const std::string& why, bool resolvable) {
-    fail_others(resolvable ? r.failed : r.unresolvable, why, nullptr);
+    fail_others(resolvable ? r.failed : r.unresolvable, why, -1);
     return std::move(r);
   };
   if (!pod.job_error.empty()) return fail_all(pod.job_error, false);
@@ -653,7 +655,7 @@ FilterResult Scheduler::filter_job(const PodInfo& pod, std::span<const std::stri
   remember(pod, now);
   const std::string& target = cluster_->nodes[idx(s.node)].name;
   fail_others(r.unresolvable, "job " + key + " reserves " + target + " for pod " + std::to_string(pod.index),
-              &target);
+              s.node);
   return r;
 }
 
@@ -700,13 +702,12 @@ Result<JobRecord> Scheduler::place_job(const PodInfo& pod, const std::vector<int
 std::vector<int> Scheduler::scores(const PodInfo& pod, std::span<const std::string_view> nodes) const {
   std::vector<int> out(nodes.size(), 0);
   if (pod.job) {  // the reserved node 10, the others 0
-    std::string reserved;
     if (auto it = jobs_.find(pod.ns + "/" + pod.job->name);
         it != jobs_.end() && pod.index >= 0 && pod.index < static_cast<int>(it->second.slots.size())) {
-      reserved = cluster_->nodes[idx(it->second.slots[idx(pod.index)].node)].name;
-    }
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      if (nodes[i] == reserved) out[i] = 10;
+      const std::string_view reserved = cluster_->nodes[idx(it->second.slots[idx(pod.index)].node)].name;
+      for (std::size_t i = 0; i < nodes.size(); ++i) {
+        if (same_name(nodes[i], reserved)) out[i] = 10;
+      }
     }
     return out;
   }

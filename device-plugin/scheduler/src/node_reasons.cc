@@ -20,6 +20,7 @@ std::uint32_t NodeReasons::reason(std::string_view text) {
 
 void NodeReasons::reserve(std::size_t nodes) {
   entries_.reserve(nodes);
+  names_.reserve(names_.size() + nodes * 16);  // most node names are shorter
   if (sorted_) order_.reserve(nodes);
 }
 
@@ -27,17 +28,19 @@ void NodeReasons::add(std::string_view name, std::uint32_t r, std::uint32_t rank
   if (sorted_ && !order_.empty()) {
     // Still in order while each name comes after the greatest so far (a list in name order, one name).
     const Entry& last = entries_[order_.back()];
-    bool after =
-        last.rank != kNoRank && rank != kNoRank ? last.rank < rank : std::string_view(last.name) < name;
+    bool after = last.rank != kNoRank && rank != kNoRank ? last.rank < rank : this->name(last) < name;
     if (!after) sorted_ = false;
   }
-  entries_.push_back(Entry{std::string(name), r, rank});
+  if (name.size() > UINT32_MAX - names_.size()) throw std::length_error("NodeReasons: names over 4 GiB");
+  entries_.push_back(
+      Entry{static_cast<std::uint32_t>(names_.size()), static_cast<std::uint32_t>(name.size()), r, rank});
+  names_.append(name);
   if (sorted_) order_.push_back(static_cast<std::uint32_t>(entries_.size() - 1));
 }
 
 bool NodeReasons::less(const Entry& a, const Entry& b) const {
   if (a.rank != kNoRank && b.rank != kNoRank) return a.rank < b.rank;
-  return a.name < b.name;
+  return name(a) < name(b);
 }
 
 void NodeReasons::sort() const {
@@ -62,9 +65,10 @@ std::size_t NodeReasons::size() const {
 
 const std::string* NodeReasons::find(std::string_view name) const {
   sort();
-  auto it = std::lower_bound(order_.begin(), order_.end(), name,
-                             [this](std::uint32_t e, std::string_view n) { return entries_[e].name < n; });
-  if (it == order_.end() || entries_[*it].name != name) return nullptr;
+  auto it = std::lower_bound(order_.begin(), order_.end(), name, [this](std::uint32_t e, std::string_view n) {
+    return this->name(entries_[e]) < n;
+  });
+  if (it == order_.end() || this->name(entries_[*it]) != name) return nullptr;
   return &reasons_[entries_[*it].reason];
 }
 
@@ -86,7 +90,7 @@ NodeReasons::iterator NodeReasons::end() const {
 
 NodeReasons::Item NodeReasons::iterator::operator*() const {
   const Entry& e = r_->entries_[r_->order_[i_]];
-  return Item{e.name, r_->reasons_[e.reason]};
+  return Item{r_->name(e), r_->reasons_[e.reason]};
 }
 
 std::uint32_t NodeReasons::iterator::reason() const {

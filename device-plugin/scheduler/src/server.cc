@@ -456,7 +456,7 @@ void Server::Impl::on_filter(const httplib::Request& req, httplib::Response& res
     FilterResult none;
     std::uint32_t why = none.unresolvable.reason("pod " + args->pod.key() + " is not in the API server");
     for (const auto& n : args->node_names) none.unresolvable.add(n, why);
-    return reply_text(res, 200, filter_result_text(*args, none));
+    return reply_text(res, 200, filter_result_text(*args, none, NamesOfArgs{}));
   }
   // A job pod whose chips come through DRA ResourceClaims asks for what its claims ask (dra_claims.h).
   if (kube) kube->apply_claims(args->pod);
@@ -488,7 +488,7 @@ void Server::Impl::on_filter(const httplib::Request& req, httplib::Response& res
       if (!args->pod.resource.empty() || args->pod.job) tell_refused(args->pod, why);
     }
   }
-  reply_text(res, 200, filter_result_text(*args, r));
+  reply_text(res, 200, filter_result_text(*args, r, NamesOfArgs{}));
 }
 
 void Server::Impl::tell_placed(const PodInfo& pod) {

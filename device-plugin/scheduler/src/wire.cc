@@ -1,6 +1,7 @@
 #include "ascend/scheduler/wire.h"
 
 #include <algorithm>
+#include <cassert>
 #include <charconv>
 #include <cstdint>
 #include <cstring>
@@ -146,7 +147,7 @@ json filter_result_json(const ExtenderArgs& args, const FilterResult& r) {
   }
   auto map_of = [](const NodeReasons& m) {
     json o = json::object();
-    for (const auto& [node, why] : m) o[node] = why;
+    for (const auto& [node, why] : m) o[std::string(node)] = why;
     return o;
   };
   out["FailedNodes"] = map_of(r.failed);
@@ -217,8 +218,10 @@ class Text {
     *p_++ = c;
   }
   // Inline at each use (at 5 000 names an answer, the call costs as much as the copy).
-  [[gnu::always_inline]] void str(std::string_view s) {
-    if (!plain(s)) return raw(json(std::string(s)).dump());
+  // `checked`: `s` is known to be plain.
+  [[gnu::always_inline]] void str(std::string_view s, bool checked = false) {
+    assert(!checked || plain(s));
+    if (!checked && !plain(s)) return raw(json(std::string(s)).dump());
     room(s.size() + 2);
     *p_++ = '"';
     std::memcpy(p_, s.data(), s.size());
@@ -230,8 +233,9 @@ class Text {
     p_ = std::to_chars(p_, end_, v).ptr;
   }
   // `[,]"<key>":<value>`, the value already JSON: one check of the room for the whole member.
-  void member(const std::string& key, std::string_view value, bool first) {
-    if (!plain(key)) {
+  void member(std::string_view key, std::string_view value, bool first, bool checked = false) {
+    assert(!checked || plain(key));
+    if (!checked && !plain(key)) {
       if (!first) raw(',');
       str(key);
       raw(':');
@@ -293,26 +297,26 @@ class Text {
   char* end_ = nullptr;
 };
 
-void append_map(Text& out, const NodeReasons& m) {
+// `checked`: every node name is known to be plain.
+void append_map(Text& out, const NodeReasons& m, bool checked) {
   out.raw('{');
   // Each reason's text is made once (a job pod's failed nodes share one).
   std::vector<std::string> texts(m.reason_count());
   std::vector<char> made(m.reason_count());
   bool first = true;
-  m.for_each([&](const std::string& node, std::uint32_t r) {
+  m.for_each([&](std::string_view node, std::uint32_t r) {
     if (made[r] == 0) {
       texts[r] = quoted(m.text(r));
       made[r] = 1;
     }
-    out.member(node, texts[r], first);
+    out.member(node, texts[r], first, checked);
     first = false;
   });
   out.raw('}');
 }
 
-}  // namespace
-
-std::string filter_result_text(const ExtenderArgs& args, const FilterResult& r) {
+// `checked`: every node name in `r` is known to be plain.
+std::string filter_text(const ExtenderArgs& args, const FilterResult& r, bool checked) {
   if (args.full_nodes) return filter_result_json(args, r).dump();
   // nlohmann's object keys are sorted: Error, FailedAndUnresolvableNodes, FailedNodes, NodeNames, Nodes.
   // The size of the answer when nothing needs escaping: a buffer that need not grow (a job pod's answer is
@@ -321,20 +325,30 @@ std::string filter_result_text(const ExtenderArgs& args, const FilterResult& r) 
   for (const auto& n : r.passed) guess += n.size() + 3;
   for (const auto* m : {&r.failed, &r.unresolvable}) {
     m->for_each(
-        [&](const std::string& node, std::uint32_t k) { guess += node.size() + m->text(k).size() + 6; });
+        [&](std::string_view node, std::uint32_t k) { guess += node.size() + m->text(k).size() + 6; });
   }
   Text out(guess);
   out.raw(R"({"Error":"","FailedAndUnresolvableNodes":)");
-  append_map(out, r.unresolvable);
+  append_map(out, r.unresolvable, checked);
   out.raw(R"(,"FailedNodes":)");
-  append_map(out, r.failed);
+  append_map(out, r.failed, checked);
   out.raw(R"(,"NodeNames":[)");
   for (std::size_t i = 0; i < r.passed.size(); ++i) {
     if (i > 0) out.raw(',');
-    out.str(r.passed[i]);
+    out.str(r.passed[i], checked);
   }
   out.raw(R"(],"Nodes":null})");
   return std::move(out).take();
+}
+
+}  // namespace
+
+std::string filter_result_text(const ExtenderArgs& args, const FilterResult& r) {
+  return filter_text(args, r, false);
+}
+
+std::string filter_result_text(const ExtenderArgs& args, const FilterResult& r, NamesOfArgs) {
+  return filter_text(args, r, args.node_names.all_plain());
 }
 
 namespace {

@@ -393,6 +393,39 @@ TEST(ExtenderAnswerText, AListIsWrittenAsItIsOnlyWhenEveryNameIsPlain) {
   EXPECT_TRUE(copy.all_plain());
 }
 
+// The server's filter answer (NamesOfArgs: the result's names are the request's) is the tree's dump too, for
+// lists whose names are all plain (written without a check) and for lists with names that are not (each
+// checked, escaped as nlohmann does): names passed, failed and unresolvable drawn from the request's list.
+TEST(ExtenderAnswerText, TheServersFilterAnswerFromTheRequestsNamesIsTheTreesDump) {
+  std::mt19937 rng(13);
+  for (int i = 0; i < 2000; ++i) {
+    const bool all_plain = rng() % 2 == 0;
+    std::vector<std::string> names;
+    int n = 1 + static_cast<int>(rng() % 8);
+    names.reserve(static_cast<std::size_t>(n));
+    for (int k = 0; k < n; ++k) names.push_back(all_plain ? "node-" + std::to_string(rng() % 100) : odd(rng));
+    ExtenderArgs args;
+    args.node_names = NodeNameList(names);
+    FilterResult r;
+    const std::uint32_t shared = r.failed.reason("2 of 8 chips free");
+    for (const auto& name : names) {
+      switch (rng() % 3) {
+        case 0:
+          r.passed.push_back(name);
+          break;
+        case 1:
+          r.failed.add(name, rng() % 2 ? shared : r.failed.reason(odd(rng)));
+          break;
+        default:
+          r.unresolvable.set(name, "node " + name + " is not in the scheduler's cluster file");
+      }
+    }
+    const std::string tree = filter_result_json(args, r).dump();
+    ASSERT_EQ(filter_result_text(args, r, NamesOfArgs{}), tree) << ::testing::PrintToString(names);
+    ASSERT_EQ(filter_result_text(args, r), tree);
+  }
+}
+
 // NodeReasons reads as the std::map<name, reason> it replaced, each name's last reason given: names in any
 // order, repeated, with ranks (their places among a cluster's sorted names) or without, shared reasons or
 // not, read at any point and added to again.

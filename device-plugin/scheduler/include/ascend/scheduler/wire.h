@@ -85,6 +85,11 @@ nlohmann::json filter_result_json(const ExtenderArgs& args, const FilterResult& 
 // The same answers as text, byte for byte what filter_result_json(...).dump() and priorities_json(...).dump()
 // give, written without building the tree (5 000 nodes: a map entry per failed node, then its copy).
 std::string filter_result_text(const ExtenderArgs& args, const FilterResult& r);
+// The server's: `r` is what Scheduler::filter gave for args.node_names, so every name in it is one of those;
+// when that list is all_plain() no name is checked again (the same text; a result with any other name would
+// be written unescaped: use the form above for it).
+struct NamesOfArgs {};
+std::string filter_result_text(const ExtenderArgs& args, const FilterResult& r, NamesOfArgs);
 std::string priorities_text(const std::vector<NodeScore>& scores);
 // The same answer from the hosts and their scores apart (the same length, else std::invalid_argument;
 // Scheduler::scores), as priorities_text of the NodeScores they make. The server's: the request's names,
