@@ -5,6 +5,11 @@
 // with the last arrays this thread read: the same bytes are the same names, checked then, and their list is
 // shared. Another array's names become views into a copy of its text, each checked as a DNS-1123 subdomain
 // (or found, in order, in the last list: kube-scheduler's /prioritize gets the names /filter passed).
+// When the text holds one of those arrays' bytes where it was last, or just before the closing brace (where
+// kube-scheduler's encoder puts NodeNames), the text is indexed with "[]" in its place; if that "[]" is then
+// NodeNames' value, the array is that member's value in the text as sent (one JSON value put for another at
+// a value's place changes nothing else), and its 60 KB are neither indexed nor walked. Otherwise the text is
+// read as it is.
 // Anything unusual is left to the long way (the caller's json::parse + parse_extender_args), which gives the
 // exact answer or error: the fast way only ever returns what the long way would.
 #include <simdjson.h>
@@ -64,11 +69,12 @@ bool raw_of(od::value v, Member& m) {
 struct Seen {
   std::shared_ptr<const std::string> text;
   NodeNameList names;
+  std::size_t at = 0;  // where the text began in the last body that held it
 };
 struct SeenLists {
   std::array<Seen, 2> lists;
-  const Seen* find(std::string_view raw) const {
-    for (const auto& s : lists) {
+  Seen* find(std::string_view raw) {
+    for (auto& s : lists) {
       if (s.text && *s.text == raw) return &s;
     }
     return nullptr;
@@ -125,27 +131,68 @@ std::optional<Seen> read_names(od::document& doc, std::size_t at, std::string_vi
 
 }  // namespace
 
-std::optional<ExtenderArgs> read_extender_args_fast(std::string_view text, std::size_t max_nodes) {
-  // One parser and one padded copy of the text per thread: they keep their buffers between calls (the server
-  // answers on a pool of threads). No text is no JSON.
-  thread_local od::parser parser;
-  thread_local std::unique_ptr<char[]> buffer;
-  thread_local std::size_t buffer_size = 0;
-  thread_local SeenLists seen;
-  if (text.empty()) return std::nullopt;
-  const std::size_t need = text.size() + simdjson::SIMDJSON_PADDING;
-  if (buffer_size < need) {
-    buffer_size = std::max(need, 2 * buffer_size);
-    buffer = std::make_unique<char[]>(buffer_size);
+namespace {
+
+// One parser and one padded copy of the text per thread: they keep their buffers between calls (the server
+// answers on a pool of threads).
+struct Reader {
+  od::parser parser;
+  std::unique_ptr<char[]> buffer;
+  std::size_t buffer_size = 0;
+  SeenLists seen;
+};
+
+// A list this thread read before whose bytes the text holds at `at`.
+struct Splice {
+  Seen* list = nullptr;
+  std::size_t at = 0;
+};
+
+Splice find_splice(std::string_view text, SeenLists& seen) {
+  const std::string_view body = trim_end(text);
+  for (auto& s : seen.lists) {
+    if (!s.text || s.text->size() <= 2) continue;
+    const std::string_view list = *s.text;
+    const std::size_t last = body.size() > list.size() && body.back() == '}' ? body.size() - 1 - list.size()
+                                                                             : std::string_view::npos;
+    for (std::size_t at : {s.at, last}) {
+      if (at <= text.size() && list.size() <= text.size() - at && text.compare(at, list.size(), list) == 0)
+        return {&s, at};
+    }
   }
-  std::memcpy(buffer.get(), text.data(), text.size());
-  std::memset(buffer.get() + text.size(), 0, simdjson::SIMDJSON_PADDING);
+  return {};
+}
+
+// The arguments in `text`; with `splice`, read from the text with "[]" in place of the list's bytes, and
+// nullopt unless that "[]" is NodeNames' value.
+std::optional<ExtenderArgs> read_args(Reader& r, std::string_view text, std::size_t max_nodes,
+                                      const Splice* splice) {
+  constexpr std::string_view kEmpty = "[]";
+  const std::size_t size =
+      splice == nullptr ? text.size() : text.size() - splice->list->text->size() + kEmpty.size();
+  const std::size_t need = size + simdjson::SIMDJSON_PADDING;
+  if (r.buffer_size < need) {
+    r.buffer_size = std::max(need, 2 * r.buffer_size);
+    r.buffer = std::make_unique<char[]>(r.buffer_size);
+  }
+  char* const buffer = r.buffer.get();
+  if (splice == nullptr) {
+    std::memcpy(buffer, text.data(), text.size());
+  } else {
+    const std::size_t after = splice->at + splice->list->text->size();
+    std::memcpy(buffer, text.data(), splice->at);
+    std::memcpy(buffer + splice->at, kEmpty.data(), kEmpty.size());
+    std::memcpy(buffer + splice->at + kEmpty.size(), text.data() + after, text.size() - after);
+  }
+  std::memset(buffer + size, 0, simdjson::SIMDJSON_PADDING);
+  const std::string_view parsed(buffer, size);
+  auto& parser = r.parser;
+  auto& seen = r.seen;
   if (parser.max_depth() != std::size_t{kMaxNesting} &&
-      parser.allocate(text.size(), std::size_t{kMaxNesting}) != simdjson::SUCCESS)
+      parser.allocate(size, std::size_t{kMaxNesting}) != simdjson::SUCCESS)
     return std::nullopt;
   od::document doc;
-  if (parser.iterate(buffer.get(), text.size(), buffer_size).get(doc) != simdjson::SUCCESS)
-    return std::nullopt;
+  if (parser.iterate(buffer, size, r.buffer_size).get(doc) != simdjson::SUCCESS) return std::nullopt;
   // Every member, unread; which one find_field takes for a key is decided by find_field itself on the member
   // names, each mapped to the place of its last occurrence, as in the tree nlohmann builds.
   std::vector<Member> members;
@@ -169,8 +216,8 @@ std::optional<ExtenderArgs> read_extender_args_fast(std::string_view text, std::
   if (members.empty()) return std::nullopt;
   {
     const Member& last = members.back();
-    std::size_t end = static_cast<std::size_t>(last.raw.data() - buffer.get()) + last.raw.size();
-    std::string_view rest = text.substr(std::min(end, text.size()));
+    std::size_t end = static_cast<std::size_t>(last.raw.data() - buffer) + last.raw.size();
+    std::string_view rest = parsed.substr(std::min(end, parsed.size()));
     std::size_t close = rest.find('}');
     if (close == std::string_view::npos || !trim_end(rest.substr(0, close)).empty() ||
         !trim_end(rest.substr(close + 1)).empty())
@@ -201,16 +248,37 @@ std::optional<ExtenderArgs> read_extender_args_fast(std::string_view text, std::
   ExtenderArgs a;
   a.pod = std::move(*info);
   const std::string_view raw = members[*node_names].raw;
-  if (const Seen* s = seen.find(raw); s != nullptr && s->names.size() <= max_nodes) {
+  const auto at = static_cast<std::size_t>(raw.data() - buffer);
+  if (splice != nullptr) {
+    if (at != splice->at || raw != kEmpty || splice->list->names.size() > max_nodes) return std::nullopt;
+    a.node_names = splice->list->names;
+    splice->list->at = at;
+    seen.touch(splice->list);
+    return a;
+  }
+  if (Seen* s = seen.find(raw); s != nullptr && s->names.size() <= max_nodes) {
     a.node_names = s->names;
+    s->at = at;
     seen.touch(s);
     return a;
   }
   auto list = read_names(doc, *node_names, raw, max_nodes, seen.lists[0].names);
   if (!list) return std::nullopt;
+  list->at = at;
   a.node_names = list->names;
   seen.put(std::move(*list));
   return a;
+}
+
+}  // namespace
+
+std::optional<ExtenderArgs> read_extender_args_fast(std::string_view text, std::size_t max_nodes) {
+  thread_local Reader reader;
+  if (text.empty()) return std::nullopt;  // no text is no JSON
+  if (const Splice splice = find_splice(text, reader.seen); splice.list != nullptr) {
+    if (auto a = read_args(reader, text, max_nodes, &splice)) return a;
+  }
+  return read_args(reader, text, max_nodes, nullptr);
 }
 
 }  // namespace ascend::scheduler

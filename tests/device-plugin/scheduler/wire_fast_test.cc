@@ -184,6 +184,63 @@ TEST(ExtenderReadFast, TheSameNamesBytesShareTheListAndEveryOtherListIsCheckedAn
   EXPECT_EQ(a->node_names, (Names{"n-1", "n-2", "n-3"}));
 }
 
+// A list read before is looked for where it was and just before the closing brace (kube-scheduler's
+// encoder writes Pod, Nodes, NodeNames in that order), and the text then read with "[]" in its place: taken
+// only when that "[]" is NodeNames' value. Its bytes as another member's value, inside the Pod, or under a
+// NodeNames that a later repeat of the key overrides are not the names.
+TEST(ExtenderReadFast, AListReadBeforeIsTheNamesOnlyWhereItIsNodeNamesValue) {
+  using Names = std::vector<std::string>;
+  const std::string list = R"(["n-1","n-2","n-3"])";
+  const Names three = {"n-1", "n-2", "n-3"};
+  const std::string solo = R"({"metadata":{"name":"solo"}})";
+  // Read once: NodeNames first, its list 13 bytes in.
+  auto first = read_extender_args_fast(R"({"NodeNames":)" + list + R"(,"Pod":)" + kPod + "}", 10);
+  ASSERT_TRUE(first.has_value());
+  struct Case {
+    std::string body;
+    Names names;
+  };
+  const std::vector<Case> cases = {
+      // As kube-scheduler sends it, another pod (the list elsewhere than before), a newline after it.
+      {R"({"Pod":)" + solo + R"(,"Nodes":null,"NodeNames":)" + list + "}\n", three},
+      // Where it was first (13 bytes in) but as another member's value.
+      {R"({"NodeNamez":)" + list + R"(,"Pod":)" + solo + R"(,"NodeNames":["x-1"]})", {"x-1"}},
+      // Just before the closing brace, as another member's value.
+      {R"({"Pod":)" + solo + R"(,"NodeNames":["x-2"],"Other":)" + list + "}", {"x-2"}},
+      // 13 bytes in, inside the Pod.
+      {R"({"Pod":{"ab":)" + list + R"(,"metadata":{"name":"p"}},"NodeNames":["x-3"]})", {"x-3"}},
+      // Under a NodeNames that a repeat of the key overrides, and the other way round.
+      {R"({"NodeNames":)" + list + R"(,"Pod":)" + solo + R"(,"NodeNames":["x-4"]})", {"x-4"}},
+      {R"({"NodeNames":["x-5"],"Pod":)" + solo + R"(,"NodeNames":)" + list + "}", three},
+      // Before the closing brace with a space between: read as it is, the same names.
+      {R"({"Pod":)" + solo + R"(,"NodeNames":)" + list + " }", three},
+      // Where it was, a body that is not JSON after it.
+      {R"({"NodeNames":)" + list + R"(,"Pod":)" + solo + ",}", {}},
+  };
+  for (const auto& c : cases) {
+    auto a = read_extender_args_fast(c.body, 10);
+    if (c.names.empty()) {
+      EXPECT_FALSE(a.has_value()) << c.body;
+      EXPECT_FALSE(long_way(c.body, 10).has_value()) << c.body;
+      continue;
+    }
+    ASSERT_TRUE(a.has_value()) << c.body;
+    EXPECT_EQ(a->node_names, c.names) << c.body;
+    expect_agrees(c.body, 10);
+    // The first list read again, where it was, between the cases: it must not be confused with them.
+    auto again = read_extender_args_fast(R"({"NodeNames":)" + list + R"(,"Pod":)" + kPod + "}", 10);
+    ASSERT_TRUE(again.has_value());
+    EXPECT_EQ(again->node_names, three);
+  }
+  // The list where it was, with fewer nodes allowed than it has: declined, as the long way refuses it.
+  const std::string body = R"({"Pod":)" + solo + R"(,"NodeNames":)" + list + "}";
+  EXPECT_FALSE(read_extender_args_fast(body, 2).has_value());
+  EXPECT_FALSE(long_way(body, 2).has_value());
+  auto taken = read_extender_args_fast(body, 3);
+  ASSERT_TRUE(taken.has_value());
+  EXPECT_EQ(taken->node_names.view().data(), first->node_names.view().data()) << "the list is shared";
+}
+
 // Random bodies from realistic and odd parts: whenever the fast reader answers, the long way answers the
 // same; both ways often enough that the comparison means something.
 TEST(ExtenderReadFast, RandomBodiesNeverDisagreeWithTheLongWay) {
