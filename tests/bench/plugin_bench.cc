@@ -182,7 +182,7 @@ class Served {
         in >> range >> perms >> offset >> dev >> inode;
         std::getline(in >> std::ws, path);
         current = path.empty() || path[0] == '[' ? "[anon]" : path;
-        if (by_segment && current != "[anon]") current += " " + perms + " " + offset;
+        if (by_segment && current != "[anon]") current.append(" ").append(perms).append(" ").append(offset);
       }
     }
     return out;
@@ -885,9 +885,7 @@ void print_summary() {
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run_main(int argc, char** argv) {
   std::vector<char*> args(argv, argv + argc);
   std::string interleave = "--benchmark_enable_random_interleaving=true";
   args.push_back(interleave.data());
@@ -899,4 +897,14 @@ int main(int argc, char** argv) {
   benchmark::Shutdown();
   print_summary();
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run_main(argc, argv);
+  } catch (const std::exception& e) {
+    die(std::string("internal error: ") + e.what());
+  }
 }
