@@ -75,9 +75,10 @@
 #include "ascend/common/log.h"
 #include "ascend/npu/backend.h"
 #include "ascend/npu/emulator.h"
-#include "ascend/npu/profiles.h"
 #include "ascend/plugin/daemon.h"
 #include "ascend/plugin/dra_service.h"
+#include "bench_host.h"
+#include "bench_main.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "dra/dra_v1.grpc.pb.h"
 #include "fake_apiserver.h"
@@ -457,12 +458,7 @@ class Bench {
 
   void load_host() {
     emu_ = std::make_unique<ascend::npu::Emulator>(dir_ + "/root");
-    ascend::npu::LoadOptions o;
-    o.make_nodes = ::geteuid() == 0;
-    o.majors = ascend::npu::DeviceMajors{240, 241, 242, 243, 244};
-    o.npu_smi_binary = std::string(ASCEND_BIN_DIR) + "/npu-smi";
-    if (auto st = emu_->load(*ascend::npu::builtin_profile("atlas800t-a2"), o); !st)
-      die(st.error().message());
+    if (auto st = ascend::bench::load_bench_host(*emu_); !st) die(st.error().message());
     ascend::npu::BackendOptions bo;
     bo.backend = ascend::npu::Backend::kEmulator;
     bo.root = dir_ + "/root";
@@ -709,9 +705,5 @@ int run_main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run_main(argc, argv);
-  } catch (const std::exception& e) {
-    die(std::string("internal error: ") + e.what());
-  }
+  return ascend::bench::guarded_main("dra_bench", run_main, argc, argv);
 }

@@ -61,9 +61,10 @@
 
 #include "ascend/npu/backend.h"
 #include "ascend/npu/emulator.h"
-#include "ascend/npu/profiles.h"
 #include "ascend/plugin/metrics.h"
 #include "ascend/plugin/plugin.h"
+#include "bench_host.h"
+#include "bench_main.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 
 extern char** environ;
@@ -218,12 +219,7 @@ class Setup {
     std::string tmpl = (std::filesystem::temp_directory_path() / "plugin-bench-XXXXXX").string();
     dir_ = ::mkdtemp(tmpl.data());
     emu_ = std::make_unique<ascend::npu::Emulator>(dir_ + "/root");
-    ascend::npu::LoadOptions o;
-    o.make_nodes = ::geteuid() == 0;
-    o.majors = ascend::npu::DeviceMajors{240, 241, 242, 243, 244};
-    o.npu_smi_binary = std::string(ASCEND_BIN_DIR) + "/npu-smi";
-    if (auto st = emu_->load(*ascend::npu::builtin_profile("atlas800t-a2"), o); !st)
-      die(st.error().message());
+    if (auto st = ascend::bench::load_bench_host(*emu_); !st) die(st.error().message());
     // BM_FaultToUnhealthy faults chip 3 twenty times: with the built-in escalation (3 faults within a day)
     // the plugin isolates it after the third (docs/device-plugin.md, "Health and graded faults"), and every
     // later benchmark calling Allocate on it would fail. The bench measures detection, not escalation.
@@ -902,9 +898,5 @@ int run_main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run_main(argc, argv);
-  } catch (const std::exception& e) {
-    die(std::string("internal error: ") + e.what());
-  }
+  return ascend::bench::guarded_main("plugin_bench", run_main, argc, argv);
 }

@@ -33,6 +33,7 @@
 #include "ascend/scheduler/kube_records.h"
 #include "ascend/scheduler/server.h"
 #include "ascend/topology/cluster.h"
+#include "bench_main.h"
 #include "fake_apiserver.h"
 #include "latency.h"
 #include "served_scheduler.h"
@@ -249,9 +250,5 @@ int run_main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run_main(argc, argv);
-  } catch (const std::exception& e) {
-    die(std::string("internal error: ") + e.what());
-  }
+  return ascend::bench::guarded_main("recovery_bench", run_main, argc, argv);
 }

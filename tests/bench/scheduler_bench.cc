@@ -498,7 +498,8 @@ void phases_5000() {
   return r.passed.size() + scores.size();
 }
 
-// The whole pair; `serve_pair` is it under the name callgrind counts, `warm_pair` the same uncounted.
+// The whole pair; `serve_pair` is it under the name callgrind counts (--toggle-collect), and the warm-up
+// calls it directly, uncounted.
 [[gnu::noinline]] std::size_t whole_pair(Scheduler& sched, const std::string& body, const std::string& p_body,
                                          std::chrono::system_clock::time_point now) {
   auto f = ascend::scheduler::read_extender_args_fast(body, 5000);
