@@ -1,6 +1,7 @@
 #include "ascend/hook/oci.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <utility>
@@ -230,11 +231,6 @@ Result<std::string> spec_rootfs(const Spec& spec, const std::string& bundle) {
   if (p.empty()) return Error::invalid("config.json has no root.path (a non-empty string)");
   if (p[0] == '/') return p;
   return bundle + (bundle.back() == '/' ? "" : "/") + p;
-}
-
-Result<std::string> spec_rootfs(const nlohmann::ordered_json& spec, const std::string& bundle) {
-  ASCEND_ASSIGN(Spec read, parse_spec(spec.dump()), "");
-  return spec_rootfs(read, bundle);
 }
 
 }  // namespace ascend::hook

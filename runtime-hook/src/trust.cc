@@ -63,15 +63,4 @@ Result<TrustedRequest> trusted_request_env(const Spec& spec, std::vector<std::st
   return out;
 }
 
-bool is_privileged(const nlohmann::ordered_json& spec) {
-  auto read = parse_spec(spec.dump());
-  return read && is_privileged(*read);
-}
-
-Result<TrustedRequest> trusted_request_env(const nlohmann::ordered_json& spec, std::vector<std::string> env,
-                                           bool accept_env_when_unprivileged) {
-  ASCEND_ASSIGN(Spec read, parse_spec(spec.dump()), "");
-  return trusted_request_env(read, std::move(env), accept_env_when_unprivileged);
-}
-
 }  // namespace ascend::hook

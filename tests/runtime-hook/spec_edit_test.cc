@@ -10,6 +10,7 @@
 #include "ascend/hook/oci.h"
 #include "ascend/hook/spec_edit.h"
 #include "ascend/npu/profiles.h"
+#include "spec_json.h"
 
 namespace ascend::hook {
 namespace {

@@ -8,6 +8,7 @@
 
 #include "ascend/hook/oci.h"
 #include "ascend/hook/request.h"
+#include "spec_json.h"
 
 namespace ascend::hook {
 namespace {

@@ -7,8 +7,6 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "ascend/common/error.h"
 #include "ascend/common/json_text.h"
 
@@ -61,7 +59,5 @@ Result<std::vector<std::string>> spec_env(const Spec& spec);
 
 // root.path made absolute against the bundle.
 Result<std::string> spec_rootfs(const Spec& spec, const std::string& bundle);
-// The same for a caller holding nlohmann's document of config.json (the tests): its text read by parse_spec.
-Result<std::string> spec_rootfs(const nlohmann::ordered_json& spec, const std::string& bundle);
 
 }  // namespace ascend::hook

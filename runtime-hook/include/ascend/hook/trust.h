@@ -16,8 +16,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "ascend/common/error.h"
 #include "ascend/hook/oci.h"
 
@@ -39,12 +37,6 @@ bool is_privileged(const Spec& spec);
 
 // `env` (process.env) with ASCEND_VISIBLE_DEVICES replaced by the marker ids, kept, or dropped, as above.
 Result<TrustedRequest> trusted_request_env(const Spec& spec, std::vector<std::string> env,
-                                           bool accept_env_when_unprivileged);
-
-// The same two for a caller holding nlohmann's document of config.json (the tests): its text read by
-// parse_spec (a spec parse_spec refuses is not privileged, and its error is the request's).
-bool is_privileged(const nlohmann::ordered_json& spec);
-Result<TrustedRequest> trusted_request_env(const nlohmann::ordered_json& spec, std::vector<std::string> env,
                                            bool accept_env_when_unprivileged);
 
 }  // namespace ascend::hook
