@@ -132,6 +132,7 @@ std::string vnpu_device(int i) {
 
 std::vector<std::string> chip_devices(const std::vector<int>& chips) {
   std::vector<std::string> out;
+  out.reserve(chips.size());
   for (int c : chips) out.push_back("npu-" + std::to_string(c));
   return out;
 }
@@ -357,6 +358,7 @@ class Bench {
   // The dynamic-vNPU plugin's Allocate of kVnpuCores AICore units of vNPU claim i's chip.
   double dynamic_allocate(int i) {
     std::vector<std::string> ids;
+    ids.reserve(kVnpuCores);
     for (int k = 0; k < kVnpuCores; ++k)
       ids.push_back("npu-core-" + std::to_string(vnpu_chip(i)) + "-" + std::to_string(k));
     const auto req = ascend::testing::allocate_request({ids});
