@@ -135,7 +135,7 @@ namespace {
 
 // One parser and one padded copy of the text per thread: they keep their buffers between calls (the server
 // answers on a pool of threads).
-struct Reader {
+struct BodyReader {
   od::parser parser;
   std::unique_ptr<char[]> buffer;
   std::size_t buffer_size = 0;
@@ -165,7 +165,7 @@ Splice find_splice(std::string_view text, SeenLists& seen) {
 
 // The arguments in `text`; with `splice`, read from the text with "[]" in place of the list's bytes, and
 // nullopt unless that "[]" is NodeNames' value.
-std::optional<ExtenderArgs> read_args(Reader& r, std::string_view text, std::size_t max_nodes,
+std::optional<ExtenderArgs> read_args(BodyReader& r, std::string_view text, std::size_t max_nodes,
                                       const Splice* splice) {
   constexpr std::string_view kEmpty = "[]";
   const std::size_t size =
@@ -273,7 +273,7 @@ std::optional<ExtenderArgs> read_args(Reader& r, std::string_view text, std::siz
 }  // namespace
 
 std::optional<ExtenderArgs> read_extender_args_fast(std::string_view text, std::size_t max_nodes) {
-  thread_local Reader reader;
+  thread_local BodyReader reader;
   if (text.empty()) return std::nullopt;  // no text is no JSON
   if (const Splice splice = find_splice(text, reader.seen); splice.list != nullptr) {
     if (auto a = read_args(reader, text, max_nodes, &splice)) return a;
