@@ -9,6 +9,7 @@
 // entry whose key the edit does not set); the edit's devices, rules, mounts and hooks are all there; and
 // applying the same edit again changes nothing.
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "ascend/hook/mount_list.h"
 #include "ascend/hook/oci.h"
