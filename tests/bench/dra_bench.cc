@@ -73,12 +73,12 @@
 #include "ascend/common/fs.h"
 #include "ascend/common/kube_client.h"
 #include "ascend/common/log.h"
+#include "ascend/common/main_guard.h"
 #include "ascend/npu/backend.h"
 #include "ascend/npu/emulator.h"
 #include "ascend/plugin/daemon.h"
 #include "ascend/plugin/dra_service.h"
 #include "bench_host.h"
-#include "bench_main.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "dra/dra_v1.grpc.pb.h"
 #include "fake_apiserver.h"
@@ -707,5 +707,5 @@ int run_main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return ascend::bench::guarded_main("dra_bench", run_main, argc, argv);
+  return ascend::guarded_main("dra_bench", [&] { return run_main(argc, argv); });
 }

@@ -59,12 +59,12 @@
 #include <sstream>
 #include <thread>
 
+#include "ascend/common/main_guard.h"
 #include "ascend/npu/backend.h"
 #include "ascend/npu/emulator.h"
 #include "ascend/plugin/metrics.h"
 #include "ascend/plugin/plugin.h"
 #include "bench_host.h"
-#include "bench_main.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 
 extern char** environ;
@@ -898,5 +898,5 @@ int run_main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return ascend::bench::guarded_main("plugin_bench", run_main, argc, argv);
+  return ascend::guarded_main("plugin_bench", [&] { return run_main(argc, argv); });
 }

@@ -29,11 +29,11 @@
 #include <nlohmann/json.hpp>
 
 #include "ascend/common/kube_client.h"
+#include "ascend/common/main_guard.h"
 #include "ascend/deviceinfo/deviceinfo.h"
 #include "ascend/scheduler/kube_records.h"
 #include "ascend/scheduler/server.h"
 #include "ascend/topology/cluster.h"
-#include "bench_main.h"
 #include "fake_apiserver.h"
 #include "latency.h"
 #include "served_scheduler.h"
@@ -250,5 +250,5 @@ int run_main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return ascend::bench::guarded_main("recovery_bench", run_main, argc, argv);
+  return ascend::guarded_main("recovery_bench", [&] { return run_main(argc, argv); });
 }
